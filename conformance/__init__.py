@@ -1,0 +1,1 @@
+"""Conformance machinery: the trace format, the invariant checker, campaigns and their reports."""

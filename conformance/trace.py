@@ -1,0 +1,322 @@
+"""Trace format v1: one JSON object per line, each an event carrying the delta of the state it produced.
+
+Every engine of kcm (the implementation, TLC and Z3 counterexamples, parsed Kafka logs) writes and reads
+this one format, so a trace from any of them can be replayed through the same invariant checker.
+docs/trace-format.md describes the format for users; trace_schema.json is its single-event schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Final
+
+import fastjsonschema
+from kcm.spec.vocabulary import ACTIONS, VARIABLES
+
+Event = dict[str, Any]
+
+SCHEMA_PATH: Final = Path(__file__).with_name("trace_schema.json")
+FORMAT_VERSION: Final = 1
+
+# The order keys are written in; fixed so the same run always produces the same bytes.
+KEY_ORDER: Final[tuple[str, ...]] = ("v", "run", "seq", "actor", "action", "args", "state", "full")
+
+# An observer reports a step whose actor it could not see (a parsed log line, a store snapshot), so it
+# may stand in for any actor kind.
+OBSERVER: Final = "observer"
+
+_NO_FIELD: Final = "-"
+_DEFINITIONS: Final = "#/definitions/"
+_LONG_ENUM: Final = 8
+
+_Validator = Callable[[Any], Any]
+_validator: _Validator | None = None
+
+
+class TraceError(Exception):
+    """A trace that breaks format v1; the one exception type the readers and writers raise."""
+
+    def __init__(self, file: str, line: int, field: str, reason: str) -> None:
+        self.file = file
+        self.line = line
+        self.field = field
+        self.reason = reason
+        # Keys and values come from the trace itself; escaping line breaks keeps the message one line.
+        message = f"{file}:{line}: {field}: {reason}"
+        super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
+
+    def __reduce__(self) -> tuple[type[TraceError], tuple[str, int, str, str]]:
+        # The default reduce would call __init__ with the message alone.
+        return (TraceError, (self.file, self.line, self.field, self.reason))
+
+
+def _inline_refs(node: Any, definitions: dict[str, Any]) -> Any:
+    """Replace each local `$ref` by the definition it names.
+
+    fastjsonschema turns every `$ref` into a call that formats the error path even when the value is
+    valid; inlined, validation runs about three times faster on the reader's hot path.
+    """
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_DEFINITIONS):
+            return _inline_refs(definitions[ref[len(_DEFINITIONS) :]], definitions)
+        return {key: _inline_refs(value, definitions) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_inline_refs(item, definitions) for item in node]
+    return node
+
+
+def _schema_validator() -> _Validator:
+    # Compiled on first use: compiling costs tens of milliseconds that importers who never read a trace
+    # should not pay.
+    global _validator
+    if _validator is None:
+        schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+        definitions = schema.pop("definitions", {})
+        _validator = fastjsonschema.compile(_inline_refs(schema, definitions))
+    return _validator
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _schema_error(err: fastjsonschema.JsonSchemaValueException) -> tuple[str, str]:
+    """The (field, reason) of a schema violation, naming the offending key rather than its parent."""
+    name = err.name or "data"
+    prefix = name[len("data.") :] if name.startswith("data.") else ""
+    value = err.value
+    definition = err.definition if isinstance(err.definition, dict) else {}
+    if err.rule == "required" and isinstance(value, dict):
+        missing = [key for key in definition.get("required", []) if key not in value]
+        return _join(prefix, missing[0] if missing else _NO_FIELD), "missing required field"
+    if err.rule == "additionalProperties" and isinstance(value, dict):
+        known = definition.get("properties", {})
+        extra = [key for key in value if key not in known]
+        what = "unknown state variable" if prefix == "state" else "unknown field"
+        return _join(prefix, str(extra[0]) if extra else _NO_FIELD), what
+    if err.rule == "enum":
+        allowed = [item for item in definition.get("enum", []) if item is not None]
+        # Long lists (the action catalogue) would drown the one-line message.
+        shown = "" if len(allowed) > _LONG_ENUM else f" (expected one of {', '.join(map(str, allowed))})"
+        return prefix or _NO_FIELD, f"unknown value {value!r}{shown}"
+    message = err.message or "invalid"
+    reason = message[len(name) + 1 :] if message.startswith(name + " ") else message
+    return prefix or _NO_FIELD, reason
+
+
+def actor_kind(actor: str) -> str:
+    """`broker:3` -> `broker`; a kind without an id is its own kind."""
+    return actor.partition(":")[0]
+
+
+class _Continuity:
+    """The checks that span events or that the schema cannot express: one run, consecutive seq, and
+    an actor of the kind the action needs."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.run: str | None = None
+        self.next_seq: int | None = None
+
+    def check(self, event: Any, line: int) -> Event:
+        try:
+            _schema_validator()(event)
+        except fastjsonschema.JsonSchemaValueException as err:
+            field, reason = _schema_error(err)
+            raise TraceError(self.file, line, field, reason) from None
+        self._check_run(event["run"], line)
+        self._check_seq(event["seq"], line)
+        self._check_actor(event["actor"], event["action"], line)
+        checked: Event = event
+        return checked
+
+    def _check_run(self, run: str, line: int) -> None:
+        if self.run is None:
+            self.run = run
+        elif run != self.run:
+            raise TraceError(self.file, line, "run", f"run {run!r} differs from the trace's run {self.run!r}")
+
+    def _check_seq(self, seq: int, line: int) -> None:
+        expected = self.next_seq
+        if expected is not None and seq != expected:
+            raise TraceError(self.file, line, "seq", f"expected seq {expected}, got {seq}")
+        self.next_seq = seq + 1
+
+    def _check_actor(self, actor: str, action: str, line: int) -> None:
+        kind = actor_kind(actor)
+        needed = ACTIONS[action]
+        if kind != needed and kind != OBSERVER:
+            shown = f"{needed}:N" if needed in ("broker", "controller") else needed
+            raise TraceError(
+                self.file, line, "actor", f"action {action} needs a {shown} actor, got {actor!r}"
+            )
+
+
+def _parse_line(raw: bytes, file: str, line: int) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise TraceError(file, line, _NO_FIELD, f"not UTF-8 (byte {err.start} of the line)") from None
+    if not text.strip():
+        raise TraceError(file, line, _NO_FIELD, "blank line")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        # Only the last line can lack its newline; broken JSON there means the writer was cut off.
+        if not raw.endswith(b"\n"):
+            raise TraceError(file, line, _NO_FIELD, "truncated file (last line incomplete)") from None
+        raise TraceError(file, line, _NO_FIELD, f"invalid JSON: {err.msg} (column {err.colno})") from None
+
+
+def read_trace(path: str | Path) -> Iterator[Event]:
+    """Stream the events of a trace file, validating each; raises TraceError at the first fault."""
+    file = str(path)
+    continuity = _Continuity(file)
+    line = 0
+    try:
+        with open(path, "rb") as handle:
+            for line, raw in enumerate(handle, start=1):
+                yield continuity.check(_parse_line(raw, file, line), line)
+    except OSError as err:
+        raise TraceError(file, line, _NO_FIELD, err.strerror or str(err)) from None
+    if line == 0:
+        raise TraceError(file, 0, _NO_FIELD, "empty trace")
+
+
+def load_trace(path: str | Path) -> list[Event]:
+    return list(read_trace(path))
+
+
+def empty_state() -> dict[str, Any]:
+    return {name: 0 if depth == 0 else {} for name, depth in VARIABLES.items()}
+
+
+def _merge1(target: dict[str, Any], delta: dict[str, Any]) -> None:
+    for key, value in delta.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = value
+
+
+def _merge2(target: dict[str, Any], delta: dict[str, Any]) -> None:
+    for key, inner in delta.items():
+        into = target.get(key)
+        if into is None:
+            # A fresh dict, never the delta's own: the state is mutated by later deltas.
+            into = target[key] = {}
+        _merge1(into, inner)
+
+
+def _merge3(target: dict[str, Any], delta: dict[str, Any]) -> None:
+    for key, inner in delta.items():
+        into = target.get(key)
+        if into is None:
+            into = target[key] = {}
+        _merge2(into, inner)
+
+
+_MERGES: Final = (None, _merge1, _merge2, _merge3)
+
+
+def apply_delta(state: dict[str, Any], delta: dict[str, Any]) -> None:
+    """Merge a validated delta into a full state in place, at each variable's key depth.
+
+    Leaf values (lists) are shared with the delta, not copied: treat both as immutable.
+    """
+    for name, value in delta.items():
+        merge = _MERGES[VARIABLES[name]]
+        if merge is None:
+            state[name] = value
+        else:
+            merge(state[name], value)
+
+
+def apply_event(state: dict[str, Any], event: Event) -> None:
+    """Advance a full state by one event; a `full` event first resets every variable."""
+    if event.get("full"):
+        state.clear()
+        state.update(empty_state())
+    apply_delta(state, event["state"])
+
+
+def make_event(
+    run: str,
+    seq: int,
+    actor: str,
+    action: str,
+    args: dict[str, Any],
+    state: dict[str, Any],
+    full: bool = False,
+) -> Event:
+    """An event with its keys in the written order; `full` is present only when true."""
+    event: Event = {
+        "v": FORMAT_VERSION,
+        "run": run,
+        "seq": seq,
+        "actor": actor,
+        "action": action,
+        "args": args,
+        "state": state,
+    }
+    if full:
+        event["full"] = True
+    return event
+
+
+def _ordered(event: Event, file: str, line: int) -> Event:
+    ordered = {key: event[key] for key in KEY_ORDER if key in event}
+    if len(ordered) != len(event):
+        extra = next(key for key in event if key not in ordered)
+        raise TraceError(file, line, str(extra), "unknown field")
+    return ordered
+
+
+class TraceWriter:
+    """Writes events as compact JSON lines, to a path (opened and closed here) or to a text stream."""
+
+    def __init__(self, target: str | Path | IO[str], validate: bool = False) -> None:
+        if isinstance(target, str | Path):
+            self.file = str(target)
+            try:
+                self._stream: IO[str] = open(target, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+            except OSError as err:
+                raise TraceError(self.file, 0, _NO_FIELD, err.strerror or str(err)) from None
+            self._owned = True
+        else:
+            self.file = str(getattr(target, "name", "<stream>"))
+            self._stream = target
+            self._owned = False
+        self._continuity = _Continuity(self.file) if validate else None
+        self.lines = 0
+
+    def write(self, event: Event) -> None:
+        line = self.lines + 1
+        if list(event) != list(KEY_ORDER[: len(event)]):
+            event = _ordered(event, self.file, line)
+        if self._continuity is not None:
+            self._continuity.check(event, line)
+        self._stream.write(json.dumps(event, separators=(",", ":"), sort_keys=False))
+        self._stream.write("\n")
+        self.lines = line
+
+    def close(self) -> None:
+        if self._owned:
+            self._stream.close()
+        else:
+            self._stream.flush()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,176 @@
+"""The refinement mapping: from the implementation's state to the model's variables (spec.vocabulary).
+
+Each step, only what the step touched is read again (store paths written, replicas and controller
+partitions marked dirty), and only the leaves that differ from what was last reported are emitted, so a
+trace event carries exactly the change of its step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcm.spec.vocabulary import NO_LEADER
+
+from . import zk_paths
+from .controller import Controller
+from .replica_manager import ReplicaManager
+from .store import InMemoryStore, NoNodeError
+
+Leaf = Any
+PARTITION_NODE_VARS = ("leader", "leader_epoch", "isr", "partition_controller_epoch", "partition_version")
+REPLICA_VARS = ("role", "local_leader_epoch", "local_isr", "log", "hw", "hw_checkpoint", "epoch_start_offset")
+
+
+class Abstraction:
+    def __init__(self) -> None:
+        self.seen: dict[str, Any] = {}
+        self.replica_seen: dict[tuple[str, str], dict[str, str]] = {}
+
+    def delta(
+        self,
+        store: InMemoryStore,
+        changed_paths: set[str],
+        managers: dict[int, ReplicaManager],
+        controllers: dict[int, Controller],
+        known_partitions: set[str],
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        self._store_delta(store, changed_paths, known_partitions, out)
+        for broker in sorted(managers):
+            self._broker_delta(broker, managers[broker], out)
+            self._controller_delta(broker, controllers[broker], out)
+        return out
+
+    def snapshot(
+        self,
+        store: InMemoryStore,
+        managers: dict[int, ReplicaManager],
+        controllers: dict[int, Controller],
+        known_partitions: set[str],
+    ) -> dict[str, Any]:
+        """The full state, as the first event of a trace carries it."""
+        for broker in managers:
+            managers[broker].dirty.update(managers[broker].replicas)
+        paths = {zk_paths.CONTROLLER, zk_paths.CONTROLLER_EPOCH}
+        paths.update(zk_paths.partition_state_path(p) for p in known_partitions)
+        return self.delta(store, paths, managers, controllers, known_partitions)
+
+    # -- emit helpers ------------------------------------------------------------------------------
+
+    def _emit(self, out: dict[str, Any], keys: tuple[str, ...], value: Leaf) -> None:
+        """Report one leaf if it changed. `keys` is (variable, key1, key2, ...)."""
+        seen_key = "\x00".join(keys)
+        if seen_key in self.seen:
+            if self.seen[seen_key] == value:
+                return
+        elif value is None:
+            return
+        if value is None:
+            del self.seen[seen_key]
+        else:
+            self.seen[seen_key] = value
+        target = out
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+        target[keys[-1]] = value
+
+    # -- the store ---------------------------------------------------------------------------------------
+
+    def _store_delta(
+        self, store: InMemoryStore, paths: set[str], known: set[str], out: dict[str, Any]
+    ) -> None:
+        if zk_paths.CONTROLLER in paths:
+            holder = _read(store, zk_paths.CONTROLLER)
+            self._emit(out, ("controller",), NO_LEADER if holder is None else int(holder["brokerid"]))
+        if zk_paths.CONTROLLER_EPOCH in paths:
+            self._emit(out, ("controller_epoch",), int(_read(store, zk_paths.CONTROLLER_EPOCH) or 0))
+        for path in sorted(paths):
+            if not path.startswith(zk_paths.TOPICS + "/"):
+                continue
+            parts = path[len(zk_paths.TOPICS) + 1 :].split("/")
+            if len(parts) == 1:
+                self._topic_delta(store, parts[0], known, out)
+            elif len(parts) == 4 and parts[3] == "state":
+                self._partition_node_delta(store, zk_paths.partition_name(parts[0], int(parts[2])), out)
+
+    def _topic_delta(self, store: InMemoryStore, topic: str, known: set[str], out: dict[str, Any]) -> None:
+        data = _read(store, zk_paths.topic_path(topic))
+        assignment = zk_paths.topic_assignment(data) if data is not None else {}
+        names = {zk_paths.partition_name(topic, i): list(r) for i, r in assignment.items()}
+        prefix = topic + "-"
+        gone = [p for p in known if p.startswith(prefix) and zk_paths.split_partition(p)[0] == topic]
+        for partition in sorted(set(gone) | set(names)):
+            self._emit(out, ("assignment", partition), names.get(partition))
+            if partition not in names:
+                self._partition_node_delta(store, partition, out)
+
+    def _partition_node_delta(self, store: InMemoryStore, partition: str, out: dict[str, Any]) -> None:
+        try:
+            data, stat = store.get(zk_paths.partition_state_path(partition))
+        except NoNodeError:
+            values: tuple[Leaf, ...] = (None,) * len(PARTITION_NODE_VARS)
+        else:
+            node: Any = data
+            values = (node["leader"], node["leader_epoch"], list(node["isr"]), node["controller_epoch"], stat.version)
+        for variable, value in zip(PARTITION_NODE_VARS, values, strict=True):
+            self._emit(out, (variable, partition), value)
+
+    # -- brokers and controllers ---------------------------------------------------------------------------
+
+    def _broker_delta(self, broker: int, manager: ReplicaManager, out: dict[str, Any]) -> None:
+        key = str(broker)
+        self._emit(out, ("alive", key), manager.alive)
+        self._emit(out, ("broker_controller_epoch", key), manager.controller_epoch)
+        for partition in sorted(manager.dirty):
+            replica = manager.replicas.get(partition)
+            if replica is None:
+                values: tuple[Leaf, ...] = (None,) * len(REPLICA_VARS)
+            else:
+                values = (
+                    replica.role,
+                    replica.leader_epoch,
+                    list(replica.isr) if replica.role is not None else None,
+                    [list(entry) for entry in replica.log],
+                    replica.hw,
+                    replica.hw_checkpoint,
+                    replica.epoch_start_offset if replica.role == "leader" else None,
+                )
+            for variable, value in zip(REPLICA_VARS, values, strict=True):
+                self._emit(out, (variable, key, partition), value)
+        manager.dirty.clear()
+
+    def _controller_delta(self, broker: int, controller: Controller, out: dict[str, Any]) -> None:
+        key = str(broker)
+        self._emit(out, ("acting_controller_epoch", key), controller.epoch)
+        for partition in sorted(controller.resigned_partitions):
+            self._emit(out, ("partition_state", key, partition), None)
+            self._replica_states_delta(key, partition, {}, out)
+        controller.resigned_partitions = set()
+        ctx = controller.ctx
+        if ctx is None:
+            return
+        for partition in sorted(ctx.dirty):
+            state = ctx.partition_states.get(partition)
+            self._emit(out, ("partition_state", key, partition), None if state is None else state.value)
+            replicas = {str(r): s.value for r, s in ctx.replica_states.get(partition, {}).items()}
+            self._replica_states_delta(key, partition, replicas, out)
+        ctx.dirty.clear()
+
+    def _replica_states_delta(self, key: str, partition: str, states: dict[str, str], out: dict[str, Any]) -> None:
+        before = self.replica_seen.get((key, partition), {})
+        for replica in sorted(set(before) | set(states), key=int):
+            value = states.get(replica)
+            if before.get(replica) != value:
+                out.setdefault("replica_state", {}).setdefault(key, {}).setdefault(partition, {})[replica] = value
+        if states:
+            self.replica_seen[(key, partition)] = states
+        else:
+            self.replica_seen.pop((key, partition), None)
+
+
+def _read(store: InMemoryStore, path: str) -> Any:
+    try:
+        data, _ = store.get(path)
+    except NoNodeError:
+        return None
+    return data

@@ -1,0 +1,326 @@
+"""A simulated cluster: brokers (replica manager + controller each), the embedded store and the network,
+wired together. Every public method is one step of the model: it changes the cluster and records one
+trace event (actor, action, arguments, and the change of the model's variables)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, Knobs
+
+from . import zk_paths
+from .abstraction import Abstraction
+from .controller import Controller, ControllerEvent
+from .messages import (
+    ACTION_OF,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    Envelope,
+    LeaderAndIsrRequest,
+    Message,
+    PartitionLeaderState,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+)
+from .network import Network
+from .replica_manager import ReplicaManager
+from .store import InMemoryStore, NodeExistsError, NoNodeError
+
+Event = dict[str, Any]
+EventSink = Callable[[Event], None]
+ADMIN = 0
+CONTROLLER_REQUESTS = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
+
+
+class Cluster:
+    def __init__(
+        self,
+        brokers: int,
+        knobs: Knobs,
+        sink: EventSink,
+        run: str = "run",
+        rng: random.Random | None = None,
+        max_delay: int = 0,
+    ) -> None:
+        self.knobs = knobs
+        self.sink = sink
+        self.run = run
+        self.seq = 0
+        self.now = 0
+        self.next_record = 1
+        self.store = InMemoryStore()
+        self.network = Network(rng or random.Random(0), max_delay)
+        self.abstraction = Abstraction()
+        self.admin_session = self.store.open_session(ADMIN)
+        for root in zk_paths.PERSISTENT_ROOTS:
+            self.store.create(self.admin_session, root, None, make_parents=True)
+        self.store.create(self.admin_session, zk_paths.CONTROLLER_EPOCH, 0)
+        self.managers: dict[int, ReplicaManager] = {}
+        self.controllers: dict[int, Controller] = {}
+        self.session_owner: dict[int, int] = {}
+        self.partitions: set[str] = set()
+        for broker in range(1, brokers + 1):
+            self.controllers[broker] = Controller(broker, knobs, self.store)
+            self.managers[broker] = ReplicaManager(broker, knobs, self.store, 0)
+            self._start(broker)
+        self._route_watches()
+        self.store.drain_changes()
+        self._record_init(brokers)
+
+    # -- recording ------------------------------------------------------------------------------------
+
+    def _record_init(self, brokers: int) -> None:
+        state = self.abstraction.snapshot(self.store, self.managers, self.controllers, self.partitions)
+        args = {"knobs": self.knobs.to_dict(), "brokers": list(range(1, brokers + 1))}
+        self.sink(self._event("env", "Init", args, state, full=True))
+
+    def _event(self, actor: str, action: str, args: dict[str, Any], state: dict[str, Any], full: bool = False) -> Event:
+        event: Event = {"v": 1, "run": self.run, "seq": self.seq, "actor": actor, "action": action,
+                        "args": args, "state": state}
+        if full:
+            event["full"] = True
+        self.seq += 1
+        return event
+
+    def _commit(self, actor: str, action: str, args: dict[str, Any]) -> Event:
+        """Ends a step: route fired watches, compute the change, emit the event."""
+        self._route_watches()
+        changed = self.store.drain_changes()
+        for path in changed:
+            self._note_partitions(path)
+        state = self.abstraction.delta(self.store, changed, self.managers, self.controllers, self.partitions)
+        event = self._event(actor, action, args, state)
+        self.sink(event)
+        return event
+
+    def _note_partitions(self, path: str) -> None:
+        if path.startswith(zk_paths.TOPICS + "/") and path.count("/") == 3:
+            topic = path.rsplit("/", 1)[1]
+            try:
+                data, _ = self.store.get(path)
+            except NoNodeError:
+                return
+            for index in zk_paths.topic_assignment(data):
+                self.partitions.add(zk_paths.partition_name(topic, index))
+
+    def _route_watches(self) -> None:
+        for fired in self.store.poll_watch_events():
+            broker = self.session_owner.get(fired.session)
+            if broker is not None and self.managers[broker].alive:
+                self.controllers[broker].on_watch(fired.path)
+
+    # -- broker lifecycle -----------------------------------------------------------------------------
+
+    def _start(self, broker: int) -> None:
+        session = self.store.open_session(broker)
+        self.session_owner[session] = broker
+        self.managers[broker].restart(session)
+        self.controllers[broker].session = session
+        self.store.create(session, zk_paths.broker_path(broker), {"epoch": session}, ephemeral=True)
+        self.controllers[broker].enqueue(ControllerEvent("ControllerChange"))
+
+    def _stop(self, broker: int) -> None:
+        self.managers[broker].crash()
+        self.controllers[broker].reset()
+        self.network.disconnect(broker)
+        self.store.expire_session(self.managers[broker].session)
+
+    def live_brokers(self) -> list[int]:
+        return [b for b, m in self.managers.items() if m.alive]
+
+    def controller_holder(self) -> int:
+        try:
+            data, _ = self.store.get(zk_paths.CONTROLLER)
+        except NoNodeError:
+            return NO_LEADER
+        holder: Any = data
+        return int(holder["brokerid"])
+
+    def crash(self, broker: int) -> Event:
+        self._stop(broker)
+        return self._commit("env", "BrokerCrash", {"broker": broker})
+
+    def crash_controller(self) -> Event | None:
+        holder = self.controller_holder()
+        if holder == NO_LEADER or not self.managers[holder].alive:
+            return None
+        self._stop(holder)
+        return self._commit("env", "ControllerCrash", {"broker": holder})
+
+    def restart(self, broker: int) -> Event:
+        self._start(broker)
+        return self._commit("env", "BrokerRestart", {"broker": broker})
+
+    def expire_session(self, broker: int) -> Event:
+        """The broker's store session expires; its client opens a new one at once, but the broker only
+        learns of it when it takes the expiry notification off its controller queue."""
+        manager = self.managers[broker]
+        self.store.expire_session(manager.session)
+        session = self.store.open_session(broker)
+        self.session_owner[session] = broker
+        manager.session = session
+        self.controllers[broker].session = session
+        self.controllers[broker].enqueue(ControllerEvent("Reregister"))
+        return self._commit("env", "SessionExpire", {"broker": broker})
+
+    # -- the controller queue ---------------------------------------------------------------------------
+
+    def process_controller_event(self, broker: int) -> Event:
+        controller = self.controllers[broker]
+        epoch = controller.epoch
+        result = controller.process(self.now)
+        self.network.send(result.out, self.now)
+        if epoch:
+            result.args.setdefault("controller_epoch", epoch)
+        return self._commit(f"{ACTIONS[result.action]}:{broker}", result.action, result.args)
+
+    # -- the network ----------------------------------------------------------------------------------
+
+    def deliver(self, index: int) -> Event:
+        return self._deliver(self.network.take(index))
+
+    def deliver_oldest(self) -> Event | None:
+        envelope = self.network.take_oldest()
+        return None if envelope is None else self._deliver(envelope)
+
+    def _deliver(self, envelope: Envelope) -> Event:
+        message = envelope.message
+        action = ACTION_OF[type(message)]
+        args = {"from": envelope.src, **message_args(message)}
+        if isinstance(message, ControlledShutdownRequest | StopReplicaResponse):
+            return self._deliver_to_controller(envelope, action, args)
+        manager = self.managers[envelope.dst]
+        out, applied = manager.handle(envelope.src, message, self.now)
+        self.network.send(out, self.now)
+        if isinstance(message, CONTROLLER_REQUESTS):
+            args["applied"] = applied
+        if isinstance(message, ControlledShutdownResponse) and manager.shutdown_complete:
+            manager.checkpoint_hw()
+            self._stop(envelope.dst)
+            args["stopped"] = True
+        return self._commit(f"broker:{envelope.dst}", action, args)
+
+    def _deliver_to_controller(self, envelope: Envelope, action: str, args: dict[str, Any]) -> Event:
+        controller = self.controllers[envelope.dst]
+        if controller.ctx is None:
+            args["ignored"] = True
+            return self._commit(f"controller:{envelope.dst}", action, args)
+        kind = "ControlledShutdown" if action == "ControlledShutdownRequest" else action
+        controller.queue.appendleft(ControllerEvent(kind, payload=envelope.message))
+        return self.process_controller_event(envelope.dst)
+
+    def drop(self, index: int) -> Event:
+        envelope = self.network.take(index)
+        return self._commit("network", "DropMessage", {"from": envelope.src, "to": envelope.dst,
+                                                       "message": ACTION_OF[type(envelope.message)]})
+
+    def duplicate(self, index: int) -> Event:
+        envelope = self.network.duplicate(index, self.now)
+        return self._commit("network", "DuplicateMessage", {"from": envelope.src, "to": envelope.dst,
+                                                            "message": ACTION_OF[type(envelope.message)]})
+
+    # -- brokers' own work ---------------------------------------------------------------------------------
+
+    def send_fetch(self, broker: int, partition: str) -> Event:
+        out = self.managers[broker].send_fetch(partition, self.now)
+        self.network.send(out, self.now)
+        request = out[0].message
+        return self._commit(f"broker:{broker}", "SendFetch", {"partition": partition, "to": out[0].dst,
+                                                              "request": ACTION_OF[type(request)]})
+
+    def shrink_isr(self, broker: int, partition: str) -> Event:
+        removed = self.managers[broker].shrink_isr(partition, self.now)
+        return self._commit(f"broker:{broker}", "IsrShrink", {"partition": partition, "removed": list(removed)})
+
+    def checkpoint_hw(self, broker: int) -> Event:
+        self.managers[broker].checkpoint_hw()
+        return self._commit(f"broker:{broker}", "HwCheckpoint", {})
+
+    def request_controlled_shutdown(self, broker: int) -> Event:
+        manager = self.managers[broker]
+        target = manager.metadata_controller or self.controller_holder()
+        request = ControlledShutdownRequest(broker, manager.session)
+        if target != NO_LEADER:
+            self.network.send([Envelope(broker, target, request)], self.now)
+        return self._commit(f"broker:{broker}", "RequestControlledShutdown", {"to": target})
+
+    def tick(self, rebalance: bool = False) -> Event:
+        self.now += 1
+        for manager in self.managers.values():
+            if manager.alive:
+                manager.expire_requests(self.now)
+        if rebalance:
+            for broker in self.live_brokers():
+                self.controllers[broker].enqueue(ControllerEvent("AutoPreferredReplicaElection"))
+        return self._commit("clock", "Tick", {"now": self.now})
+
+    # -- clients and operators ----------------------------------------------------------------------------
+
+    def produce(self, broker: int, partition: str, acks: int = -1) -> Event:
+        record = self.next_record
+        error = self.managers[broker].produce(partition, record, acks)
+        if not error:
+            self.next_record += 1
+        args = {"broker": broker, "partition": partition, "acks": acks, "record": record, "error": error}
+        return self._commit("client", "Produce", args)
+
+    def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> Event:
+        try:
+            self.store.create(self.admin_session, zk_paths.topic_path(topic), zk_paths.topic_data(assignment))
+            error = ""
+        except NodeExistsError:
+            error = "TOPIC_ALREADY_EXISTS"
+        args = {"topic": topic, "assignment": {str(i): list(r) for i, r in sorted(assignment.items())}, "error": error}
+        return self._commit("admin", "CreateTopic", args)
+
+    def create_partitions(self, topic: str, added: dict[int, tuple[int, ...]]) -> Event:
+        path = zk_paths.topic_path(topic)
+        try:
+            data, stat = self.store.get(path)
+            assignment = {**zk_paths.topic_assignment(data), **added}
+            self.store.set(self.admin_session, path, zk_paths.topic_data(assignment), stat.version)
+            error = ""
+        except NoNodeError:
+            error = "UNKNOWN_TOPIC"
+        args = {"topic": topic, "assignment": {str(i): list(r) for i, r in sorted(added.items())}, "error": error}
+        return self._commit("admin", "CreatePartitions", args)
+
+    def delete_topic(self, topic: str) -> Event:
+        return self._admin_create("DeleteTopic", f"{zk_paths.DELETE_TOPICS}/{topic}", None, {"topic": topic})
+
+    def reassign(self, targets: dict[str, tuple[int, ...]]) -> Event:
+        data = {p: list(r) for p, r in sorted(targets.items())}
+        return self._admin_create("ReassignPartitions", zk_paths.REASSIGN, data, {"targets": data})
+
+    def preferred_election(self, partitions: list[str]) -> Event:
+        return self._admin_create("PreferredElection", zk_paths.PREFERRED, sorted(partitions),
+                                  {"partitions": sorted(partitions)})
+
+    def _admin_create(self, action: str, path: str, data: object, args: dict[str, Any]) -> Event:
+        try:
+            self.store.create(self.admin_session, path, data)
+            args["error"] = ""
+        except NodeExistsError:
+            args["error"] = "ALREADY_IN_PROGRESS"
+        return self._commit("admin", action, args)
+
+
+def message_args(message: Message) -> dict[str, Any]:
+    """A message as trace arguments: its fields, partition states as small objects."""
+    out: dict[str, Any] = {}
+    for f in fields(message):
+        value = getattr(message, f.name)
+        if f.name == "partitions" and value and isinstance(value[0], PartitionLeaderState):
+            value = [
+                {"partition": s.partition, "leader": s.leader, "leader_epoch": s.leader_epoch, "isr": list(s.isr),
+                 "replicas": list(s.replicas)}
+                for s in value
+            ]
+        elif isinstance(value, tuple):
+            value = [list(v) if isinstance(v, tuple) else v for v in value]
+        out[f.name] = value
+    return out

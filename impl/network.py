@@ -1,0 +1,54 @@
+"""The simulated network: messages in flight with a delivery delay on the logical clock. Any ready message
+may be delivered next (so the network reorders), and faults may drop or duplicate one."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .messages import Envelope
+
+
+@dataclass(slots=True)
+class InFlight:
+    envelope: Envelope
+    ready_at: int
+    serial: int
+
+
+class Network:
+    def __init__(self, rng: random.Random, max_delay: int) -> None:
+        self.rng = rng
+        self.max_delay = max_delay
+        self.in_flight: list[InFlight] = []
+        self.serial = 0
+
+    def send(self, envelopes: list[Envelope], now: int) -> None:
+        for envelope in envelopes:
+            delay = self.rng.randint(0, self.max_delay) if self.max_delay else 0
+            self.serial += 1
+            self.in_flight.append(InFlight(envelope, now + delay, self.serial))
+
+    def ready(self, now: int) -> list[int]:
+        return [i for i, m in enumerate(self.in_flight) if m.ready_at <= now]
+
+    def take(self, index: int) -> Envelope:
+        return self.in_flight.pop(index).envelope
+
+    def take_oldest(self) -> Envelope | None:
+        """FIFO delivery, ignoring delays: what a scripted scenario uses to run to quiescence."""
+        if not self.in_flight:
+            return None
+        return self.in_flight.pop(0).envelope
+
+    def duplicate(self, index: int, now: int) -> Envelope:
+        original = self.in_flight[index]
+        self.serial += 1
+        self.in_flight.append(InFlight(original.envelope, now, self.serial))
+        return original.envelope
+
+    def disconnect(self, broker: int) -> int:
+        """A crashed broker's connections close: everything to or from it is lost."""
+        before = len(self.in_flight)
+        self.in_flight = [m for m in self.in_flight if broker not in (m.envelope.src, m.envelope.dst)]
+        return before - len(self.in_flight)

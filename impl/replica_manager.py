@@ -1,0 +1,427 @@
+"""The broker side: a broker's replicas, driven by controller requests, follower fetches and its clock.
+
+`ReplicaManager.handle` takes one delivered message and returns the messages it sends; the other entry
+points are the broker's own periodic work. Nothing here reads a clock or draws a random number: time
+arrives as the `now` argument, so the same inputs always give the same state and output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from kcm.spec.vocabulary import NO_LEADER, Knobs
+
+from . import zk_paths
+from .messages import (
+    FENCED_LEADER_EPOCH,
+    NONE_ERROR,
+    NOT_ENOUGH_REPLICAS,
+    NOT_LEADER,
+    OFFSET_OUT_OF_RANGE,
+    STALE_CONTROLLER_EPOCH,
+    UNDEFINED_EPOCH,
+    UNKNOWN_LEADER_EPOCH,
+    ControlledShutdownResponse,
+    Envelope,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    Message,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    PartitionLeaderState,
+    Record,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+)
+from .replica_log import (
+    end_offset_for_epoch,
+    kip101_truncation_offset,
+    kip279_truncation_offset,
+    largest_epoch_at_most,
+    latest_epoch,
+)
+from .store import BadVersionError, CoordinationStore, NoNodeError
+
+LEADER: Final = "leader"
+FOLLOWER: Final = "follower"
+MAX_FETCH_RECORDS: Final = 4
+REPLICA_LAG_TICKS: Final = 6
+REQUEST_TIMEOUT_TICKS: Final = 3
+
+
+@dataclass(slots=True)
+class Replica:
+    """What one broker holds of one partition. The log and the HW checkpoint survive a crash."""
+
+    partition: str
+    log: list[Record] = field(default_factory=list)
+    hw: int = 0
+    hw_checkpoint: int = 0
+    role: str | None = None
+    leader_epoch: int | None = None
+    leader_id: int = NO_LEADER
+    isr: tuple[int, ...] = ()
+    replicas: tuple[int, ...] = ()
+    partition_version: int = -1
+    partition_controller_epoch: int = 0
+    epoch_start_offset: int = 0
+    follower_leo: dict[int, int] = field(default_factory=dict)
+    last_caught_up: dict[int, int] = field(default_factory=dict)
+    truncating: bool = False
+    inflight_since: int | None = None
+
+    def forget_volatile_state(self) -> None:
+        self.role = None
+        self.leader_epoch = None
+        self.leader_id = NO_LEADER
+        self.isr = ()
+        self.follower_leo = {}
+        self.last_caught_up = {}
+        self.truncating = False
+        self.inflight_since = None
+        self.hw = min(self.hw_checkpoint, len(self.log))
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, knobs: Knobs, store: CoordinationStore, session: int) -> None:
+        self.broker_id = broker_id
+        self.knobs = knobs
+        self.store = store
+        self.session = session
+        self.alive = True
+        self.controller_epoch = 0
+        self.metadata_controller = NO_LEADER
+        self.replicas: dict[str, Replica] = {}
+        self.dirty: set[str] = set()
+        self.isr_notifications = 0
+        self.shutdown_complete = False
+
+    # -- message handling ----------------------------------------------------------------------------
+
+    def handle(self, src: int, message: Message, now: int) -> tuple[list[Envelope], bool]:
+        """Handle one delivered message; returns the replies and whether the message took effect."""
+        if isinstance(message, LeaderAndIsrRequest):
+            return [], self._on_leader_and_isr(message, now)
+        if isinstance(message, StopReplicaRequest):
+            return self._on_stop_replica(src, message)
+        if isinstance(message, UpdateMetadataRequest):
+            return [], self._accept_controller_epoch(message.controller_epoch, message.controller_id)
+        if isinstance(message, FetchRequest):
+            return self._on_fetch(src, message, now), True
+        if isinstance(message, FetchResponse):
+            return [], self._on_fetch_response(message)
+        if isinstance(message, OffsetsForLeaderEpochRequest):
+            return self._on_offsets_for_leader_epoch(src, message), True
+        if isinstance(message, OffsetsForLeaderEpochResponse):
+            return [], self._on_offsets_for_leader_epoch_response(message)
+        if isinstance(message, ControlledShutdownResponse):
+            self.shutdown_complete = not message.partitions_remaining
+            return [], True
+        raise TypeError(f"broker {self.broker_id} cannot handle {type(message).__name__}")
+
+    def _accept_controller_epoch(self, epoch: int, controller_id: int) -> bool:
+        """The controller-epoch fence: requests from an epoch older than one seen are rejected whole."""
+        if self.knobs.controller_epoch_fencing and epoch < self.controller_epoch:
+            return False
+        self.controller_epoch = max(self.controller_epoch, epoch)
+        self.metadata_controller = controller_id
+        return True
+
+    def _on_leader_and_isr(self, request: LeaderAndIsrRequest, now: int) -> bool:
+        if not self._accept_controller_epoch(request.controller_epoch, request.controller_id):
+            return False
+        for state in request.partitions:
+            if self.broker_id not in state.replicas:
+                continue
+            replica = self.replicas.get(state.partition)
+            if replica is None:
+                replica = self.replicas[state.partition] = Replica(state.partition)
+            elif self._is_stale(replica, state.leader_epoch):
+                continue
+            if state.leader == self.broker_id:
+                self._become_leader(replica, state, now)
+            else:
+                self._become_follower(replica, state)
+            self.dirty.add(state.partition)
+        return True
+
+    def _is_stale(self, replica: Replica, leader_epoch: int) -> bool:
+        known = replica.leader_epoch
+        return self.knobs.leader_epoch_check and known is not None and leader_epoch <= known
+
+    def _adopt(self, replica: Replica, state: PartitionLeaderState) -> None:
+        replica.leader_epoch = state.leader_epoch
+        replica.leader_id = state.leader
+        replica.isr = state.isr
+        replica.replicas = state.replicas
+        replica.partition_version = state.partition_version
+        replica.partition_controller_epoch = state.controller_epoch
+        replica.inflight_since = None
+
+    def _become_leader(self, replica: Replica, state: PartitionLeaderState, now: int) -> None:
+        self._adopt(replica, state)
+        replica.role = LEADER
+        replica.truncating = False
+        replica.epoch_start_offset = len(replica.log)
+        followers = [r for r in state.replicas if r != self.broker_id]
+        replica.follower_leo = dict.fromkeys(followers, -1)
+        replica.last_caught_up = dict.fromkeys(followers, now)
+        self._maybe_advance_hw(replica)
+
+    def _become_follower(self, replica: Replica, state: PartitionLeaderState) -> None:
+        self._adopt(replica, state)
+        replica.role = FOLLOWER
+        replica.follower_leo = {}
+        replica.last_caught_up = {}
+        if self.knobs.truncation == "hw":
+            self._truncate(replica, replica.hw)
+            replica.truncating = False
+        else:
+            replica.truncating = True
+
+    def _on_stop_replica(self, src: int, request: StopReplicaRequest) -> tuple[list[Envelope], bool]:
+        accepted = self._accept_controller_epoch(request.controller_epoch, request.controller_id)
+        if accepted:
+            for partition in request.partitions:
+                self._stop(partition, request.delete)
+        reply = StopReplicaResponse(
+            self.broker_id,
+            request.controller_epoch,
+            request.partitions,
+            request.delete,
+            NONE_ERROR if accepted else STALE_CONTROLLER_EPOCH,
+        )
+        return [Envelope(self.broker_id, src, reply)], accepted
+
+    def _stop(self, partition: str, delete: bool) -> None:
+        replica = self.replicas.get(partition)
+        if replica is None:
+            return
+        self.dirty.add(partition)
+        if delete:
+            del self.replicas[partition]
+            return
+        replica.role = None
+        replica.truncating = False
+        replica.inflight_since = None
+
+    # -- the leader side -------------------------------------------------------------------------------
+
+    def _fence_error(self, replica: Replica | None, current_leader_epoch: int, fenced: bool) -> str:
+        """KIP-320: a request naming another leader epoch than the leader's own is refused."""
+        if replica is None or replica.role != LEADER or replica.leader_epoch is None:
+            return NOT_LEADER
+        if fenced and current_leader_epoch != replica.leader_epoch:
+            return FENCED_LEADER_EPOCH if current_leader_epoch < replica.leader_epoch else UNKNOWN_LEADER_EPOCH
+        return NONE_ERROR
+
+    def _on_fetch(self, src: int, request: FetchRequest, now: int) -> list[Envelope]:
+        replica = self.replicas.get(request.partition)
+        error = self._fence_error(replica, request.current_leader_epoch, self.knobs.truncation == "kip320")
+        if replica is not None and not error and request.fetch_offset > len(replica.log):
+            error = OFFSET_OUT_OF_RANGE
+        if replica is None or error:
+            end = len(replica.log) if replica is not None else 0
+            reply = FetchResponse(request.partition, request.fetch_offset, request.current_leader_epoch, error,
+                                  (), 0, end)
+            return [Envelope(self.broker_id, src, reply)]
+        self._record_follower_position(replica, request.replica_id, request.fetch_offset, now)
+        records = tuple(replica.log[request.fetch_offset : request.fetch_offset + MAX_FETCH_RECORDS])
+        reply = FetchResponse(request.partition, request.fetch_offset, request.current_leader_epoch, NONE_ERROR,
+                              records, replica.hw, len(replica.log))
+        return [Envelope(self.broker_id, src, reply)]
+
+    def _record_follower_position(self, replica: Replica, follower: int, offset: int, now: int) -> None:
+        if follower not in replica.follower_leo:
+            return
+        replica.follower_leo[follower] = offset
+        if offset >= len(replica.log):
+            replica.last_caught_up[follower] = now
+        if follower not in replica.isr and self._in_sync(replica, offset):
+            self._write_isr(replica, (*replica.isr, follower))
+        self._maybe_advance_hw(replica)
+        self.dirty.add(replica.partition)
+
+    def _in_sync(self, replica: Replica, offset: int) -> bool:
+        """Expansion rule of the era: from KIP-320 on, a follower must also have reached this epoch."""
+        caught_up = offset >= replica.hw
+        if self.knobs.truncation == "kip320":
+            return caught_up and offset >= replica.epoch_start_offset
+        return caught_up
+
+    def _maybe_advance_hw(self, replica: Replica) -> None:
+        own = len(replica.log)
+        lowest = min((replica.follower_leo.get(r, -1) for r in replica.isr if r != self.broker_id), default=own)
+        candidate = min(own, lowest)
+        if candidate > replica.hw:
+            replica.hw = candidate
+            self.dirty.add(replica.partition)
+
+    def _write_isr(self, replica: Replica, isr: tuple[int, ...]) -> bool:
+        """Compare-and-set of the partition's state node; a stale version means the controller moved on."""
+        assert replica.leader_epoch is not None
+        data = zk_paths.leader_and_isr_data(
+            self.broker_id, replica.leader_epoch, isr, replica.partition_controller_epoch
+        )
+        path = zk_paths.partition_state_path(replica.partition)
+        try:
+            stat = self.store.set(self.session, path, data, replica.partition_version)
+        except (BadVersionError, NoNodeError):
+            return False
+        replica.isr = isr
+        replica.partition_version = stat.version
+        self.isr_notifications += 1
+        note = f"{zk_paths.ISR_CHANGES}/isr_change_{self.broker_id}_{self.isr_notifications:010d}"
+        self.store.create(self.session, note, [replica.partition])
+        self.dirty.add(replica.partition)
+        return True
+
+    def lagging_followers(self, partition: str, now: int) -> tuple[int, ...]:
+        replica = self.replicas.get(partition)
+        if replica is None or replica.role != LEADER:
+            return ()
+        return tuple(
+            r for r in replica.isr
+            if r != self.broker_id and now - replica.last_caught_up.get(r, now) > REPLICA_LAG_TICKS
+        )
+
+    def shrink_isr(self, partition: str, now: int) -> tuple[int, ...]:
+        """Drop followers that have not caught up for too long; returns those removed (if written)."""
+        laggards = self.lagging_followers(partition, now)
+        replica = self.replicas[partition]
+        if not laggards or not self._write_isr(replica, tuple(r for r in replica.isr if r not in laggards)):
+            return ()
+        self._maybe_advance_hw(replica)
+        return laggards
+
+    def _on_offsets_for_leader_epoch(self, src: int, request: OffsetsForLeaderEpochRequest) -> list[Envelope]:
+        replica = self.replicas.get(request.partition)
+        error = self._fence_error(replica, request.current_leader_epoch, self.knobs.truncation == "kip320")
+        epoch, end = UNDEFINED_EPOCH, -1
+        if replica is not None and not error:
+            epoch, end = self._epoch_end(replica, request.leader_epoch)
+        reply = OffsetsForLeaderEpochResponse(request.partition, request.current_leader_epoch, error, epoch, end)
+        return [Envelope(self.broker_id, src, reply)]
+
+    def _epoch_end(self, replica: Replica, requested: int) -> tuple[int, int]:
+        assert replica.leader_epoch is not None
+        if self.knobs.truncation == "kip101":
+            return requested, end_offset_for_epoch(replica.log, requested, replica.leader_epoch)
+        epoch = largest_epoch_at_most(replica.log, requested, replica.leader_epoch)
+        if epoch == UNDEFINED_EPOCH:
+            return UNDEFINED_EPOCH, -1
+        return epoch, end_offset_for_epoch(replica.log, epoch, replica.leader_epoch)
+
+    # -- the follower side ------------------------------------------------------------------------------
+
+    def wants_to_fetch(self, partition: str) -> bool:
+        replica = self.replicas.get(partition)
+        return (
+            replica is not None
+            and replica.role == FOLLOWER
+            and replica.leader_id != NO_LEADER
+            and replica.inflight_since is None
+        )
+
+    def send_fetch(self, partition: str, now: int) -> list[Envelope]:
+        replica = self.replicas[partition]
+        assert replica.leader_epoch is not None
+        if replica.truncating and not replica.log:
+            replica.truncating = False
+            self.dirty.add(partition)
+        replica.inflight_since = now
+        message: Message
+        if replica.truncating:
+            message = OffsetsForLeaderEpochRequest(
+                partition, self.broker_id, latest_epoch(replica.log), replica.leader_epoch
+            )
+        else:
+            message = FetchRequest(partition, self.broker_id, len(replica.log), replica.leader_epoch)
+        return [Envelope(self.broker_id, replica.leader_id, message)]
+
+    def _current_follower(self, partition: str, leader_epoch: int) -> Replica | None:
+        replica = self.replicas.get(partition)
+        if replica is None or replica.role != FOLLOWER or replica.leader_epoch != leader_epoch:
+            return None
+        replica.inflight_since = None
+        return replica
+
+    def _on_fetch_response(self, response: FetchResponse) -> bool:
+        replica = self._current_follower(response.partition, response.current_leader_epoch)
+        if replica is None or replica.truncating:
+            return False
+        if response.error == OFFSET_OUT_OF_RANGE and len(replica.log) > response.leader_end_offset:
+            self._truncate(replica, response.leader_end_offset)
+            return True
+        if response.error or response.fetch_offset != len(replica.log):
+            return False
+        replica.log.extend(response.records)
+        replica.hw = min(response.high_watermark, len(replica.log))
+        self.dirty.add(replica.partition)
+        return True
+
+    def _on_offsets_for_leader_epoch_response(self, response: OffsetsForLeaderEpochResponse) -> bool:
+        replica = self._current_follower(response.partition, response.current_leader_epoch)
+        if replica is None or not replica.truncating or response.error:
+            return False
+        if response.leader_epoch == UNDEFINED_EPOCH:
+            offset = replica.hw
+        elif self.knobs.truncation == "kip101":
+            offset = kip101_truncation_offset(replica.log, response.end_offset)
+        else:
+            offset = kip279_truncation_offset(replica.log, response.leader_epoch, response.end_offset)
+        self._truncate(replica, offset)
+        replica.truncating = False
+        return True
+
+    def _truncate(self, replica: Replica, offset: int) -> None:
+        if offset < len(replica.log):
+            del replica.log[offset:]
+        replica.hw = min(replica.hw, len(replica.log))
+        self.dirty.add(replica.partition)
+
+    def expire_requests(self, now: int) -> None:
+        """Requests lost on the network are retried after a timeout."""
+        for replica in self.replicas.values():
+            if replica.inflight_since is not None and now - replica.inflight_since >= REQUEST_TIMEOUT_TICKS:
+                replica.inflight_since = None
+
+    # -- clients and the broker's own lifecycle -----------------------------------------------------------
+
+    def produce(self, partition: str, record_id: int, acks: int) -> str:
+        replica = self.replicas.get(partition)
+        if replica is None or replica.role != LEADER or replica.leader_epoch is None:
+            return NOT_LEADER
+        if acks == -1 and len(replica.isr) < self.knobs.min_isr:
+            return NOT_ENOUGH_REPLICAS
+        replica.log.append((replica.leader_epoch, record_id))
+        self._maybe_advance_hw(replica)
+        self.dirty.add(partition)
+        return NONE_ERROR
+
+    def checkpoint_hw(self) -> None:
+        for replica in self.replicas.values():
+            if replica.hw_checkpoint != replica.hw:
+                replica.hw_checkpoint = replica.hw
+                self.dirty.add(replica.partition)
+
+    def crash(self) -> None:
+        """Everything in memory is lost; the logs and HW checkpoints are on disk."""
+        self.alive = False
+        self.controller_epoch = 0
+        self.metadata_controller = NO_LEADER
+        self.shutdown_complete = False
+        for replica in self.replicas.values():
+            replica.forget_volatile_state()
+        self.dirty.update(self.replicas)
+
+    def restart(self, session: int) -> None:
+        """Log recovery: every log is read back; the HW is the checkpoint, capped by the log end."""
+        self.alive = True
+        self.session = session
+        for replica in self.replicas.values():
+            replica.hw = min(replica.hw_checkpoint, len(replica.log))
+        self.dirty.update(self.replicas)

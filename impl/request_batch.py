@@ -1,0 +1,55 @@
+"""Collects the requests one controller event produces, one request per broker and kind, as Kafka's
+controller does, and sends them when the event completes (or never, if the event fails)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .controller_context import ControllerContext
+from .messages import (
+    Envelope,
+    LeaderAndIsrRequest,
+    PartitionLeaderState,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+
+
+@dataclass(slots=True)
+class RequestBatch:
+    leader_and_isr: dict[int, dict[str, PartitionLeaderState]] = field(default_factory=dict)
+    stop_replica: dict[tuple[int, bool], list[str]] = field(default_factory=dict)
+    metadata_brokers: set[int] = field(default_factory=set)
+    metadata_partitions: set[str] = field(default_factory=set)
+
+    def add_leader_and_isr(self, ctx: ControllerContext, brokers: set[int], partition: str) -> None:
+        state = ctx.leader_state(partition)
+        if state is None:
+            return
+        for broker in brokers & ctx.live_brokers.keys():
+            self.leader_and_isr.setdefault(broker, {})[partition] = state
+        self.add_update_metadata(set(ctx.live_brokers), {partition})
+
+    def add_stop_replica(self, broker: int, partition: str, delete: bool) -> None:
+        self.stop_replica.setdefault((broker, delete), []).append(partition)
+
+    def add_update_metadata(self, brokers: set[int], partitions: set[str]) -> None:
+        self.metadata_brokers |= brokers
+        self.metadata_partitions |= partitions
+
+    def flush(self, controller_id: int, ctx: ControllerContext) -> list[Envelope]:
+        out: list[Envelope] = []
+        for broker, states in sorted(self.leader_and_isr.items()):
+            request = LeaderAndIsrRequest(controller_id, ctx.epoch, tuple(states[p] for p in sorted(states)))
+            out.append(Envelope(controller_id, broker, request))
+        live = tuple(sorted(ctx.live_brokers))
+        metadata = tuple(
+            state for p in sorted(self.metadata_partitions) if (state := ctx.leader_state(p)) is not None
+        )
+        for broker in sorted(self.metadata_brokers & ctx.live_brokers.keys()):
+            out.append(Envelope(controller_id, broker, UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)))
+        for (broker, delete), partitions in sorted(self.stop_replica.items()):
+            if broker in ctx.live_brokers:
+                request = StopReplicaRequest(controller_id, ctx.epoch, tuple(sorted(set(partitions))), delete)
+                out.append(Envelope(controller_id, broker, request))
+        return out

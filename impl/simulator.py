@@ -1,0 +1,190 @@
+"""The seeded simulator: picks the next step of a cluster at random among the enabled ones (deliveries,
+controller events, fetches, client writes, clock ticks, operators' commands and faults).
+
+The seed alone decides every choice, so the same seed and knobs give the same trace byte for byte.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kcm.spec.vocabulary import NO_LEADER, Knobs
+
+from .cluster import Cluster, Event, EventSink
+from .replica_manager import FOLLOWER, LEADER
+
+Step = Callable[[], Event | None]
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    brokers: int = 3
+    partitions: int = 2
+    replication_factor: int = 3
+    faults: float = 1.0
+    admin: float = 1.0
+    max_delay: int = 2
+    rebalance_every: int = 25
+
+    def __post_init__(self) -> None:
+        if self.brokers < 1 or self.partitions < 1:
+            raise ValueError("a cluster needs at least one broker and one partition")
+        if not 1 <= self.replication_factor <= self.brokers:
+            raise ValueError(f"replication factor {self.replication_factor} needs 1..{self.brokers} brokers")
+
+
+# Relative weights of the kinds of step; faults and operator commands scale with the config.
+PROTOCOL_WEIGHTS = {"deliver": 40, "controller": 30, "fetch": 24, "produce": 8, "tick": 6, "shrink": 2,
+                    "checkpoint": 2}
+FAULT_WEIGHTS = {"crash": 0.6, "restart": 2.0, "controller_crash": 0.3, "expire": 0.4, "drop": 1.0,
+                 "duplicate": 0.6, "shutdown": 0.3}
+ADMIN_WEIGHTS = {"create_topic": 0.1, "create_partitions": 0.1, "delete_topic": 0.1, "reassign": 0.3,
+                 "preferred": 0.3}
+
+
+class Simulator:
+    def __init__(self, seed: int, knobs: Knobs, config: SimConfig, sink: EventSink) -> None:
+        self.rng = random.Random(seed)
+        self.config = config
+        self.cluster = Cluster(config.brokers, knobs, sink, run=f"seed-{seed}", rng=self.rng,
+                               max_delay=config.max_delay)
+        self.topics = 0
+        self.weights = dict(PROTOCOL_WEIGHTS)
+        self.weights.update({k: w * config.faults for k, w in FAULT_WEIGHTS.items()})
+        self.weights.update({k: w * config.admin for k, w in ADMIN_WEIGHTS.items()})
+        self.kinds = [k for k, w in self.weights.items() if w > 0]
+        self.kind_weights = [self.weights[k] for k in self.kinds]
+
+    def bootstrap(self) -> None:
+        """Elect a controller and create the first topic, so that the random walk has work to do."""
+        self._create_topic(self.config.partitions)
+
+    def run(self, steps: int) -> int:
+        """Take `steps` steps (the Init event not counted); returns the number taken."""
+        taken = 0
+        while taken < steps:
+            for _ in range(32):
+                kind = self.rng.choices(self.kinds, self.kind_weights)[0]
+                if getattr(self, f"_{kind}")() is not None:
+                    taken += 1
+                    break
+            else:
+                self._tick()
+                taken += 1
+        return taken
+
+    # -- the protocol's own steps ---------------------------------------------------------------------
+
+    def _deliver(self) -> Event | None:
+        ready = self.cluster.network.ready(self.cluster.now)
+        return self.cluster.deliver(self.rng.choice(ready)) if ready else None
+
+    def _controller(self) -> Event | None:
+        waiting = [b for b in self.cluster.live_brokers() if self.cluster.controllers[b].queue]
+        return self.cluster.process_controller_event(self.rng.choice(waiting)) if waiting else None
+
+    def _replicas(self, role: str) -> list[tuple[int, str]]:
+        return [
+            (b, p)
+            for b in self.cluster.live_brokers()
+            for p, r in sorted(self.cluster.managers[b].replicas.items())
+            if r.role == role
+        ]
+
+    def _fetch(self) -> Event | None:
+        ready = [(b, p) for b, p in self._replicas(FOLLOWER) if self.cluster.managers[b].wants_to_fetch(p)]
+        if not ready:
+            return None
+        broker, partition = self.rng.choice(ready)
+        return self.cluster.send_fetch(broker, partition)
+
+    def _produce(self) -> Event | None:
+        leaders = self._replicas(LEADER)
+        if not leaders:
+            return None
+        broker, partition = self.rng.choice(leaders)
+        return self.cluster.produce(broker, partition, self.rng.choice((-1, -1, -1, 1)))
+
+    def _tick(self) -> Event | None:
+        rebalance = (self.cluster.now + 1) % self.config.rebalance_every == 0
+        return self.cluster.tick(rebalance)
+
+    def _shrink(self) -> Event | None:
+        now = self.cluster.now
+        lagging = [(b, p) for b, p in self._replicas(LEADER) if self.cluster.managers[b].lagging_followers(p, now)]
+        return self.cluster.shrink_isr(*self.rng.choice(lagging)) if lagging else None
+
+    def _checkpoint(self) -> Event | None:
+        live = self.cluster.live_brokers()
+        return self.cluster.checkpoint_hw(self.rng.choice(live)) if live else None
+
+    # -- faults -----------------------------------------------------------------------------------------
+
+    def _crash(self) -> Event | None:
+        live = self.cluster.live_brokers()
+        return self.cluster.crash(self.rng.choice(live)) if len(live) > 1 else None
+
+    def _restart(self) -> Event | None:
+        dead = [b for b, m in self.cluster.managers.items() if not m.alive]
+        return self.cluster.restart(self.rng.choice(dead)) if dead else None
+
+    def _controller_crash(self) -> Event | None:
+        return self.cluster.crash_controller() if len(self.cluster.live_brokers()) > 1 else None
+
+    def _expire(self) -> Event | None:
+        live = self.cluster.live_brokers()
+        return self.cluster.expire_session(self.rng.choice(live)) if live else None
+
+    def _drop(self) -> Event | None:
+        in_flight = self.cluster.network.in_flight
+        return self.cluster.drop(self.rng.randrange(len(in_flight))) if in_flight else None
+
+    def _duplicate(self) -> Event | None:
+        in_flight = self.cluster.network.in_flight
+        return self.cluster.duplicate(self.rng.randrange(len(in_flight))) if in_flight else None
+
+    def _shutdown(self) -> Event | None:
+        live = self.cluster.live_brokers()
+        if len(live) < 2 or self.cluster.controller_holder() == NO_LEADER:
+            return None
+        return self.cluster.request_controlled_shutdown(self.rng.choice(live))
+
+    # -- operators ----------------------------------------------------------------------------------------
+
+    def _assignment(self) -> tuple[int, ...]:
+        brokers = sorted(self.cluster.managers)
+        return tuple(self.rng.sample(brokers, self.config.replication_factor))
+
+    def _create_topic(self, partitions: int = 1) -> Event:
+        topic = f"t{self.topics}"
+        self.topics += 1
+        return self.cluster.create_topic(topic, {i: self._assignment() for i in range(partitions)})
+
+    def _existing_topics(self) -> list[str]:
+        return sorted({p.rpartition("-")[0] for p in self.cluster.partitions})
+
+    def _create_partitions(self) -> Event | None:
+        topics = self._existing_topics()
+        if not topics:
+            return None
+        topic = self.rng.choice(topics)
+        count = sum(1 for p in self.cluster.partitions if p.rpartition("-")[0] == topic)
+        return self.cluster.create_partitions(topic, {count: self._assignment()})
+
+    def _delete_topic(self) -> Event | None:
+        topics = self._existing_topics()
+        return self.cluster.delete_topic(self.rng.choice(topics)) if len(topics) > 1 else None
+
+    def _reassign(self) -> Event | None:
+        partitions = sorted(self.cluster.partitions)
+        if not partitions:
+            return None
+        return self.cluster.reassign({self.rng.choice(partitions): self._assignment()})
+
+    def _preferred(self) -> Event | None:
+        partitions = sorted(self.cluster.partitions)
+        if not partitions:
+            return None
+        return self.cluster.preferred_election(self.rng.sample(partitions, min(2, len(partitions))))

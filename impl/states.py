@@ -1,0 +1,56 @@
+"""Partition and replica states of the controller, with the valid-previous-state tables of Kafka 2.3+."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Final
+
+
+class PartitionState(Enum):
+    NonExistentPartition = "NonExistentPartition"
+    NewPartition = "NewPartition"
+    OnlinePartition = "OnlinePartition"
+    OfflinePartition = "OfflinePartition"
+
+
+class ReplicaState(Enum):
+    NewReplica = "NewReplica"
+    OnlineReplica = "OnlineReplica"
+    OfflineReplica = "OfflineReplica"
+    ReplicaDeletionStarted = "ReplicaDeletionStarted"
+    ReplicaDeletionSuccessful = "ReplicaDeletionSuccessful"
+    ReplicaDeletionIneligible = "ReplicaDeletionIneligible"
+    NonExistentReplica = "NonExistentReplica"
+
+
+_P = PartitionState
+_R = ReplicaState
+
+VALID_PREVIOUS_PARTITION_STATES: Final[dict[PartitionState, frozenset[PartitionState]]] = {
+    _P.NewPartition: frozenset({_P.NonExistentPartition}),
+    _P.OnlinePartition: frozenset({_P.NewPartition, _P.OnlinePartition, _P.OfflinePartition}),
+    _P.OfflinePartition: frozenset({_P.NewPartition, _P.OnlinePartition, _P.OfflinePartition}),
+    _P.NonExistentPartition: frozenset({_P.OfflinePartition}),
+}
+
+VALID_PREVIOUS_REPLICA_STATES: Final[dict[ReplicaState, frozenset[ReplicaState]]] = {
+    _R.NewReplica: frozenset({_R.NonExistentReplica}),
+    _R.OnlineReplica: frozenset(
+        {_R.NewReplica, _R.OnlineReplica, _R.OfflineReplica, _R.ReplicaDeletionIneligible}
+    ),
+    _R.OfflineReplica: frozenset(
+        {_R.NewReplica, _R.OnlineReplica, _R.OfflineReplica, _R.ReplicaDeletionIneligible}
+    ),
+    _R.ReplicaDeletionStarted: frozenset({_R.OfflineReplica}),
+    _R.ReplicaDeletionSuccessful: frozenset({_R.ReplicaDeletionStarted}),
+    _R.ReplicaDeletionIneligible: frozenset({_R.OfflineReplica, _R.ReplicaDeletionStarted}),
+    _R.NonExistentReplica: frozenset({_R.ReplicaDeletionSuccessful}),
+}
+
+
+def valid_partition_transition(src: PartitionState, dst: PartitionState) -> bool:
+    return src in VALID_PREVIOUS_PARTITION_STATES[dst]
+
+
+def valid_replica_transition(src: ReplicaState, dst: ReplicaState) -> bool:
+    return src in VALID_PREVIOUS_REPLICA_STATES[dst]

@@ -1,0 +1,190 @@
+"""Design knobs and invariant names: the one vocabulary every engine of kcm speaks.
+
+The default `Knobs()` is the safe design (KIP-320 era, clean elections, both fences on). Every other
+setting is a design variant whose consequences kcm exists to show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Final, Literal, get_args
+
+Truncation = Literal["hw", "kip101", "kip279", "kip320"]
+TRUNCATION_RULES: Final[tuple[str, ...]] = get_args(Truncation)
+
+INVARIANTS: Final[tuple[str, ...]] = (
+    "OneLeaderPerEpoch",
+    "IsrSubsetOfReplicas",
+    "LeaderInIsr",
+    "HighWatermarkMonotonic",
+    "NoCommittedDataLoss",
+    "ReplicaLogsAgree",
+    "ControllerEpochMonotonic",
+    "LeaderEpochMonotonic",
+    "StaleControllerFenced",
+    "ValidPartitionTransitions",
+    "ValidReplicaTransitions",
+)
+
+# HighWatermarkMonotonic has two readings; violations name the reading after a slash.
+HW_PER_LEADER: Final = "HighWatermarkMonotonic/PerLeaderEpoch"
+HW_ACROSS_LEADERS: Final = "HighWatermarkMonotonic/AcrossLeaders"
+
+
+class KnobError(ValueError):
+    """A `--set name=value` the vocabulary does not know."""
+
+
+@dataclass(frozen=True, slots=True)
+class Knobs:
+    truncation: Truncation = "kip320"
+    unclean_election: bool = False
+    controller_epoch_fencing: bool = True
+    leader_epoch_check: bool = True
+    min_isr: int = 1
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def with_settings(self, settings: list[str] | tuple[str, ...]) -> Knobs:
+        """Apply `name=value` strings, as given to `--set`."""
+        knobs = self
+        for setting in settings:
+            name, sep, value = setting.partition("=")
+            if not sep:
+                raise KnobError(f"--set {setting!r}: expected name=value")
+            knobs = knobs.with_value(name.strip(), value.strip())
+        return knobs
+
+    def with_value(self, name: str, value: object) -> Knobs:
+        names = [f.name for f in fields(self)]
+        if name not in names:
+            raise KnobError(f"unknown knob {name!r} (known: {', '.join(names)})")
+        return replace(self, **{name: _coerce(name, value)})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Knobs:
+        knobs = cls()
+        for name, value in data.items():
+            knobs = knobs.with_value(name, value)
+        return knobs
+
+    def describe(self) -> str:
+        default = Knobs()
+        changed = [f"{k}={_render(v)}" for k, v in self.to_dict().items() if getattr(default, k) != v]
+        return ", ".join(changed) if changed else "defaults (safe design)"
+
+
+def _render(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _coerce(name: str, value: object) -> object:
+    if name == "truncation":
+        if value not in TRUNCATION_RULES:
+            raise KnobError(f"knob truncation: {value!r} is not one of {', '.join(TRUNCATION_RULES)}")
+        return value
+    if name == "min_isr":
+        number = _as_int(name, value)
+        if number < 1:
+            raise KnobError(f"knob min_isr: {value!r} must be at least 1")
+        return number
+    return _as_bool(name, value)
+
+
+def _as_int(name: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise KnobError(f"knob {name}: {value!r} is not an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise KnobError(f"knob {name}: {value!r} is not an integer")
+
+
+def _as_bool(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "on", "off", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "on", "1", "yes")
+    raise KnobError(f"knob {name}: {value!r} is not a boolean (true/false)")
+
+
+# The actions of the protocol, named as the TLA+ actions and the Z3 relations will be. A trace event's
+# `action` is one of these; each carries who may perform it (the `actor` kind of trace format v1).
+ACTIONS: Final[dict[str, str]] = {
+    "Init": "env",
+    # environment and operators
+    "CreateTopic": "admin",
+    "CreatePartitions": "admin",
+    "DeleteTopic": "admin",
+    "ReassignPartitions": "admin",
+    "PreferredElection": "admin",
+    "Produce": "client",
+    "Tick": "clock",
+    "BrokerCrash": "env",
+    "BrokerRestart": "env",
+    "ControllerCrash": "env",
+    "SessionExpire": "env",
+    "DropMessage": "network",
+    "DuplicateMessage": "network",
+    # controller: one action per event taken off its queue
+    "ControllerElect": "broker",
+    "ControllerResign": "controller",
+    "BrokerReregister": "broker",
+    "BrokerChange": "controller",
+    "TopicChange": "controller",
+    "PartitionModifications": "controller",
+    "TopicDeletion": "controller",
+    "PartitionReassignment": "controller",
+    "ReassignmentIsrChange": "controller",
+    "PreferredReplicaElection": "controller",
+    "AutoPreferredReplicaElection": "controller",
+    "IsrChangeNotification": "controller",
+    "ControlledShutdownRequest": "controller",
+    "StopReplicaResponse": "controller",
+    # brokers: requests from the controller, replication between brokers, periodic work
+    "RequestControlledShutdown": "broker",
+    "ControlledShutdownResponse": "broker",
+    "LeaderAndIsr": "broker",
+    "StopReplica": "broker",
+    "UpdateMetadata": "broker",
+    "SendFetch": "broker",
+    "Fetch": "broker",
+    "FetchResponse": "broker",
+    "OffsetsForLeaderEpoch": "broker",
+    "OffsetsForLeaderEpochResponse": "broker",
+    "IsrShrink": "broker",
+    "HwCheckpoint": "broker",
+}
+
+# State variables of the model, with their key depth: 0 a global value, 1 a map keyed by partition
+# ("topic-N") or broker id, 2 broker -> partition, 3 broker -> partition -> replica. A trace delta
+# replaces values at exactly that depth; a null there removes the key.
+VARIABLES: Final[dict[str, int]] = {
+    # the coordination store
+    "controller": 0,
+    "controller_epoch": 0,
+    "assignment": 1,
+    "leader": 1,
+    "leader_epoch": 1,
+    "isr": 1,
+    "partition_controller_epoch": 1,
+    "partition_version": 1,
+    # each broker's controller role and state machines
+    "acting_controller_epoch": 1,
+    "partition_state": 2,
+    "replica_state": 3,
+    # each broker's replica manager
+    "alive": 1,
+    "broker_controller_epoch": 1,
+    "role": 2,
+    "local_leader_epoch": 2,
+    "local_isr": 2,
+    "log": 2,
+    "hw": 2,
+    "hw_checkpoint": 2,
+    "epoch_start_offset": 2,
+}
+
+NO_LEADER: Final = 0

@@ -1,0 +1,1 @@
+"""The kcm command line and its helpers."""

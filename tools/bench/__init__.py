@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures with ratios against a baseline measured in the same run."""

@@ -1,0 +1,202 @@
+"""The `kcm` command line. User errors (bad knobs, malformed traces, bad arguments) end in one line on
+stderr and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kcm.conformance.campaign import CampaignResult, SeedResult, run_campaign
+from kcm.conformance.invariants import InvariantChecker
+from kcm.conformance.render import render_excerpt
+from kcm.conformance.trace import TraceError, TraceWriter, load_trace
+from kcm.impl.simulator import SimConfig, Simulator
+from kcm.spec.vocabulary import INVARIANTS, Knobs, KnobError
+
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        handler: Any = args.handler
+        return int(handler(args))
+    except (UsageError, KnobError, TraceError, ValueError) as err:
+        print(f"kcm: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kcm", description="Verification workbench for the Kafka controller.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    sim = sub.add_parser("sim", help="simulate a cluster under faults and write its trace")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--steps", type=int, default=1000)
+    _cluster_options(sim)
+    sim.add_argument("--out", required=True, help="trace file to write (JSON Lines, trace format v1)")
+    sim.set_defaults(handler=cmd_sim)
+
+    check = sub.add_parser("check-trace", help="check every invariant on a trace file")
+    check.add_argument("trace")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(handler=cmd_check_trace)
+
+    verify = sub.add_parser("verify", help="the full verification run on the embedded defaults")
+    verify.add_argument("--seeds", type=int, default=20)
+    verify.add_argument("--steps", type=int, default=2000)
+    _cluster_options(verify)
+    verify.add_argument("--json", action="store_true")
+    verify.set_defaults(handler=cmd_verify)
+    return parser
+
+
+def _cluster_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
+                        help="design knob: truncation, unclean_election, controller_epoch_fencing, "
+                             "leader_epoch_check, min_isr")
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--faults", type=float, default=1.0, help="fault intensity (0 = none)")
+
+
+def _config(args: argparse.Namespace) -> tuple[Knobs, SimConfig]:
+    knobs = Knobs().with_settings(args.settings)
+    config = SimConfig(
+        brokers=args.brokers,
+        partitions=args.partitions,
+        replication_factor=min(3, args.brokers),
+        faults=args.faults,
+    )
+    if args.steps < 0:
+        raise UsageError("--steps must not be negative")
+    return knobs, config
+
+
+# -- kcm sim -------------------------------------------------------------------------------------------------
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    knobs, config = _config(args)
+    try:
+        with TraceWriter(Path(args.out)) as writer:
+            sim = Simulator(args.seed, knobs, config, writer.write)
+            sim.bootstrap()
+            sim.run(args.steps)
+            events = sim.cluster.seq
+    except OSError as err:
+        raise UsageError(f"{args.out}: cannot write: {err.strerror}") from err
+    print(f"wrote {events} events to {args.out} (seed {args.seed}, {knobs.describe()})")
+    return EXIT_OK
+
+
+# -- kcm check-trace -----------------------------------------------------------------------------------------
+
+
+def cmd_check_trace(args: argparse.Namespace) -> int:
+    events = load_trace(args.trace)
+    report = InvariantChecker().check_all(events)
+    first = report.violations[0] if report.violations else None
+    if args.json:
+        print(json.dumps({
+            "trace": args.trace,
+            "events": report.events,
+            "verdicts": report.verdicts(),
+            "checks": dict(sorted(report.checks.items())),
+            "violations": [{"invariant": v.invariant, "seq": v.seq, "message": v.message}
+                           for v in report.violations],
+        }, indent=2))
+    elif first is None:
+        print(f"{args.trace}: {report.events} events, all invariants hold")
+        for name, verdict in report.verdicts().items():
+            print(f"  {name:<28} {verdict}")
+    else:
+        print(f"{args.trace}: {first.invariant} violated at step {first.seq}: {first.message}")
+        print(render_excerpt(events, first.seq))
+        if len(report.violations) > 1:
+            print(f"({len(report.violations) - 1} more violations; --json lists them all)")
+    return EXIT_OK if first is None else EXIT_VIOLATED
+
+
+# -- kcm verify ----------------------------------------------------------------------------------------------
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    knobs, config = _config(args)
+    console = Console(stderr=args.json)
+    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task("seeds", total=args.seeds)
+
+        def advance(_: SeedResult) -> None:
+            progress.advance(task)
+
+        result = run_campaign(knobs, range(args.seeds), args.steps, config, on_seed=advance)
+    if args.json:
+        print(json.dumps(_campaign_json(result), indent=2))
+    else:
+        _print_campaign(console, result)
+    return EXIT_OK if result.first_violation() is None else EXIT_VIOLATED
+
+
+def _campaign_json(result: CampaignResult) -> dict[str, Any]:
+    first = result.first_violation()
+    return {
+        "knobs": result.knobs.to_dict(),
+        "seeds": len(result.seeds),
+        "steps": result.steps,
+        "verdicts": result.verdicts(),
+        "checks": dict(sorted(result.checks.items())),
+        "first_violation": None if first is None else {
+            "seed": first[0].seed, "seq": first[1].seq, "invariant": first[1].invariant,
+            "message": first[1].message,
+        },
+    }
+
+
+def _print_campaign(console: Any, result: CampaignResult) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"kcm verify: simulated cluster under faults ({result.knobs.describe()})")
+    table.add_column("invariant")
+    table.add_column("checks", justify="right")
+    table.add_column("verdict")
+    verdicts = result.verdicts()
+    for name in INVARIANTS:
+        checks = sum(n for key, n in result.checks.items() if key.split("/")[0] == name)
+        colour = "green" if verdicts[name] == "holds" else "red"
+        table.add_row(name, f"{checks:,}", f"[{colour}]{verdicts[name]}[/{colour}]")
+    console.print(table)
+    broken = sum(1 for s in result.seeds if s.violations)
+    console.print(f"seeds: {len(result.seeds)}  steps: {result.steps:,}  seeds with a violation: {broken}")
+    first = result.first_violation()
+    if first is not None:
+        seed, violation = first
+        console.print(f"[red]{violation.invariant}[/red] at seed {seed.seed}, step {violation.seq}: "
+                      f"{violation.message}")
+        console.print(f"reproduce: kcm sim --seed {seed.seed} --steps {seed.steps} "
+                      + " ".join(f"--set {k}={v}" for k, v in result.knobs.to_dict().items())
+                      + " --out trace.jsonl && kcm check-trace trace.jsonl")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -79,11 +79,15 @@ class InvariantChecker:
         self.state: dict[str, Any] = empty_state()
         self.truncation = truncation
         self.report = CheckReport()
+        self.seq = -1
+        self._reset_history()
+
+    def _reset_history(self) -> None:
+        """A new run starts (its Init event): nothing an earlier run did is history for it."""
         self.leader_of_epoch: dict[tuple[str, int], tuple[str, int]] = {}
         self.leader_hw: dict[tuple[str, str], tuple[int, int]] = {}
         self.exposed_hw: dict[str, int] = {}
         self.committed: dict[str, list[Any]] = {}
-        self.seq = -1
 
     # -- driving -------------------------------------------------------------------------------------
 
@@ -94,17 +98,20 @@ class InvariantChecker:
 
     def step(self, event: Event) -> list[Violation]:
         self.seq = event["seq"]
+        self.report.events += 1
         delta: dict[str, Any] = event["state"]
+        found: list[Violation] = []
         if event["action"] == "Init":
             knobs = event["args"].get("knobs", {})
             self.truncation = knobs.get("truncation", self.truncation)
-        before = self._before(event, delta)
+            self._reset_history()
         if event.get("full"):
             self.state = empty_state()
+        if not delta and event["action"] not in CONTROLLER_REQUESTS and not event["args"].get("transitions"):
+            return found  # nothing changed and nothing claimed: no invariant can break here
+        before = self._before(event, delta)
         apply_delta(self.state, delta)
-        self.report.events += 1
         self.report.observed.update(delta)
-        found: list[Violation] = []
         partitions, replicas = _touched(delta)
         self._store_checks(partitions, delta, found)
         self._replica_checks(replicas, found)
@@ -121,7 +128,10 @@ class InvariantChecker:
         actor_id = event["actor"].partition(":")[2]
         pre: dict[str, Any] = {
             "controller_epoch": state["controller_epoch"],
-            "broker_controller_epoch": dict(state["broker_controller_epoch"]),
+            "broker_controller_epoch": {
+                b: state["broker_controller_epoch"].get(b)
+                for b in (actor_id, *delta.get("broker_controller_epoch", ()))
+            },
             "acting": state["acting_controller_epoch"].get(actor_id, 0),
             "leader_epoch": {p: state["leader_epoch"].get(p) for p in delta.get("leader_epoch", {})},
             "local_leader_epoch": {

@@ -23,7 +23,8 @@ REPLICA_VARS = ("role", "local_leader_epoch", "local_isr", "log", "hw", "hw_chec
 
 class Abstraction:
     def __init__(self) -> None:
-        self.seen: dict[str, Any] = {}
+        self.seen: dict[tuple[str, ...], Any] = {}
+        self.roles: dict[int, tuple[bool, int, int]] = {}
         self.replica_seen: dict[tuple[str, str], dict[str, str]] = {}
 
     def delta(
@@ -36,9 +37,16 @@ class Abstraction:
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         self._store_delta(store, changed_paths, known_partitions, out)
-        for broker in sorted(managers):
-            self._broker_delta(broker, managers[broker], out)
-            self._controller_delta(broker, controllers[broker], out)
+        for broker, manager in managers.items():
+            controller = controllers[broker]
+            roles = (manager.alive, manager.controller_epoch, controller.epoch)
+            ctx = controller.ctx
+            quiet = not manager.dirty and not controller.resigned_partitions and (ctx is None or not ctx.dirty)
+            if quiet and self.roles.get(broker) == roles:
+                continue
+            self.roles[broker] = roles
+            self._broker_delta(broker, manager, out)
+            self._controller_delta(broker, controller, out)
         return out
 
     def snapshot(
@@ -59,16 +67,18 @@ class Abstraction:
 
     def _emit(self, out: dict[str, Any], keys: tuple[str, ...], value: Leaf) -> None:
         """Report one leaf if it changed. `keys` is (variable, key1, key2, ...)."""
-        seen_key = "\x00".join(keys)
-        if seen_key in self.seen:
-            if self.seen[seen_key] == value:
+        seen = self.seen
+        if keys in seen:
+            if seen[keys] == value:
                 return
+            if value is None:
+                del seen[keys]
+            else:
+                seen[keys] = value
         elif value is None:
             return
-        if value is None:
-            del self.seen[seen_key]
         else:
-            self.seen[seen_key] = value
+            seen[keys] = value
         target = out
         for key in keys[:-1]:
             target = target.setdefault(key, {})

@@ -27,7 +27,7 @@ from .messages import (
     UpdateMetadataRequest,
 )
 from .network import Network
-from .replica_manager import ReplicaManager
+from .replica_manager import LEADER, ReplicaManager
 from .store import InMemoryStore, NodeExistsError, NoNodeError
 
 Event = dict[str, Any]
@@ -173,12 +173,16 @@ class Cluster:
         controller = self.controllers[broker]
         epoch = controller.epoch
         result = controller.process(self.now)
-        self.network.send(result.out, self.now)
+        self._send(result.out)
         if epoch:
             result.args.setdefault("controller_epoch", epoch)
         return self._commit(f"{ACTIONS[result.action]}:{broker}", result.action, result.args)
 
     # -- the network ----------------------------------------------------------------------------------
+
+    def _send(self, envelopes: list[Envelope]) -> None:
+        """A connection to a broker that is down is refused: nothing is queued for it."""
+        self.network.send([e for e in envelopes if self.managers[e.dst].alive], self.now)
 
     def deliver(self, index: int) -> Event:
         return self._deliver(self.network.take(index))
@@ -195,7 +199,7 @@ class Cluster:
             return self._deliver_to_controller(envelope, action, args)
         manager = self.managers[envelope.dst]
         out, applied = manager.handle(envelope.src, message, self.now)
-        self.network.send(out, self.now)
+        self._send(out)
         if isinstance(message, CONTROLLER_REQUESTS):
             args["applied"] = applied
         if isinstance(message, ControlledShutdownResponse) and manager.shutdown_complete:
@@ -227,7 +231,7 @@ class Cluster:
 
     def send_fetch(self, broker: int, partition: str) -> Event:
         out = self.managers[broker].send_fetch(partition, self.now)
-        self.network.send(out, self.now)
+        self._send(out)
         request = out[0].message
         return self._commit(f"broker:{broker}", "SendFetch", {"partition": partition, "to": out[0].dst,
                                                               "request": ACTION_OF[type(request)]})
@@ -245,7 +249,7 @@ class Cluster:
         target = manager.metadata_controller or self.controller_holder()
         request = ControlledShutdownRequest(broker, manager.session)
         if target != NO_LEADER:
-            self.network.send([Envelope(broker, target, request)], self.now)
+            self._send([Envelope(broker, target, request)])
         return self._commit(f"broker:{broker}", "RequestControlledShutdown", {"to": target})
 
     def tick(self, rebalance: bool = False) -> Event:
@@ -257,6 +261,51 @@ class Cluster:
             for broker in self.live_brokers():
                 self.controllers[broker].enqueue(ControllerEvent("AutoPreferredReplicaElection"))
         return self._commit("clock", "Tick", {"now": self.now})
+
+    # -- running to quiescence --------------------------------------------------------------------------
+
+    def stabilize(self, max_steps: int = 100_000) -> list[Event]:
+        """Deterministic progress until nothing is left to do: controller queues first (lowest broker
+        first), then messages in send order, then fetches of followers that are behind their leader."""
+        events: list[Event] = []
+        while len(events) < max_steps:
+            event = self._next_quiet_step()
+            if event is None:
+                return events
+            events.append(event)
+        raise RuntimeError(f"cluster did not stabilize within {max_steps} steps")
+
+    def _next_quiet_step(self) -> Event | None:
+        for broker in self.live_brokers():
+            if self.controllers[broker].queue:
+                return self.process_controller_event(broker)
+        delivered = self.deliver_oldest()
+        if delivered is not None:
+            return delivered
+        for broker in self.live_brokers():
+            for partition in list(self.managers[broker].replicas):
+                if self._behind(broker, partition):
+                    return self.send_fetch(broker, partition)
+        return None
+
+    def _behind(self, broker: int, partition: str) -> bool:
+        """A follower with something left to fetch from a leader that knows it leads."""
+        manager = self.managers[broker]
+        if not manager.wants_to_fetch(partition):
+            return False
+        follower = manager.replicas[partition]
+        leader_manager = self.managers[follower.leader_id]
+        leader = leader_manager.replicas.get(partition)
+        if not leader_manager.alive or leader is None or leader.role != LEADER:
+            return False
+        if leader.leader_epoch != follower.leader_epoch:
+            return False
+        return (
+            follower.truncating
+            or len(follower.log) < len(leader.log)
+            or follower.hw < leader.hw
+            or (broker not in leader.isr and leader.follower_leo.get(broker) != len(follower.log))
+        )
 
     # -- clients and operators ----------------------------------------------------------------------------
 

@@ -123,12 +123,20 @@ class Controller:
         except ControllerMovedError:
             result.args["resigned"] = True
             self._resign()
+            self._drain_writes(result)
             return result
         if self.ctx is not None:
             result.out.extend(batch.flush(self.broker_id, self.ctx))
         if ctx is not None and self.ctx is ctx:
             self._drain_transitions(ctx, result)
+        self._drain_writes(result)
         return result
+
+    def _drain_writes(self, result: StepResult) -> None:
+        """The store writes that succeeded, in order: a trace shows every step of a procedure."""
+        if self.zk.journal:
+            result.args["writes"] = self.zk.journal
+            self.zk.journal = []
 
     def _drain_transitions(self, ctx: ControllerContext, result: StepResult) -> None:
         if ctx.transitions:

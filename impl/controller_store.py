@@ -35,6 +35,7 @@ class ControllerStore:
         self.store = store
         self.knobs = knobs
         self.session = 0
+        self.journal: list[list[object]] = []
 
     def write(self, ctx: ControllerContext, ops: Sequence[Op]) -> list[Stat | None]:
         fenced = self.knobs.controller_epoch_fencing
@@ -45,6 +46,8 @@ class ControllerStore:
             if fenced and err.index == 0:
                 raise ControllerMovedError(str(err)) from err
             raise err.cause from err
+        for op in ops:
+            self.journal.append([type(op).__name__, op.path, getattr(op, "data", None)])
         return results[1:] if fenced else results
 
     def read_leader_isr(self, partition: str) -> LeaderIsr | None:

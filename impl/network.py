@@ -1,5 +1,9 @@
-"""The simulated network: messages in flight with a delivery delay on the logical clock. Any ready message
-may be delivered next (so the network reorders), and faults may drop or duplicate one."""
+"""The simulated network: messages in flight with a delivery delay on the logical clock.
+
+Each (sender, receiver) pair is one connection and delivers in order, as Kafka's TCP connections do;
+messages on different connections interleave freely (so requests of two controllers, or of a controller
+and a broker, reorder), and faults may drop or duplicate any message.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +34,11 @@ class Network:
             self.in_flight.append(InFlight(envelope, now + delay, self.serial))
 
     def ready(self, now: int) -> list[int]:
-        return [i for i, m in enumerate(self.in_flight) if m.ready_at <= now]
+        """Indexes of the deliverable messages: the oldest of each connection, once its delay is over."""
+        heads: dict[tuple[int, int], int] = {}
+        for i, m in enumerate(self.in_flight):
+            heads.setdefault((m.envelope.src, m.envelope.dst), i)
+        return [i for i in heads.values() if self.in_flight[i].ready_at <= now]
 
     def take(self, index: int) -> Envelope:
         return self.in_flight.pop(index).envelope

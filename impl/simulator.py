@@ -6,6 +6,7 @@ The seed alone decides every choice, so the same seed and knobs give the same tr
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,7 +56,8 @@ class Simulator:
         self.weights.update({k: w * config.faults for k, w in FAULT_WEIGHTS.items()})
         self.weights.update({k: w * config.admin for k, w in ADMIN_WEIGHTS.items()})
         self.kinds = [k for k, w in self.weights.items() if w > 0]
-        self.kind_weights = [self.weights[k] for k in self.kinds]
+        self.cum_weights = list(itertools.accumulate(self.weights[k] for k in self.kinds))
+        self.steps = {k: getattr(self, f"_{k}") for k in self.kinds}
 
     def bootstrap(self) -> None:
         """Elect a controller and create the first topic, so that the random walk has work to do."""
@@ -66,8 +68,8 @@ class Simulator:
         taken = 0
         while taken < steps:
             for _ in range(32):
-                kind = self.rng.choices(self.kinds, self.kind_weights)[0]
-                if getattr(self, f"_{kind}")() is not None:
+                kind = self.rng.choices(self.kinds, cum_weights=self.cum_weights)[0]
+                if self.steps[kind]() is not None:
                     taken += 1
                     break
             else:
@@ -89,7 +91,7 @@ class Simulator:
         return [
             (b, p)
             for b in self.cluster.live_brokers()
-            for p, r in sorted(self.cluster.managers[b].replicas.items())
+            for p, r in self.cluster.managers[b].replicas.items()
             if r.role == role
         ]
 

@@ -314,13 +314,16 @@ class InvariantChecker:
 
     # -- epochs and fencing ------------------------------------------------------------------------------------
 
-    def _epoch_checks(self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]) -> None:
+    def _epoch_checks(
+        self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]
+    ) -> None:
         s = self.state
         if "controller_epoch" in delta:
             self._count("ControllerEpochMonotonic")
             if s["controller_epoch"] < before["controller_epoch"]:
+                old = before["controller_epoch"]
                 self._violate(found, "ControllerEpochMonotonic",
-                              f"controller epoch went back from {before['controller_epoch']} to {s['controller_epoch']}")
+                              f"controller epoch went back from {old} to {s['controller_epoch']}")
         for b, epoch in delta.get("broker_controller_epoch", {}).items():
             old = before["broker_controller_epoch"].get(b)
             restarted = b in delta.get("alive", {})
@@ -341,7 +344,9 @@ class InvariantChecker:
                               f"{p}: broker {b} went back from leader epoch {old} to {new}")
         self._fencing_checks(event, delta, before, found)
 
-    def _fencing_checks(self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]) -> None:
+    def _fencing_checks(
+        self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]
+    ) -> None:
         actor_kind, _, actor_id = event["actor"].partition(":")
         args = event["args"]
         if event["action"] in CONTROLLER_REQUESTS and "controller_epoch" in args:
@@ -357,12 +362,14 @@ class InvariantChecker:
             self._count("StaleControllerFenced")
             if touched and before["acting"] < before["controller_epoch"]:
                 self._violate(found, "StaleControllerFenced",
-                              f"deposed controller {actor_id} (epoch {before['acting']}) wrote {', '.join(touched)} "
-                              f"while controller epoch {before['controller_epoch']} is current")
+                              f"deposed controller {actor_id} (epoch {before['acting']}) wrote "
+                              f"{', '.join(touched)} while controller epoch {before['controller_epoch']} is current")
 
     # -- state machines -----------------------------------------------------------------------------------
 
-    def _transition_checks(self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]) -> None:
+    def _transition_checks(
+        self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]
+    ) -> None:
         actor_id = event["actor"].partition(":")[2]
         loading = event["action"] in CONTEXT_LOAD_ACTIONS
         chains: dict[tuple[str, ...], list[tuple[Any, Any]]] = {}

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import IO, Any, Final
 
 import fastjsonschema
+
 from kcm.spec.vocabulary import ACTIONS, VARIABLES
 
 Event = dict[str, Any]

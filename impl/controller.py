@@ -7,6 +7,7 @@ requests to send out. A write refused because another controller was elected mak
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -146,6 +147,10 @@ class Controller:
             result.args["invalid_transitions"] = ctx.invalid_transitions
             ctx.invalid_transitions = []
 
+    def _context(self) -> ControllerContext:
+        assert self.ctx is not None, "only an active controller handles this event"
+        return self.ctx
+
     def _machines(
         self, batch: RequestBatch
     ) -> tuple[ControllerContext, PartitionStateMachine, ReplicaStateMachine, TopicDeletionManager]:
@@ -200,10 +205,8 @@ class Controller:
             result.args["resigned"] = True
             self._resign()
         registration = zk_paths.broker_path(self.broker_id)
-        try:
+        with contextlib.suppress(NodeExistsError):
             self.store.create(self.session, registration, {"epoch": self.session}, ephemeral=True)
-        except NodeExistsError:
-            pass
         if self._holder() == NO_LEADER:
             self._try_elect(batch, result)
 
@@ -331,7 +334,7 @@ class Controller:
     # -- brokers ---------------------------------------------------------------------------------------
 
     def _on_broker_change(self, batch: RequestBatch, result: StepResult) -> None:
-        ctx, psm, rsm, deletion = self._machines(batch)
+        ctx = self._context()
         new, dead, bounced = self._load_brokers()
         result.args.update(new=sorted(new), dead=sorted(dead), bounced=sorted(bounced))
         if new:
@@ -378,7 +381,9 @@ class Controller:
             remaining = tuple(sorted(ctx.assignment))
         else:
             ctx.shutting_down.add(broker)
-            shared = [p for p, r in ctx.partitions_on({broker}) if len(ctx.assignment[p]) > 1 and not ctx.is_deleting(p)]
+            shared = [
+                p for p, _ in ctx.partitions_on({broker}) if len(ctx.assignment[p]) > 1 and not ctx.is_deleting(p)
+            ]
             led = [p for p in shared if ctx.leadership.get(p) is not None and ctx.leadership[p].leader == broker]
             psm.handle(led, P.OnlinePartition, "controlled_shutdown")
             followers = [(p, broker) for p in shared if p not in led]
@@ -392,7 +397,7 @@ class Controller:
     # -- topics ------------------------------------------------------------------------------------------
 
     def _on_topic_change(self, batch: RequestBatch, result: StepResult) -> None:
-        ctx, psm, rsm, _ = self._machines(batch)
+        ctx = self._context()
         topics = set(self.store.children(zk_paths.TOPICS, watch=self.session))
         created = sorted(topics - set(ctx.topics))
         for topic in sorted(set(ctx.topics) - topics):

@@ -4,6 +4,7 @@ whole, and the controller learns that it has been deposed."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,10 +103,8 @@ class ControllerStore:
         return [*below, path]
 
     def delete_quietly(self, ctx: ControllerContext, path: str) -> None:
-        try:
+        with contextlib.suppress(NoNodeError):
             self.write(ctx, [Delete(path)])
-        except NoNodeError:
-            pass
 
 
 def leader_isr_of(data: Any, version: int) -> LeaderIsr:

@@ -50,6 +50,6 @@ class RequestBatch:
             out.append(Envelope(controller_id, broker, UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)))
         for (broker, delete), partitions in sorted(self.stop_replica.items()):
             if broker in ctx.live_brokers:
-                request = StopReplicaRequest(controller_id, ctx.epoch, tuple(sorted(set(partitions))), delete)
-                out.append(Envelope(controller_id, broker, request))
+                stop = StopReplicaRequest(controller_id, ctx.epoch, tuple(sorted(set(partitions))), delete)
+                out.append(Envelope(controller_id, broker, stop))
         return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol, assert_never
+from typing import Any, Literal, Protocol, assert_never
 
 _ROOT = "/"
 _ANY_VERSION = -1
@@ -125,7 +125,7 @@ class CoordinationStore(Protocol):
         self, session: int, path: str, data: object, *, ephemeral: bool = False, make_parents: bool = False
     ) -> None: ...
 
-    def get(self, path: str, *, watch: int | None = None) -> tuple[object, Stat]: ...
+    def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]: ...
 
     def exists(self, path: str, *, watch: int | None = None) -> Stat | None: ...
 
@@ -166,6 +166,8 @@ class _Probe:
 
 _Lookup = Callable[[str], _Probe | None]
 _WatchTable = dict[str, set[int]]
+# Named outside the class: inside it, `set` is the store's own method, not the builtin.
+_PathSet = set[str]
 
 
 class InMemoryStore:
@@ -207,7 +209,7 @@ class InMemoryStore:
 
     # Reads
 
-    def get(self, path: str, *, watch: int | None = None) -> tuple[object, Stat]:
+    def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]:
         node = self._read(path, watch)
         self._add_watch(self._data_watches, path, watch)
         return node.data, _stat(node)
@@ -227,9 +229,7 @@ class InMemoryStore:
 
     def dump(self) -> dict[str, tuple[object, int]]:
         """Every node but the root, as path -> (data, version), in path order."""
-        return {
-            path: (node.data, node.version) for path, node in sorted(self._nodes.items()) if path != _ROOT
-        }
+        return {path: (node.data, node.version) for path, node in sorted(self._nodes.items()) if path != _ROOT}
 
     # Writes
 
@@ -265,7 +265,7 @@ class InMemoryStore:
         events, self._events = self._events, []
         return events
 
-    def drain_changes(self) -> set[str]:
+    def drain_changes(self) -> _PathSet:
         """Paths created, set or deleted since the last drain: what a trace's state delta must re-read."""
         changed, self._changed = self._changed, set()
         return changed

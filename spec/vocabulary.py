@@ -7,7 +7,7 @@ setting is a design variant whose consequences kcm exists to show.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 Truncation = Literal["hw", "kip101", "kip279", "kip320"]
 TRUNCATION_RULES: Final[tuple[str, ...]] = get_args(Truncation)
@@ -60,7 +60,8 @@ class Knobs:
         names = [f.name for f in fields(self)]
         if name not in names:
             raise KnobError(f"unknown knob {name!r} (known: {', '.join(names)})")
-        return replace(self, **{name: _coerce(name, value)})
+        change: dict[str, Any] = {name: _coerce(name, value)}
+        return replace(self, **change)
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> Knobs:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kcm.impl.store import (
     BadVersionError,
     CheckVersion,
@@ -152,6 +153,22 @@ def test_root_cannot_be_deleted(store: InMemoryStore) -> None:
     s = store.open_session(0)
     with pytest.raises(ValueError):
         store.delete(s, "/")
+
+
+def test_drain_changes_reports_written_paths_once(store: InMemoryStore) -> None:
+    s = store.open_session(0)
+    store.create(s, "/a/b", 1, ephemeral=True, make_parents=True)
+    store.create(s, "/c", 1)
+    assert store.drain_changes() == {"/a", "/a/b", "/c"}
+    store.set(s, "/c", 2)
+    store.delete(s, "/c")
+    with pytest.raises(MultiError):
+        store.multi(s, [SetData("/a", 1), Create("/a", 1)])
+    store.get("/a", watch=s)
+    assert store.drain_changes() == {"/c"}
+    store.expire_session(s)
+    assert store.drain_changes() == {"/a/b"}
+    assert store.drain_changes() == set()
 
 
 # Sessions
@@ -331,6 +348,28 @@ def test_multi_refuses_a_delete_made_non_empty_by_an_earlier_create(store: InMem
     assert store.dump() == {"/a": (None, 0)}
 
 
+def test_multi_can_recreate_a_node_it_deleted(store: InMemoryStore) -> None:
+    s = store.open_session(0)
+    store.create(s, "/a", 1)
+    store.set(s, "/a", 2)
+    assert store.multi(s, [Delete("/a"), Create("/a", 3)]) == [None, Stat(0, 0)]
+    assert store.dump() == {"/a": (3, 0)}
+
+
+def test_multi_refuses_a_child_of_an_ephemeral_it_created(store: InMemoryStore) -> None:
+    s = store.open_session(0)
+    with pytest.raises(MultiError) as raised:
+        store.multi(s, [Create("/e", 1, ephemeral=True), Create("/e/c", 2)])
+    assert raised.value.index == 1
+    assert isinstance(raised.value.cause, NoChildrenForEphemeralsError)
+    assert store.dump() == {}
+
+
+def test_empty_multi_does_nothing(store: InMemoryStore) -> None:
+    s = store.open_session(0)
+    assert store.multi(s, []) == []
+
+
 def test_multi_fires_watches_in_op_order(store: InMemoryStore) -> None:
     s = store.open_session(0)
     store.create(s, "/a", 1)
@@ -495,9 +534,7 @@ def _ops_on(paths: list[str]) -> st.SearchStrategy[Op]:
 
 _OPS = _ops_on(_TREE)
 _SINGLE = st.builds(_Single, _SLOTS, _OPS, st.booleans())
-_MULTI = st.builds(
-    _Multi, _SLOTS, _FAMILIES.flatmap(lambda family: st.lists(_ops_on(family), min_size=1, max_size=3))
-)
+_MULTI = st.builds(_Multi, _SLOTS, _FAMILIES.flatmap(lambda family: st.lists(_ops_on(family), min_size=1, max_size=3)))
 # Repeats weight the choice: session churn is rare, or most writes would meet a dead session.
 _WEIGHTED: list[st.SearchStrategy[_Action]] = [
     *[_SINGLE] * 5,
@@ -529,9 +566,7 @@ class _Pair:
             self.slots[action.slot] = self._open()
             return ("ok", None), ("ok", None)
         session = self.slots[action.slot]
-        return _outcome(lambda: self._on_store(session, action)), _outcome(
-            lambda: self._on_model(session, action)
-        )
+        return _outcome(lambda: self._on_store(session, action)), _outcome(lambda: self._on_model(session, action))
 
     def _on_store(self, session: int, action: _Action) -> object:
         if isinstance(action, _Multi):
@@ -542,9 +577,7 @@ class _Pair:
         assert isinstance(action, _Single)
         op = action.op
         if isinstance(op, Create):
-            self.store.create(
-                session, op.path, op.data, ephemeral=op.ephemeral, make_parents=action.make_parents
-            )
+            self.store.create(session, op.path, op.data, ephemeral=op.ephemeral, make_parents=action.make_parents)
             return self.store.exists(op.path)
         if isinstance(op, SetData):
             return self.store.set(session, op.path, op.data, op.version)

@@ -15,7 +15,7 @@ from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.render import render_excerpt
 from kcm.conformance.trace import TraceError, TraceWriter, load_trace
 from kcm.impl.simulator import SimConfig, Simulator
-from kcm.spec.vocabulary import INVARIANTS, Knobs, KnobError
+from kcm.spec.vocabulary import INVARIANTS, KnobError, Knobs
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
 

@@ -1,0 +1,97 @@
+"""The simulated cluster under faults: determinism, the safe design holding, the unsafe ones caught."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+
+from kcm.conformance.campaign import run_campaign, run_seed
+from kcm.conformance.trace import TraceWriter
+from kcm.impl.simulator import SimConfig, Simulator
+from kcm.spec.vocabulary import Knobs
+
+
+def trace_bytes(seed: int, knobs: Knobs, steps: int = 600) -> str:
+    out = io.StringIO()
+    with TraceWriter(out) as writer:
+        sim = Simulator(seed, knobs, SimConfig(), writer.write)
+        sim.bootstrap()
+        sim.run(steps)
+    return out.getvalue()
+
+
+def test_same_seed_and_knobs_give_the_same_trace_byte_for_byte() -> None:
+    assert trace_bytes(11, Knobs()) == trace_bytes(11, Knobs())
+
+
+def test_another_seed_or_knob_gives_another_trace() -> None:
+    base = trace_bytes(11, Knobs())
+    assert trace_bytes(12, Knobs()) != base
+    assert trace_bytes(11, Knobs(truncation="hw")) != base
+
+
+def test_a_run_exercises_the_whole_protocol() -> None:
+    result = run_seed(3, Knobs(), SimConfig(), 4000, keep_events=True)
+    actions = {e["action"] for e in result.events}
+    for expected in ("ControllerElect", "BrokerChange", "LeaderAndIsr", "StopReplica", "Fetch", "FetchResponse",
+                     "OffsetsForLeaderEpoch", "Produce", "BrokerCrash", "BrokerRestart", "SessionExpire",
+                     "BrokerReregister", "IsrChangeNotification", "PartitionReassignment",
+                     "PreferredReplicaElection", "DropMessage", "DuplicateMessage"):
+        assert expected in actions, expected
+
+
+def test_safe_design_holds_over_100k_steps_under_faults() -> None:
+    result = run_campaign(Knobs(), range(50), 2000)
+    assert result.steps >= 100_000
+    first = result.first_violation()
+    assert first is None, f"seed {first[0].seed}: {first[1]}" if first else ""
+    for invariant, verdict in result.verdicts().items():
+        assert verdict == "holds", invariant
+        assert sum(n for k, n in result.checks.items() if k.split("/")[0] == invariant) > 0, invariant
+
+
+@pytest.mark.long
+def test_safe_design_holds_over_a_long_campaign() -> None:
+    seeds = int(os.environ.get("KCM_LONG_SEEDS", "1000"))
+    for config in (SimConfig(), SimConfig(brokers=5, partitions=3), SimConfig(brokers=4, faults=3.0)):
+        result = run_campaign(Knobs(), range(1000, 1000 + seeds), 3000, config)
+        first = result.first_violation()
+        assert first is None, f"{config}: seed {first[0].seed}: {first[1]}" if first else ""
+
+
+def first_broken(knobs: Knobs, seeds: int = 40, steps: int = 3000) -> set[str]:
+    """The invariants broken by the first seed (of a bounded number) that breaks any."""
+    for seed in range(seeds):
+        result = run_seed(seed, knobs, SimConfig(), steps)
+        if result.violations:
+            return {v.invariant.split("/")[0] for v in result.violations}
+    return set()
+
+
+@pytest.mark.parametrize(
+    ("settings", "invariant"),
+    [
+        ({"truncation": "hw"}, "NoCommittedDataLoss"),
+        ({"unclean_election": True}, "NoCommittedDataLoss"),
+        ({"controller_epoch_fencing": False}, "StaleControllerFenced"),
+        ({"leader_epoch_check": False}, "LeaderEpochMonotonic"),
+    ],
+)
+def test_unsafe_design_is_caught_within_bounded_seeds(settings: dict[str, object], invariant: str) -> None:
+    assert invariant in first_broken(Knobs.from_dict(settings))
+
+
+def test_hw_truncation_loses_data_only_with_crashes() -> None:
+    quiet = SimConfig(faults=0.0, admin=0.0)
+    for seed in range(10):
+        assert not run_seed(seed, Knobs(truncation="hw"), quiet, 1500).violations
+
+
+def test_zombie_controller_needs_session_expiry() -> None:
+    """Without session expiry no controller is ever deposed while alive, so no fence is needed."""
+    config = SimConfig(faults=0.0)
+    for seed in range(10):
+        result = run_seed(seed, Knobs(controller_epoch_fencing=False), config, 1500)
+        assert not result.violations

@@ -37,8 +37,9 @@ class SimConfig:
 
 
 # Relative weights of the kinds of step; faults and operator commands scale with the config.
-PROTOCOL_WEIGHTS: dict[str, float] = {"deliver": 40, "controller": 30, "fetch": 24, "produce": 8, "tick": 6, "shrink": 2,
-                    "checkpoint": 2}
+PROTOCOL_WEIGHTS: dict[str, float] = {
+    "deliver": 40, "controller": 30, "fetch": 24, "produce": 8, "tick": 6, "shrink": 2, "checkpoint": 2,
+}
 FAULT_WEIGHTS = {"crash": 0.6, "restart": 2.0, "controller_crash": 0.3, "expire": 0.4, "drop": 1.0,
                  "duplicate": 0.6, "shutdown": 0.3}
 ADMIN_WEIGHTS = {"create_topic": 0.1, "create_partitions": 0.1, "delete_topic": 0.1, "reassign": 0.3,

@@ -53,7 +53,7 @@ def test_check_trace_reports_the_first_violation_with_an_excerpt(
     ["nosuch=1", "truncation=kip999", "unclean_election=maybe", "min_isr=zero", "min_isr=0", "truncation"],
 )
 def test_bad_knob_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str) -> None:
-    code, out, err = run(capsys, "sim", "--set", setting, "--out", str(tmp_path / "x.jsonl"))
+    code, _, err = run(capsys, "sim", "--set", setting, "--out", str(tmp_path / "x.jsonl"))
     assert code == 2
     assert err.startswith("kcm: error: ") and err.count("\n") == 1
     assert not (tmp_path / "x.jsonl").exists()

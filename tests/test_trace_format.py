@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kcm.conformance.parquet import read_parquet, write_parquet
 from kcm.conformance.trace import (
     KEY_ORDER,

@@ -25,6 +25,7 @@ class Abstraction:
     def __init__(self) -> None:
         self.seen: dict[tuple[str, ...], Any] = {}
         self.roles: dict[int, tuple[bool, int, int]] = {}
+        self.replicas: dict[tuple[str, str], tuple[Leaf, ...]] = {}
         self.replica_seen: dict[tuple[str, str], dict[str, str]] = {}
 
     def delta(
@@ -134,18 +135,32 @@ class Abstraction:
         for partition in sorted(manager.dirty):
             replica = manager.replicas.get(partition)
             if replica is None:
-                values: tuple[Leaf, ...] = (None,) * len(REPLICA_VARS)
-            else:
-                values = (
-                    replica.role,
-                    replica.leader_epoch,
-                    list(replica.isr) if replica.role is not None else None,
-                    [list(entry) for entry in replica.log],
-                    replica.hw,
-                    replica.hw_checkpoint,
-                    replica.epoch_start_offset if replica.role == "leader" else None,
-                )
-            for variable, value in zip(REPLICA_VARS, values, strict=True):
+                if self.replicas.pop((key, partition), None) is not None:
+                    for variable in REPLICA_VARS:
+                        self._emit(out, (variable, key, partition), None)
+                continue
+            leader = replica.role == "leader"
+            current = (
+                replica.role,
+                replica.leader_epoch,
+                replica.isr if replica.role is not None else None,
+                replica.log_version,
+                replica.hw,
+                replica.hw_checkpoint,
+                replica.epoch_start_offset if leader else None,
+            )
+            previous = self.replicas.get((key, partition))
+            if previous == current:
+                continue
+            self.replicas[(key, partition)] = current
+            for index, variable in enumerate(REPLICA_VARS):
+                if previous is not None and previous[index] == current[index]:
+                    continue
+                value: Leaf = current[index]
+                if variable == "log":
+                    value = [list(entry) for entry in replica.log]
+                elif variable == "local_isr" and value is not None:
+                    value = list(value)
                 self._emit(out, (variable, key, partition), value)
         manager.dirty.clear()
 

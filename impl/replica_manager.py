@@ -72,6 +72,7 @@ class Replica:
     last_caught_up: dict[int, int] = field(default_factory=dict)
     truncating: bool = False
     inflight_since: int | None = None
+    log_version: int = 0  # bumped on every change of the log, so observers need not compare logs
 
     def forget_volatile_state(self) -> None:
         self.role = None
@@ -359,6 +360,7 @@ class ReplicaManager:
         if response.error or response.fetch_offset != len(replica.log):
             return False
         replica.log.extend(response.records)
+        replica.log_version += 1
         replica.hw = min(response.high_watermark, len(replica.log))
         self.dirty.add(replica.partition)
         return True
@@ -380,6 +382,7 @@ class ReplicaManager:
     def _truncate(self, replica: Replica, offset: int) -> None:
         if offset < len(replica.log):
             del replica.log[offset:]
+            replica.log_version += 1
         replica.hw = min(replica.hw, len(replica.log))
         self.dirty.add(replica.partition)
 
@@ -398,6 +401,7 @@ class ReplicaManager:
         if acks == -1 and len(replica.isr) < self.knobs.min_isr:
             return NOT_ENOUGH_REPLICAS
         replica.log.append((replica.leader_epoch, record_id))
+        replica.log_version += 1
         self._maybe_advance_hw(replica)
         self.dirty.add(partition)
         return NONE_ERROR

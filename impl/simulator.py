@@ -6,6 +6,7 @@ The seed alone decides every choice, so the same seed and knobs give the same tr
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import random
 from collections.abc import Callable
@@ -58,6 +59,7 @@ class Simulator:
         self.weights.update({k: w * config.admin for k, w in ADMIN_WEIGHTS.items()})
         self.kinds = [k for k, w in self.weights.items() if w > 0]
         self.cum_weights = list(itertools.accumulate(self.weights[k] for k in self.kinds))
+        self.total_weight = self.cum_weights[-1]
         self.steps = {k: getattr(self, f"_{k}") for k in self.kinds}
 
     def bootstrap(self) -> None:
@@ -69,7 +71,7 @@ class Simulator:
         taken = 0
         while taken < steps:
             for _ in range(32):
-                kind = self.rng.choices(self.kinds, cum_weights=self.cum_weights)[0]
+                kind = self.kinds[bisect.bisect(self.cum_weights, self.rng.random() * self.total_weight)]
                 if self.steps[kind]() is not None:
                     taken += 1
                     break

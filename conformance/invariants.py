@@ -43,6 +43,7 @@ CONTROLLER_REQUESTS: Final = frozenset({"LeaderAndIsr", "StopReplica", "UpdateMe
 STORE_PARTITION_VARS: Final = ("assignment", "leader", "leader_epoch", "isr")
 REPLICA_VARS: Final = ("role", "local_leader_epoch", "log", "hw", "epoch_start_offset")
 MAX_VIOLATIONS: Final = 1000
+EPOCH_VARS: Final = frozenset({"controller_epoch", "broker_controller_epoch", "leader_epoch", "local_leader_epoch"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,32 +101,45 @@ class InvariantChecker:
         self.seq = event["seq"]
         self.report.events += 1
         delta: dict[str, Any] = event["state"]
+        args: dict[str, Any] = event["args"]
+        action = event["action"]
         found: list[Violation] = []
-        if event["action"] == "Init":
-            knobs = event["args"].get("knobs", {})
-            self.truncation = knobs.get("truncation", self.truncation)
+        if action == "Init":
+            self.truncation = args.get("knobs", {}).get("truncation", self.truncation)
             self._reset_history()
         if event.get("full"):
             self.state = empty_state()
-        if not delta and event["action"] not in CONTROLLER_REQUESTS and not event["args"].get("transitions"):
+        actor_kind, _, actor_id = event["actor"].partition(":")
+        machines = bool(args.get("transitions")) or "partition_state" in delta or "replica_state" in delta
+        fencing = action in CONTROLLER_REQUESTS or actor_kind == "controller"
+        epochs = not EPOCH_VARS.isdisjoint(delta)
+        if not (delta or machines or fencing):
             return found  # nothing changed and nothing claimed: no invariant can break here
-        before = self._before(event, delta)
+        before = self._before(args, delta, actor_id, machines) if machines or fencing or epochs else {}
         apply_delta(self.state, delta)
         self.report.observed.update(delta)
         partitions, replicas = _touched(delta)
-        self._store_checks(partitions, delta, found)
-        self._replica_checks(replicas, found)
-        self._data_checks(partitions | {p for _, p in replicas}, found)
-        self._epoch_checks(event, delta, before, found)
-        self._transition_checks(event, delta, before, found)
-        room = MAX_VIOLATIONS - len(self.report.violations)
-        self.report.violations.extend(found[:room])
+        if partitions:
+            self._store_checks(partitions, delta, found)
+        if replicas:
+            self._replica_checks(replicas, found)
+            partitions = partitions | {p for _, p in replicas}
+        if partitions:
+            self._data_checks(partitions, found)
+        if epochs:
+            self._epoch_checks(delta, before, found)
+        if fencing:
+            self._fencing_checks(event, delta, before, found)
+        if machines:
+            self._transition_checks(event, delta, before, found)
+        if found:
+            room = MAX_VIOLATIONS - len(self.report.violations)
+            self.report.violations.extend(found[:room])
         return found
 
-    def _before(self, event: Event, delta: dict[str, Any]) -> dict[str, Any]:
+    def _before(self, args: dict[str, Any], delta: dict[str, Any], actor_id: str, machines: bool) -> dict[str, Any]:
         """The few pre-step values the pair-of-states checks compare against."""
         state = self.state
-        actor_id = event["actor"].partition(":")[2]
         pre: dict[str, Any] = {
             "controller_epoch": state["controller_epoch"],
             "broker_controller_epoch": {
@@ -133,33 +147,33 @@ class InvariantChecker:
                 for b in (actor_id, *delta.get("broker_controller_epoch", ()))
             },
             "acting": state["acting_controller_epoch"].get(actor_id, 0),
-            "leader_epoch": {p: state["leader_epoch"].get(p) for p in delta.get("leader_epoch", {})},
-            "local_leader_epoch": {
-                (b, p): state["local_leader_epoch"].get(b, {}).get(p)
-                for b, ps in delta.get("local_leader_epoch", {}).items()
-                for p in ps
-            },
-            "partition_state": {
-                p: state["partition_state"].get(actor_id, {}).get(p)
-                for p in delta.get("partition_state", {}).get(actor_id, {})
-            },
-            "replica_state": {
-                (p, r): state["replica_state"].get(actor_id, {}).get(p, {}).get(r)
-                for p, rs in delta.get("replica_state", {}).get(actor_id, {}).items()
-                for r in rs
-            },
         }
-        transitions = event["args"].get("transitions") or []
-        for kind, partition, *rest in transitions:
-            if kind == "partition":
-                pre["partition_state"].setdefault(partition, state["partition_state"].get(actor_id, {}).get(partition))
-            else:
-                replica = rest[0]
-                key = (partition, replica)
-                pre["replica_state"].setdefault(
-                    key, state["replica_state"].get(actor_id, {}).get(partition, {}).get(replica)
-                )
+        if "leader_epoch" in delta:
+            pre["leader_epoch"] = {p: state["leader_epoch"].get(p) for p in delta["leader_epoch"]}
+        if "local_leader_epoch" in delta:
+            local = state["local_leader_epoch"]
+            pre["local_leader_epoch"] = {
+                (b, p): local.get(b, {}).get(p) for b, ps in delta["local_leader_epoch"].items() for p in ps
+            }
+        if machines:
+            pre.update(self._machine_states_before(args, delta, actor_id))
         return pre
+
+    def _machine_states_before(self, args: dict[str, Any], delta: dict[str, Any], actor_id: str) -> dict[str, Any]:
+        partition_states = self.state["partition_state"].get(actor_id, {})
+        replica_states = self.state["replica_state"].get(actor_id, {})
+        partitions = {p: partition_states.get(p) for p in delta.get("partition_state", {}).get(actor_id, {})}
+        replicas = {
+            (p, r): replica_states.get(p, {}).get(r)
+            for p, rs in delta.get("replica_state", {}).get(actor_id, {}).items()
+            for r in rs
+        }
+        for kind, partition, *rest in args.get("transitions") or []:
+            if kind == "partition":
+                partitions.setdefault(partition, partition_states.get(partition))
+            else:
+                replicas.setdefault((partition, rest[0]), replica_states.get(partition, {}).get(rest[0]))
+        return {"partition_state": partitions, "replica_state": replicas}
 
     def _violate(self, found: list[Violation], invariant: str, message: str) -> None:
         found.append(Violation(invariant, self.seq, message))
@@ -314,9 +328,7 @@ class InvariantChecker:
 
     # -- epochs and fencing ------------------------------------------------------------------------------------
 
-    def _epoch_checks(
-        self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]
-    ) -> None:
+    def _epoch_checks(self, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]) -> None:
         s = self.state
         if "controller_epoch" in delta:
             self._count("ControllerEpochMonotonic")
@@ -331,18 +343,17 @@ class InvariantChecker:
             if old is not None and epoch is not None and epoch < old and not restarted:
                 self._violate(found, "ControllerEpochMonotonic",
                               f"broker {b} went back from controller epoch {old} to {epoch}")
-        for p, old in before["leader_epoch"].items():
+        for p, old in before.get("leader_epoch", {}).items():
             new = s["leader_epoch"].get(p)
             self._count("LeaderEpochMonotonic")
             if old is not None and new is not None and new < old:
                 self._violate(found, "LeaderEpochMonotonic", f"{p}: leader epoch went back from {old} to {new}")
-        for (b, p), old in before["local_leader_epoch"].items():
+        for (b, p), old in before.get("local_leader_epoch", {}).items():
             new = s["local_leader_epoch"].get(b, {}).get(p)
             self._count("LeaderEpochMonotonic")
             if old is not None and new is not None and new < old:
                 self._violate(found, "LeaderEpochMonotonic",
                               f"{p}: broker {b} went back from leader epoch {old} to {new}")
-        self._fencing_checks(event, delta, before, found)
 
     def _fencing_checks(
         self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]

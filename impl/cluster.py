@@ -304,7 +304,7 @@ class Cluster:
             follower.truncating
             or len(follower.log) < len(leader.log)
             or follower.hw < leader.hw
-            or (broker not in leader.isr and leader.follower_leo.get(broker) != len(follower.log))
+            or leader.follower_leo.get(broker) != len(follower.log)
         )
 
     # -- clients and operators ----------------------------------------------------------------------------

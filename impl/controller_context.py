@@ -48,9 +48,6 @@ class ControllerContext:
     invalid_transitions: list[list[object]] = field(default_factory=list)
     dirty: set[str] = field(default_factory=set)
 
-    def live(self) -> set[int]:
-        return set(self.live_brokers)
-
     def live_not_shutting_down(self) -> set[int]:
         return set(self.live_brokers) - self.shutting_down
 

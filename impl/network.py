@@ -17,7 +17,6 @@ from .messages import Envelope
 class InFlight:
     envelope: Envelope
     ready_at: int
-    serial: int
 
 
 class Network:
@@ -25,13 +24,11 @@ class Network:
         self.rng = rng
         self.max_delay = max_delay
         self.in_flight: list[InFlight] = []
-        self.serial = 0
 
     def send(self, envelopes: list[Envelope], now: int) -> None:
         for envelope in envelopes:
             delay = self.rng.randint(0, self.max_delay) if self.max_delay else 0
-            self.serial += 1
-            self.in_flight.append(InFlight(envelope, now + delay, self.serial))
+            self.in_flight.append(InFlight(envelope, now + delay))
 
     def ready(self, now: int) -> list[int]:
         """Indexes of the deliverable messages: the oldest of each connection, once its delay is over."""
@@ -51,8 +48,7 @@ class Network:
 
     def duplicate(self, index: int, now: int) -> Envelope:
         original = self.in_flight[index]
-        self.serial += 1
-        self.in_flight.append(InFlight(original.envelope, now, self.serial))
+        self.in_flight.append(InFlight(original.envelope, now))
         return original.envelope
 
     def disconnect(self, broker: int) -> int:

@@ -17,7 +17,6 @@ from kcm.spec.vocabulary import NO_LEADER, Knobs
 from .cluster import Cluster, Event, EventSink
 from .replica_manager import FOLLOWER, LEADER
 
-Step = Callable[[], Event | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +59,7 @@ class Simulator:
         self.kinds = [k for k, w in self.weights.items() if w > 0]
         self.cum_weights = list(itertools.accumulate(self.weights[k] for k in self.kinds))
         self.total_weight = self.cum_weights[-1]
-        self.steps = {k: getattr(self, f"_{k}") for k in self.kinds}
+        self.steps: dict[str, Callable[[], Event | None]] = {k: getattr(self, f"_{k}") for k in self.kinds}
 
     def bootstrap(self) -> None:
         """Elect a controller and create the first topic, so that the random walk has work to do."""

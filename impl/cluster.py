@@ -63,6 +63,7 @@ class Cluster:
         self.controllers: dict[int, Controller] = {}
         self.session_owner: dict[int, int] = {}
         self.partitions: set[str] = set()
+        self._fetch_round: list[tuple[int, str]] = []
         for broker in range(1, brokers + 1):
             self.controllers[broker] = Controller(broker, knobs, self.store)
             self.managers[broker] = ReplicaManager(broker, knobs, self.store, 0)
@@ -282,9 +283,14 @@ class Cluster:
         delivered = self.deliver_oldest()
         if delivered is not None:
             return delivered
-        for broker in self.live_brokers():
-            for partition in list(self.managers[broker].replicas):
-                if self._behind(broker, partition):
+        # One scan per round of fetches, not per fetch: a round visits every follower once, and the
+        # cluster is quiet only when a whole fresh round finds nobody behind.
+        for fresh in (False, True):
+            if fresh or not self._fetch_round:
+                self._fetch_round = [(b, p) for b in self.live_brokers() for p in self.managers[b].replicas][::-1]
+            while self._fetch_round:
+                broker, partition = self._fetch_round.pop()
+                if self.managers[broker].alive and self._behind(broker, partition):
                     return self.send_fetch(broker, partition)
         return None
 

@@ -248,10 +248,13 @@ class Cluster:
     def request_controlled_shutdown(self, broker: int) -> Event:
         manager = self.managers[broker]
         target = manager.metadata_controller or self.controller_holder()
-        request = ControlledShutdownRequest(broker, manager.session)
-        if target != NO_LEADER:
-            self._send([Envelope(broker, target, request)])
-        return self._commit(f"broker:{broker}", "RequestControlledShutdown", {"to": target})
+        self._send(manager.request_controlled_shutdown(target))
+        args: dict[str, Any] = {"to": target, "attempt": manager.shutdown_attempts}
+        if manager.shutdown_complete:
+            manager.checkpoint_hw()
+            self._stop(broker)
+            args["stopped"] = True
+        return self._commit(f"broker:{broker}", "RequestControlledShutdown", args)
 
     def tick(self, rebalance: bool = False) -> Event:
         self.now += 1

@@ -118,7 +118,7 @@ class Controller:
         if event.kind not in BROKER_EVENTS and self.ctx is None:
             return result
         ctx = self.ctx
-        batch = RequestBatch()
+        batch = RequestBatch(self.broker_id)
         try:
             self._dispatch(event, batch, result)
         except ControllerMovedError:
@@ -128,7 +128,7 @@ class Controller:
             return result
         if self.ctx is not None:
             # The event's requests go first: a reply (to a controlled shutdown) must not overtake them.
-            result.out[:0] = batch.flush(self.broker_id, self.ctx)
+            result.out[:0] = batch.flush(self.ctx)
         if ctx is not None and self.ctx is ctx:
             self._drain_transitions(ctx, result)
         self._drain_writes(result)
@@ -201,15 +201,12 @@ class Controller:
             self._try_elect(batch, result)
 
     def _on_reregister(self, batch: RequestBatch, result: StepResult) -> None:
-        """After a session expiry: resign, register the broker again, and take part in the election."""
-        if self.ctx is not None:
-            result.args["resigned"] = True
-            self._resign()
+        """After a session expiry: register the broker again, then act as on a controller change (a
+        controller re-elected under the new session keeps its role; a deposed one resigns)."""
         registration = zk_paths.broker_path(self.broker_id)
         with contextlib.suppress(NodeExistsError):
             self.store.create(self.session, registration, {"epoch": self.session}, ephemeral=True)
-        if self._holder() == NO_LEADER:
-            self._try_elect(batch, result)
+        self._on_controller_change(batch, result)
 
     def _holder(self) -> int:
         """Who holds `/controller`; also leaves a watch on it, as every broker keeps one."""
@@ -341,7 +338,10 @@ class Controller:
         if new:
             self._on_broker_startup(new, batch)
         if bounced:
+            # A bounced broker is handled as dead, then as new: while failed it must not be elected.
+            epochs = {b: ctx.live_brokers.pop(b) for b in sorted(bounced)}
             self._on_broker_failure(bounced, batch)
+            ctx.live_brokers.update(epochs)
             self._on_broker_startup(bounced, batch)
         if dead:
             self._on_broker_failure(dead, batch)
@@ -385,15 +385,19 @@ class Controller:
             shared = [
                 p for p, _ in ctx.partitions_on({broker}) if len(ctx.assignment[p]) > 1 and not ctx.is_deleting(p)
             ]
-            led = [p for p in shared if ctx.leadership.get(p) is not None and ctx.leadership[p].leader == broker]
+            led = [p for p in shared if self._leader_of(p) == broker]
             psm.handle(led, P.OnlinePartition, "controlled_shutdown")
             followers = [(p, broker) for p in shared if p not in led]
             rsm.handle(followers, R.OfflineReplica)
-            remaining = tuple(sorted(p for p in shared if ctx.leadership[p].leader == broker))
+            remaining = tuple(sorted(p for p in shared if self._leader_of(p) == broker))
         result.args["remaining"] = list(remaining)
         result.out.append(
             Envelope(self.broker_id, broker, ControlledShutdownResponse(ctx.epoch, remaining))
         )
+
+    def _leader_of(self, partition: str) -> int:
+        leadership = self._context().leadership.get(partition)
+        return NO_LEADER if leadership is None else leadership.leader
 
     # -- topics ------------------------------------------------------------------------------------------
 

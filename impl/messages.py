@@ -142,7 +142,10 @@ ACTION_OF: Final[dict[type, str]] = {
     OffsetsForLeaderEpochResponse: "OffsetsForLeaderEpochResponse",
 }
 
-CONTROLLER_BOUND: Final = (StopReplicaResponse, ControlledShutdownRequest)
+# Replication traffic between brokers may be lost: a follower times out and asks again. The controller's
+# channel is reliable while both ends live (Kafka's controller resends over a new connection), so its
+# requests and their replies are delayed, duplicated or reordered across connections, never lost.
+LOSSY: Final = (FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse)
 
 
 @dataclass(frozen=True, slots=True)

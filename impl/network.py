@@ -2,7 +2,7 @@
 
 Each (sender, receiver) pair is one connection and delivers in order, as Kafka's TCP connections do;
 messages on different connections interleave freely (so requests of two controllers, or of a controller
-and a broker, reorder), and faults may drop or duplicate any message.
+and a broker, reorder), and faults may duplicate any message and drop replication traffic (see messages.LOSSY).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .messages import Envelope
+from .messages import LOSSY, Envelope
 
 
 @dataclass(slots=True)
@@ -36,6 +36,10 @@ class Network:
         for i, m in enumerate(self.in_flight):
             heads.setdefault((m.envelope.src, m.envelope.dst), i)
         return [i for i in heads.values() if self.in_flight[i].ready_at <= now]
+
+    def lossy(self) -> list[int]:
+        """Indexes of the messages a fault may drop."""
+        return [i for i, m in enumerate(self.in_flight) if isinstance(m.envelope.message, LOSSY)]
 
     def take(self, index: int) -> Envelope:
         return self.in_flight.pop(index).envelope

@@ -38,6 +38,7 @@ class PartitionStateMachine:
     ) -> list[str]:
         """Move partitions to `target`; returns the partitions that could not get there."""
         failed: list[str] = []
+        self.batch.seal(self.ctx)
         for partition in sorted(partitions):
             source = self.ctx.partition_state(partition)
             if not valid_partition_transition(source, target):
@@ -45,6 +46,7 @@ class PartitionStateMachine:
                 failed.append(partition)
             elif not self._enter(partition, source, target, strategy):
                 failed.append(partition)
+        self.batch.seal(self.ctx)
         return failed
 
     def _enter(self, partition: str, source: PartitionState, target: PartitionState, strategy: Strategy) -> bool:

@@ -22,6 +22,7 @@ from .messages import (
     STALE_CONTROLLER_EPOCH,
     UNDEFINED_EPOCH,
     UNKNOWN_LEADER_EPOCH,
+    ControlledShutdownRequest,
     ControlledShutdownResponse,
     Envelope,
     FetchRequest,
@@ -50,6 +51,7 @@ FOLLOWER: Final = "follower"
 MAX_FETCH_RECORDS: Final = 4
 REPLICA_LAG_TICKS: Final = 6
 REQUEST_TIMEOUT_TICKS: Final = 3
+CONTROLLED_SHUTDOWN_ATTEMPTS: Final = 3
 
 
 @dataclass(slots=True)
@@ -99,6 +101,7 @@ class ReplicaManager:
         self.dirty: set[str] = set()
         self.isr_notifications = 0
         self.shutdown_complete = False
+        self.shutdown_attempts = 0
 
     # -- message handling ----------------------------------------------------------------------------
 
@@ -119,9 +122,28 @@ class ReplicaManager:
         if isinstance(message, OffsetsForLeaderEpochResponse):
             return [], self._on_offsets_for_leader_epoch_response(message)
         if isinstance(message, ControlledShutdownResponse):
-            self.shutdown_complete = not message.partitions_remaining
+            self._on_controlled_shutdown_response(message)
             return [], True
         raise TypeError(f"broker {self.broker_id} cannot handle {type(message).__name__}")
+
+    def _on_controlled_shutdown_response(self, response: ControlledShutdownResponse) -> None:
+        """Done when nothing leads here any more; otherwise the broker asks again later."""
+        self.shutdown_complete = not response.partitions_remaining
+
+    def request_controlled_shutdown(self, controller: int) -> list[Envelope]:
+        """Ask the controller to move leadership away; after the last attempt the broker gives up and
+        shuts down anyway (an unclean shutdown, as Kafka's broker does)."""
+        self.shutdown_attempts += 1
+        if self.shutdown_attempts > CONTROLLED_SHUTDOWN_ATTEMPTS:
+            self.shutdown_complete = True
+            return []
+        if controller == NO_LEADER:
+            return []
+        return [Envelope(self.broker_id, controller, ControlledShutdownRequest(self.broker_id, self.session))]
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.shutdown_attempts > 0 and not self.shutdown_complete
 
     def _accept_controller_epoch(self, epoch: int, controller_id: int) -> bool:
         """The controller-epoch fence: requests from an epoch older than one seen are rejected whole."""
@@ -418,6 +440,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.metadata_controller = NO_LEADER
         self.shutdown_complete = False
+        self.shutdown_attempts = 0
         for replica in self.replicas.values():
             replica.forget_volatile_state()
         self.dirty.update(self.replicas)

@@ -25,6 +25,7 @@ class ReplicaStateMachine:
     def handle(self, replicas: Iterable[tuple[str, int]], target: ReplicaState) -> list[tuple[str, int]]:
         """Move (partition, replica) pairs to `target`; returns those that could not get there."""
         failed: list[tuple[str, int]] = []
+        self.batch.seal(self.ctx)
         for partition, replica in sorted(replicas):
             source = self.ctx.replica_state(partition, replica)
             if not valid_replica_transition(source, target):
@@ -32,10 +33,11 @@ class ReplicaStateMachine:
                     ["replica", partition, str(replica), source.value, target.value]
                 )
                 failed.append((partition, replica))
-            elif self._enter(partition, replica, target):
+            elif self._enter(partition, replica, source, target):
                 self.set_state(partition, replica, source, target)
             else:
                 failed.append((partition, replica))
+        self.batch.seal(self.ctx)
         return failed
 
     def set_state(self, partition: str, replica: int, source: ReplicaState, target: ReplicaState) -> None:
@@ -47,17 +49,19 @@ class ReplicaStateMachine:
         ctx.transitions.append(["replica", partition, str(replica), source.value, target.value])
         ctx.dirty.add(partition)
 
-    def _enter(self, partition: str, replica: int, target: ReplicaState) -> bool:
+    def _enter(self, partition: str, replica: int, source: ReplicaState, target: ReplicaState) -> bool:
         ctx = self.ctx
         leadership = ctx.leadership.get(partition)
         if target is R.NewReplica:
             if leadership is not None and leadership.leader == replica:
                 return False
             self.batch.add_leader_and_isr(ctx, {replica}, partition)
-        elif target is R.OnlineReplica:
+        elif target is R.OnlineReplica and source is R.NewReplica:
+            # A new replica already got the partition's state when it became NewReplica.
             assigned = ctx.assignment.get(partition, ())
             if replica not in assigned:
                 ctx.assignment[partition] = (*assigned, replica)
+        elif target is R.OnlineReplica:
             self.batch.add_leader_and_isr(ctx, {replica}, partition)
         elif target is R.OfflineReplica:
             self.batch.add_stop_replica(replica, partition, delete=False)

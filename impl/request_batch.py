@@ -1,5 +1,7 @@
-"""Collects the requests one controller event produces, one request per broker and kind, as Kafka's
-controller does, and sends them when the event completes (or never, if the event fails)."""
+"""Collects the requests a controller event produces, one request per broker and kind, as Kafka's
+controller does. Each state-machine call seals what it collected, so requests go out in the order of the
+calls (a StopReplica of an earlier call precedes a LeaderAndIsr of a later one on the same connection);
+the whole event's requests are sent when it completes, or never, if it fails."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from .messages import (
 
 @dataclass(slots=True)
 class RequestBatch:
+    controller_id: int
     leader_and_isr: dict[int, dict[str, PartitionLeaderState]] = field(default_factory=dict)
     stop_replica: dict[tuple[int, bool], list[str]] = field(default_factory=dict)
     metadata_brokers: set[int] = field(default_factory=set)
     metadata_partitions: set[str] = field(default_factory=set)
+    sealed: list[Envelope] = field(default_factory=list)
 
     def add_leader_and_isr(self, ctx: ControllerContext, brokers: set[int], partition: str) -> None:
         state = ctx.leader_state(partition)
@@ -37,19 +41,30 @@ class RequestBatch:
         self.metadata_brokers |= brokers
         self.metadata_partitions |= partitions
 
-    def flush(self, controller_id: int, ctx: ControllerContext) -> list[Envelope]:
-        out: list[Envelope] = []
+    def flush(self, ctx: ControllerContext) -> list[Envelope]:
+        self.seal(ctx)
+        out, self.sealed = self.sealed, []
+        return out
+
+    def seal(self, ctx: ControllerContext) -> None:
+        out = self.sealed
+        controller_id = self.controller_id
         for broker, states in sorted(self.leader_and_isr.items()):
             request = LeaderAndIsrRequest(controller_id, ctx.epoch, tuple(states[p] for p in sorted(states)))
             out.append(Envelope(controller_id, broker, request))
-        live = tuple(sorted(ctx.live_brokers))
-        metadata = tuple(
-            state for p in sorted(self.metadata_partitions) if (state := ctx.leader_state(p)) is not None
-        )
-        for broker in sorted(self.metadata_brokers & ctx.live_brokers.keys()):
-            out.append(Envelope(controller_id, broker, UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)))
+        if self.metadata_brokers:
+            live = tuple(sorted(ctx.live_brokers))
+            metadata = tuple(
+                state for p in sorted(self.metadata_partitions) if (state := ctx.leader_state(p)) is not None
+            )
+            for broker in sorted(self.metadata_brokers & ctx.live_brokers.keys()):
+                request = UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)
+                out.append(Envelope(controller_id, broker, request))
         for (broker, delete), partitions in sorted(self.stop_replica.items()):
             if broker in ctx.live_brokers:
                 stop = StopReplicaRequest(controller_id, ctx.epoch, tuple(sorted(set(partitions))), delete)
                 out.append(Envelope(controller_id, broker, stop))
-        return out
+        self.leader_and_isr = {}
+        self.stop_replica = {}
+        self.metadata_brokers = set()
+        self.metadata_partitions = set()

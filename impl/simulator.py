@@ -142,15 +142,19 @@ class Simulator:
         return self.cluster.expire_session(self.rng.choice(live)) if live else None
 
     def _drop(self) -> Event | None:
-        in_flight = self.cluster.network.in_flight
-        return self.cluster.drop(self.rng.randrange(len(in_flight))) if in_flight else None
+        lossy = self.cluster.network.lossy()
+        return self.cluster.drop(self.rng.choice(lossy)) if lossy else None
 
     def _duplicate(self) -> Event | None:
         in_flight = self.cluster.network.in_flight
         return self.cluster.duplicate(self.rng.randrange(len(in_flight))) if in_flight else None
 
     def _shutdown(self) -> Event | None:
+        """A broker starts a controlled shutdown, or one already shutting down asks again."""
         live = self.cluster.live_brokers()
+        pending = [b for b in live if self.cluster.managers[b].shutting_down]
+        if pending:
+            return self.cluster.request_controlled_shutdown(self.rng.choice(pending))
         if len(live) < 2 or self.cluster.controller_holder() == NO_LEADER:
             return None
         return self.cluster.request_controlled_shutdown(self.rng.choice(live))

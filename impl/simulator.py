@@ -18,7 +18,6 @@ from .cluster import Cluster, Event, EventSink
 from .replica_manager import FOLLOWER, LEADER
 
 
-
 @dataclass(frozen=True, slots=True)
 class SimConfig:
     brokers: int = 3

@@ -58,8 +58,8 @@ class RequestBatch:
                 state for p in sorted(self.metadata_partitions) if (state := ctx.leader_state(p)) is not None
             )
             for broker in sorted(self.metadata_brokers & ctx.live_brokers.keys()):
-                request = UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)
-                out.append(Envelope(controller_id, broker, request))
+                update = UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)
+                out.append(Envelope(controller_id, broker, update))
         for (broker, delete), partitions in sorted(self.stop_replica.items()):
             if broker in ctx.live_brokers:
                 stop = StopReplicaRequest(controller_id, ctx.epoch, tuple(sorted(set(partitions))), delete)

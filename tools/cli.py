@@ -58,6 +58,16 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=cmd_check_trace)
 
+    check = sub.add_parser("check", help="model-check the TLA+ specification with TLC")
+    check.add_argument("--model", default="ci", help="ci, deep, or another MC<name> instance of spec/")
+    check.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE")
+    check.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME")
+    check.add_argument("--workers", type=int, default=1)
+    check.add_argument("--heap", type=int, default=4096, help="TLC's heap in MiB (default 4096)")
+    check.add_argument("--trace-out", help="where a counterexample is written (trace format v1)")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(handler=cmd_check)
+
     verify = sub.add_parser("verify", help="the full verification run on the embedded defaults")
     verify.add_argument("--seeds", type=int, default=20)
     verify.add_argument("--steps", type=int, default=2000)
@@ -132,6 +142,44 @@ def cmd_check_trace(args: argparse.Namespace) -> int:
         if len(report.violations) > 1:
             print(f"({len(report.violations) - 1} more violations; --json lists them all)")
     return EXIT_OK if first is None else EXIT_VIOLATED
+
+
+# -- kcm check -----------------------------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    from kcm.tools.check import check_model, render_counterexample
+    from kcm.tools.tlc import TlcError, TlcSetupError
+
+    knobs = Knobs().with_settings(args.settings)
+    console = Console(stderr=True)
+    try:
+        with Progress(TextColumn("TLC {task.description}"), TimeElapsedColumn(), console=console,
+                      transient=True, disable=not console.is_terminal) as progress:
+            task = progress.add_task(f"model {args.model}: starting")
+
+            def show(generated: int, distinct: int) -> None:
+                progress.update(task, description=f"model {args.model}: {distinct:,} distinct states")
+
+            outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap,
+                                  Path(args.trace_out) if args.trace_out else None, show)
+    except (TlcSetupError, TlcError) as err:
+        raise UsageError(str(err)) from err
+    summary = outcome.to_json()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        result = outcome.result
+        print(f"model {args.model} ({knobs.describe()}): {summary['result']}"
+              f"{' ' + str(result.violated) if result.violated else ''}; {result.distinct_states:,} distinct "
+              f"states, depth {result.depth}, {result.seconds:.1f} s")
+        if result.violated:
+            print(render_counterexample(result.trace))
+            print(f"counterexample written to {outcome.trace_path} (trace format v1)")
+    return EXIT_OK if outcome.result.violated is None else EXIT_VIOLATED
 
 
 # -- kcm verify ----------------------------------------------------------------------------------------------

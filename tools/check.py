@@ -239,15 +239,15 @@ def _diff(old: Any, new: Any, depth: int) -> Any:
         return _SAME if old == new else new
     out: dict[str, Any] = {}
     for key in sorted(set(old) | set(new)):
-        if key not in new:
-            out[key] = None
-        elif depth == 1:
-            if old.get(key) != new[key]:
-                out[key] = new[key]
-        else:
-            inner = _diff(old.get(key, {}), new[key], depth - 1)
+        if depth > 1:
+            # Deltas replace leaves only: an emptied inner map is its leaves set to null.
+            inner = _diff(old.get(key, {}), new.get(key, {}), depth - 1)
             if inner is not _SAME:
                 out[key] = inner
+        elif key not in new:
+            out[key] = None
+        elif old.get(key) != new[key]:
+            out[key] = new[key]
     return out if out else _SAME
 
 

@@ -1,0 +1,100 @@
+"""kcm check's plumbing: model configuration under knobs, TLC states to trace format v1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcm.conformance.trace import apply_delta, empty_state
+from kcm.spec.vocabulary import Knobs
+from kcm.tools.check import configure, diff_states, to_trace_state
+
+BASE_CFG = """CONSTANTS
+    Brokers = {1, 2}
+    UncleanElection = FALSE
+    ControllerEpochFencing = TRUE
+    LeaderEpochCheck = TRUE
+    MinIsr = 1
+    Truncation <- KIP320_Truncation
+    ExposesHw <- KIP320_ExposesHw
+INIT Init
+NEXT Next
+INVARIANTS
+    TypeOK
+    OneLeaderPerEpoch
+"""
+
+
+def test_configure_binds_knobs_and_the_variant_hooks() -> None:
+    knobs = Knobs(truncation="hw", unclean_election=True, controller_epoch_fencing=False, min_isr=2)
+    cfg = configure(BASE_CFG, knobs, None)
+    assert "UncleanElection = TRUE" in cfg and "ControllerEpochFencing = FALSE" in cfg
+    assert "LeaderEpochCheck = TRUE" in cfg and "MinIsr = 2" in cfg
+    assert "Truncation <- HW_Truncation" in cfg and "ExposesHw <- HW_ExposesHw" in cfg
+    assert "KIP320" not in cfg
+    assert "Brokers = {1, 2}" in cfg and "OneLeaderPerEpoch" in cfg
+
+
+def test_configure_replaces_the_invariants_when_asked() -> None:
+    cfg = configure(BASE_CFG, Knobs(), ["NoCommittedDataLoss"])
+    assert "OneLeaderPerEpoch" not in cfg and "TypeOK" not in cfg
+    assert cfg.rstrip().endswith("INVARIANTS\n    NoCommittedDataLoss")
+    assert "NEXT Next" in cfg
+
+
+TLA_STATE = {
+    "controller": 2,
+    "controller_epoch": 1,
+    "assignment": {"p0": [1, 2]},
+    "leader": {"p0": 1},
+    "leader_epoch": {"p0": 0},
+    "isr": {"p0": [2, 1]},
+    "partition_controller_epoch": {"p0": 1},
+    "partition_version": {"p0": 0},
+    "acting_controller_epoch": [0, 1],
+    "alive": [True, False],
+    "broker_controller_epoch": [1, 0],
+    "role": [{"p0": "leader"}, {"p0": "none"}],
+    "local_leader_epoch": [{"p0": 0}, {"p0": -1}],
+    "local_isr": [{"p0": [1, 2]}, {"p0": []}],
+    "log": [{"p0": [[0, 1]]}, {"p0": [[0, 1]]}],
+    "hw": [{"p0": 1}, {"p0": 0}],
+    "hw_checkpoint": [{"p0": 0}, {"p0": 0}],
+    "epoch_start_offset": [{"p0": 0}, {"p0": 0}],
+    "partition_state": [{"p0": "NonExistentPartition"}, {"p0": "OnlinePartition"}],
+    "replica_state": [{"p0": ["NonExistentReplica", "NonExistentReplica"]},
+                      {"p0": ["OnlineReplica", "OfflineReplica"]}],
+}
+
+
+def test_tlc_state_becomes_trace_variables_with_absent_keys() -> None:
+    state = to_trace_state(TLA_STATE)
+    assert state["isr"] == {"p0": [1, 2]}
+    assert state["alive"] == {"1": True, "2": False}
+    assert state["role"] == {"1": {"p0": "leader"}}
+    assert "2" not in state["local_leader_epoch"]
+    assert state["log"]["2"] == {"p0": [[0, 1]]}
+    assert state["epoch_start_offset"] == {"1": {"p0": 0}}
+    assert state["partition_state"] == {"1": {}, "2": {"p0": "OnlinePartition"}}
+    assert state["replica_state"]["2"] == {"p0": {"1": "OnlineReplica", "2": "OfflineReplica"}}
+
+
+def test_deltas_rebuild_the_states() -> None:
+    first = to_trace_state(TLA_STATE)
+    later = dict(TLA_STATE, leader={"p0": 0}, leader_epoch={"p0": 1}, isr={"p0": [2]},
+                 role=[{"p0": "none"}, {"p0": "follower"}], local_leader_epoch=[{"p0": -1}, {"p0": 1}])
+    second = to_trace_state(later)
+    delta = diff_states(first, second)
+    assert delta["leader"] == {"p0": 0} and delta["role"] == {"1": {"p0": None}, "2": {"p0": "follower"}}
+    assert "controller" not in delta and "log" not in delta
+    rebuilt = empty_state()
+    apply_delta(rebuilt, first)
+    apply_delta(rebuilt, delta)
+    assert pruned(rebuilt) == pruned(second)
+
+
+def pruned(value: Any) -> Any:
+    """Without empty inner maps: a delta empties a map by nulling its leaves, and keeps the map."""
+    if not isinstance(value, dict):
+        return value
+    kept = {k: pruned(v) for k, v in value.items()}
+    return {k: v for k, v in kept.items() if v != {}}

@@ -32,6 +32,8 @@ KNOB_CONSTANTS: Final = {"unclean_election": "UncleanElection", "controller_epoc
 # The TLA+ names of the invariants where they differ from the shared vocabulary.
 TLA_INVARIANTS: Final = {"HighWatermarkMonotonic": "HighWatermarkMonotonic"}
 GENERATED: Final = "MCkcm"
+# Spec actions that fuse several protocol steps (to keep reproductions small), by the step they end with.
+FUSED_ACTIONS: Final = {"FetchRound": "FetchResponse", "TruncationRound": "OffsetsForLeaderEpochResponse"}
 
 
 class ModelError(ValueError):
@@ -70,6 +72,24 @@ class CheckOutcome:
             "trace_length": len(self.result.trace) if self.result.trace else None,
             "knobs": self.knobs.to_dict(),
         }
+
+
+def model_knobs(model: str) -> Knobs:
+    """The knob settings a model's configuration makes: the defaults of `kcm check --model NAME`."""
+    known = models()
+    if model not in known:
+        raise ModelError(f"unknown model {model!r} (known: {', '.join(sorted(known))})")
+    cfg = known[model].with_suffix(".cfg").read_text()
+    knobs = Knobs()
+    era = re.search(r"Truncation\s*<-\s*(\w+)_Truncation", cfg)
+    if era:
+        by_prefix = {prefix: rule for rule, prefix in VARIANT_PREFIX.items()}
+        knobs = knobs.with_value("truncation", by_prefix[era.group(1) + "_"])
+    for knob, name in KNOB_CONSTANTS.items():
+        setting = re.search(rf"\b{name}\s*=\s*(\w+)", cfg)
+        if setting:
+            knobs = knobs.with_value(knob, setting.group(1))
+    return knobs
 
 
 def check_model(
@@ -262,8 +282,9 @@ def write_trace(trace: list[TraceState], knobs: Knobs, run: str, path: Path) -> 
                 args: dict[str, Any] = {"knobs": knobs.to_dict(), "brokers": brokers, "source": "tlc"}
                 writer.write(make_event(run, 0, "env", "Init", args, state, full=True))
             else:
-                writer.write(make_event(run, seq, "observer", step.action, {"source": "tlc"},
-                                        diff_states(previous, state)))
+                action = FUSED_ACTIONS.get(step.action, step.action)
+                args = {"source": "tlc", "tla_action": step.action}
+                writer.write(make_event(run, seq, "observer", action, args, diff_states(previous, state)))
             previous = state
 
 

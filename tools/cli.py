@@ -151,10 +151,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-    from kcm.tools.check import check_model, render_counterexample
+    from kcm.tools.check import check_model, model_knobs, render_counterexample
     from kcm.tools.tlc import TlcError, TlcSetupError
 
-    knobs = Knobs().with_settings(args.settings)
+    knobs = model_knobs(args.model).with_settings(args.settings)
     console = Console(stderr=True)
     try:
         with Progress(TextColumn("TLC {task.description}"), TimeElapsedColumn(), console=console,

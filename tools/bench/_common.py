@@ -18,7 +18,9 @@ import pstats
 import resource
 import shlex
 import statistics
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,6 +38,8 @@ from rich.progress import (
 from rich.table import Table
 
 PACKAGE = "kcm.tools.bench"
+# Wall and CPU clocks at the header, for the footer's share of a core this process actually got.
+_clocks: list[float] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +63,11 @@ def console() -> Console:
 def base_parser(name: str, description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PACKAGE}.{name}", description=description)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("--profile", action="store_true",
-                        help="also print the cProfile top entries of the measured part (slows it down)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print the cProfile top entries of the measured part (slows it down)",
+    )
     parser.add_argument("--summary", metavar="PATH", help=argparse.SUPPRESS)
     return parser
 
@@ -105,9 +112,51 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def revision() -> str:
+    """The git commit of the code measured, and whether its tracked files in the measured folders differ
+    from it (untracked files, which the benchmarks do not import, are not counted)."""
+    root = Path(__file__).resolve().parents[2]
+    git = ["git", "-C", str(root)]
+    try:
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        status = subprocess.run(
+            [
+                *git,
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "spec",
+                "impl",
+                "conformance",
+                "tools",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return f"{head} + uncommitted changes" if status else head
+
+
+def load_note() -> str:
+    """The 1-minute load average, for the record. It lags by a minute or more, so the warning about other
+    work on the machine comes from the share of a core this process got (`cpu_share`), not from it."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return "load average unknown"
+    return f"load average {load:.2f} on {usable_cpus()} CPUs"
+
+
 def machine() -> dict[str, str]:
     return {
         "date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "revision": revision(),
         "nproc": str(usable_cpus()),
         "cpu": cpu_model(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -122,6 +171,27 @@ def print_header(out: Console, title: str, command: str) -> None:
     out.print(f"date    : {info['date']}")
     out.print(f"machine : nproc={info['nproc']}, CPU {info['cpu']}, {info['platform']}")
     out.print(f"python  : {info['python']} (one process, one core)")
+    out.print(f"code    : {info['revision']}")
+    out.print(f"load    : {load_note()} (at the start)")
+    _clocks[:] = [time.perf_counter(), time.process_time()]
+
+
+def cpu_share() -> float:
+    """CPU time over wall time since the header: about 1.0 when this single-threaded process had a core to
+    itself, less when other work took the CPU from it (then every absolute figure is too low)."""
+    if not _clocks:
+        return float("nan")
+    wall = time.perf_counter() - _clocks[0]
+    return (time.process_time() - _clocks[1]) / wall if wall > 0 else float("nan")
+
+
+def print_footer(out: Console) -> None:
+    share = cpu_share()
+    warning = (
+        "" if share >= 0.9 else " - other work took the CPU: absolute figures are low, compare the ratios"
+    )
+    out.print(f"cpu     : this benchmark got {share:.0%} of a core over its run{warning}")
+    out.print(f"load    : {load_note()} (at the end, this benchmark's own ~1 included)")
 
 
 # -- measuring -----------------------------------------------------------------------------------------------
@@ -151,6 +221,18 @@ def peak_rss_mib() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+def current_rss_mib() -> float:
+    """The process's resident set size now (Linux /proc; NaN elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return float("nan")
+
+
 def profile_top(profiler: cProfile.Profile, limit: int = 15) -> str:
     """The top entries by own time and by cumulative time, paths shortened to the package."""
     text = io.StringIO()
@@ -166,10 +248,11 @@ def ratio(numerator: float, denominator: float) -> str:
     return f"{numerator / denominator:.2f}x"
 
 
-def table(title: str, columns: Sequence[str]) -> Table:
+def table(title: str, columns: Sequence[str], text_columns: int = 1) -> Table:
+    """A table whose first `text_columns` columns are left-aligned text and the rest right-aligned figures."""
     result = Table(title=title, title_justify="left", show_lines=False)
     for index, column in enumerate(columns):
-        result.add_column(column, justify="left" if index == 0 else "right")
+        result.add_column(column, justify="left" if index < text_columns else "right")
     return result
 
 
@@ -179,10 +262,16 @@ def table(title: str, columns: Sequence[str]) -> Table:
 def write_summary(path: str | None, figures: Sequence[Figure], extra: dict[str, Any] | None = None) -> None:
     if not path:
         return
-    payload = {"figures": [asdict(f) for f in figures], "machine": machine(), **(extra or {})}
+    payload = {
+        "figures": [asdict(f) for f in figures],
+        "machine": machine(),
+        "cpu_share": cpu_share(),
+        **(extra or {}),
+    }
     Path(path).write_text(json.dumps(payload, indent=1), encoding="utf-8")
 
 
-def read_summary(path: str | Path) -> list[Figure]:
+def read_summary(path: str | Path) -> tuple[list[Figure], float]:
+    """The figures of a benchmark's summary file and the share of a core it got."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
-    return [Figure(**item) for item in data["figures"]]
+    return [Figure(**item) for item in data["figures"]], float(data.get("cpu_share", float("nan")))

@@ -1,0 +1,127 @@
+------------------------------ MODULE KafkaInvariants ------------------------------
+(***************************************************************************************)
+(* TypeOK and the eleven invariants of kcm (docs/invariants.md), with their exact names.*)
+(*                                                                                     *)
+(* State properties are predicates on the state.  Step and history properties are       *)
+(* state predicates over the history variables of KafkaReplication:                     *)
+(*   h_leaders    every <<leader epoch, broker>> ever named leader (store or broker);   *)
+(*   h_committed  the committed prefix C(p);                                            *)
+(*   h_exposed_hw the highest HW exposed by a current leader in an earlier state;       *)
+(*   h_violations names of step properties some step broke (HistoryNext compares each   *)
+(*                state with its successor);                                            *)
+(*   h_flags      what the actions themselves record (stale controller requests applied, *)
+(*                deposed controllers' writes, state-machine transitions).              *)
+(* A violated step property is thus reported in the state right after the step.         *)
+(***************************************************************************************)
+EXTENDS KafkaReplication
+
+Node == [leader : {NoLeader} \cup Brokers, le : Int, isr : SUBSET Brokers, pce : Nat, version : Int]
+Entry == Int \X Nat
+
+TypeOK ==
+    /\ controller \in {NoLeader} \cup Brokers
+    /\ controller_epoch \in Nat
+    /\ \A p \in Partitions : assignment[p] \in {<<>>, Assignment[p]} \/ Range(assignment[p]) \subseteq Brokers
+    /\ leader \in [Partitions -> {NoLeader} \cup Brokers]
+    /\ leader_epoch \in [Partitions -> Int] /\ \A p \in Partitions : leader_epoch[p] >= -1
+    /\ isr \in [Partitions -> SUBSET Brokers]
+    /\ partition_controller_epoch \in [Partitions -> Nat]
+    /\ partition_version \in [Partitions -> Int]
+    /\ registered \in [Brokers -> Nat]
+    /\ acting_controller_epoch \in [Brokers -> Nat]
+    /\ partition_state \in [Brokers -> [Partitions -> PartitionStates]]
+    /\ replica_state \in [Brokers -> [Partitions -> [Brokers -> ReplicaStates]]]
+    /\ ctl_live \in [Brokers -> [Brokers -> Nat]]
+    /\ \A c \in Brokers, p \in Partitions : ctl_cache[c][p] \in Node
+    /\ alive \in [Brokers -> BOOLEAN]
+    /\ session \in [Brokers -> Nat]
+    /\ reregister \in [Brokers -> BOOLEAN]
+    /\ broker_controller_epoch \in [Brokers -> Nat]
+    /\ role \in [Brokers -> [Partitions -> {"leader", "follower", "none", "absent"}]]
+    /\ local_leader_epoch \in [Brokers -> [Partitions -> Int]]
+    /\ local_leader \in [Brokers -> [Partitions -> {NoLeader} \cup Brokers]]
+    /\ local_isr \in [Brokers -> [Partitions -> SUBSET Brokers]]
+    /\ local_version \in [Brokers -> [Partitions -> Int]]
+    /\ \A b \in Brokers, p \in Partitions : \A i \in 1..Len(log[b][p]) : log[b][p][i] \in Entry
+    /\ hw \in [Brokers -> [Partitions -> Nat]]
+    /\ hw_checkpoint \in [Brokers -> [Partitions -> Nat]]
+    /\ epoch_start_offset \in [Brokers -> [Partitions -> Nat]]
+    /\ follower_leo \in [Brokers -> [Partitions -> [Brokers -> Int]]]
+    /\ truncating \in [Brokers -> [Partitions -> BOOLEAN]]
+    /\ inflight \in [Brokers -> [Partitions -> BOOLEAN]]
+    /\ \A m \in ctl_msgs : m.dst \in Brokers /\ m.p \in Partitions
+    /\ \A m \in msgs : m.type \in {"Fetch", "FetchResponse", "OffsetsForLeaderEpoch", "OffsetsForLeaderEpochResponse"}
+    /\ next_record \in 0..MaxRecords
+    /\ h_flags \in [stale : BOOLEAN, partition : BOOLEAN, replica : BOOLEAN, refused : BOOLEAN]
+
+(* OneLeaderPerEpoch (history): for every partition and leader epoch, at most one broker is ever
+   named leader, by the store or by a broker leading it in that epoch. *)
+OneLeaderPerEpoch ==
+    \A p \in Partitions : \A x, y \in h_leaders[p] : x[1] = y[1] => x[2] = y[2]
+
+(* IsrSubsetOfReplicas (state): isr[p] is a subset of assignment[p] where both exist. *)
+IsrSubsetOfReplicas ==
+    \A p \in Partitions : (assignment[p] # <<>> /\ leader_epoch[p] # -1) => isr[p] \subseteq Range(assignment[p])
+
+(* LeaderInIsr (state): the store's leader is in the store's ISR. *)
+LeaderInIsr ==
+    \A p \in Partitions : leader[p] = NoLeader \/ leader[p] \in isr[p]
+
+(* HighWatermarkMonotonic/PerLeaderEpoch (step): while a broker leads p in one epoch its HW never
+   decreases (the tenure ends with the role, the epoch, or a crash, which clears the role). *)
+HighWatermarkMonotonicPerLeaderEpoch ==
+    "HighWatermarkMonotonicPerLeaderEpoch" \notin h_violations
+
+(* HighWatermarkMonotonic/AcrossLeaders (history): the HW exposed by the current leader of p never
+   goes below the highest HW exposed by an earlier current leader (a KIP-320 leader withholds its
+   HW until it reached its epoch start offset: ExposesHw). *)
+HighWatermarkMonotonicAcrossLeaders ==
+    \A p \in Partitions : ExposedHw(p) = -1 \/ ExposedHw(p) >= h_exposed_hw[p]
+
+HighWatermarkMonotonic == HighWatermarkMonotonicPerLeaderEpoch /\ HighWatermarkMonotonicAcrossLeaders
+
+(* NoCommittedDataLoss (history): records below a leader's HW are committed and form a prefix C(p)
+   (a leader committing a conflicting prefix is a violation); the log of the current leader and of
+   every ISR member that holds a log starts with C(p). *)
+CommittedHolders(p) == (isr[p] \cup {CurrentLeader(p)}) \ {NoLeader}
+NoCommittedDataLoss ==
+    /\ "NoCommittedDataLoss" \notin h_violations
+    /\ \A p \in Partitions : \A b \in CommittedHolders(p) :
+          role[b][p] # "absent" => IsPrefix(h_committed[p], log[b][p])
+
+(* ReplicaLogsAgree (state): any two logs of p agree below the lower of both HWs and log ends. *)
+ReplicaLogsAgree ==
+    \A p \in Partitions : \A b1, b2 \in Brokers :
+        (role[b1][p] # "absent" /\ role[b2][p] # "absent") =>
+            LET k == Min(Min(hw[b1][p], hw[b2][p]), Min(Len(log[b1][p]), Len(log[b2][p])))
+            IN SubSeq(log[b1][p], 1, k) = SubSeq(log[b2][p], 1, k)
+
+(* ControllerEpochMonotonic (step): controller_epoch never decreases; a broker's
+   broker_controller_epoch never decreases while it stays up. *)
+ControllerEpochMonotonic == "ControllerEpochMonotonic" \notin h_violations
+
+(* LeaderEpochMonotonic (step): leader_epoch[p] never decreases while p exists;
+   local_leader_epoch[b][p] never decreases while b holds it (a crash forgets it). *)
+LeaderEpochMonotonic == "LeaderEpochMonotonic" \notin h_violations
+
+(* StaleControllerFenced (step): (1) no broker applies a controller request (LeaderAndIsr,
+   UpdateMetadata) from a controller epoch older than the newest it has seen; (2) no store write of
+   a deposed controller (acting_controller_epoch # controller_epoch) succeeds. *)
+StaleControllerFenced == ~h_flags.stale
+
+(* ValidPartitionTransitions / ValidReplicaTransitions (step): every state-machine transition a
+   controller performs is allowed by the valid-previous-state tables, starting from the state
+   before and chaining (the spec's state machines record each transition they perform; context
+   loads in ControllerElect/BrokerReregister read states off the store, resignations drop them). *)
+ValidPartitionTransitions == ~h_flags.partition
+ValidReplicaTransitions == ~h_flags.replica
+
+(* Informational, not one of the eleven: no controller ever asks its state machines for a
+   transition the tables forbid (Kafka logs and refuses such requests). *)
+NoRefusedTransitions == ~h_flags.refused
+
+AllInvariants ==
+    /\ TypeOK /\ OneLeaderPerEpoch /\ IsrSubsetOfReplicas /\ LeaderInIsr /\ HighWatermarkMonotonic
+    /\ NoCommittedDataLoss /\ ReplicaLogsAgree /\ ControllerEpochMonotonic /\ LeaderEpochMonotonic
+    /\ StaleControllerFenced /\ ValidPartitionTransitions /\ ValidReplicaTransitions
+=============================================================================

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kcm.conformance.trace import TraceWriter, make_event
-from kcm.spec.vocabulary import INVARIANTS, NO_LEADER, VARIABLES, Knobs
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES, Knobs
 
 from .tlc import TlcResult, TraceState, run_tlc
 
@@ -29,8 +29,16 @@ ERA_HOOKS: Final = ("Truncation", "TruncateOnBecomeFollower", "FenceCurrentLeade
                     "TruncationOffset", "InSyncForExpansion", "ExposesHw")
 KNOB_CONSTANTS: Final = {"unclean_election": "UncleanElection", "controller_epoch_fencing": "ControllerEpochFencing",
                          "leader_epoch_check": "LeaderEpochCheck", "min_isr": "MinIsr"}
-# The TLA+ names of the invariants where they differ from the shared vocabulary.
-TLA_INVARIANTS: Final = {"HighWatermarkMonotonic": "HighWatermarkMonotonic"}
+# The two readings of HighWatermarkMonotonic are separate operators in TLA+.
+TLA_READINGS: Final = {
+    "HighWatermarkMonotonicPerLeaderEpoch": HW_PER_LEADER,
+    "HighWatermarkMonotonicAcrossLeaders": HW_ACROSS_LEADERS,
+}
+
+
+def vocabulary_name(tla_name: str) -> str:
+    """An invariant as kcm names it everywhere (a reading after a slash), from its TLA+ operator name."""
+    return TLA_READINGS.get(tla_name, tla_name)
 GENERATED: Final = "MCkcm"
 # Spec actions that fuse several protocol steps (to keep reproductions small), by the step they end with.
 FUSED_ACTIONS: Final = {"FetchRound": "FetchResponse", "TruncationRound": "OffsetsForLeaderEpochResponse"}
@@ -64,7 +72,7 @@ class CheckOutcome:
         return {
             "model": self.model,
             "result": "holds" if self.result.violated is None else "violated",
-            "invariant": self.result.violated,
+            "invariant": None if self.result.violated is None else vocabulary_name(self.result.violated),
             "distinct_states": self.result.distinct_states,
             "depth": self.result.depth,
             "seconds": round(self.result.seconds, 2),
@@ -105,7 +113,7 @@ def check_model(
     if model not in known:
         raise ModelError(f"unknown model {model!r} (known: {', '.join(sorted(known))})")
     for name in invariants or []:
-        if name not in (*INVARIANTS, "TypeOK"):
+        if name not in (*INVARIANTS, *TLA_READINGS, "TypeOK"):
             raise ModelError(f"unknown invariant {name!r} (known: TypeOK, {', '.join(INVARIANTS)})")
     base = known[model]
     with tempfile.TemporaryDirectory(prefix="kcm-model-") as folder:
@@ -157,7 +165,7 @@ def configure(cfg: str, knobs: Knobs, invariants: list[str] | None) -> str:
     text = "\n".join(lines) + "\n"
     if invariants:
         text = re.sub(r"(?ms)^INVARIANTS?\b.*?(?=^[A-Z]+\b|\Z)", "", text)
-        text += "INVARIANTS\n" + "".join(f"    {TLA_INVARIANTS.get(n, n)}\n" for n in invariants)
+        text += "INVARIANTS\n" + "".join(f"    {n}\n" for n in invariants)
     return text
 
 

@@ -96,16 +96,17 @@ def test_missing_trace_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_verify_prints_the_summary_table(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "verify", "--seeds", "3", "--steps", "300")
+    code, out, _ = run(capsys, "verify", "--only", "simulation", "--seeds", "3", "--steps", "300")
     assert code == 0
     assert "OneLeaderPerEpoch" in out and "ValidReplicaTransitions" in out
     assert "seeds: 3" in out
-    code, out, _ = run(capsys, "verify", "--seeds", "2", "--steps", "200", "--json")
+    code, out, _ = run(capsys, "verify", "--only", "simulation", "--seeds", "2", "--steps", "200", "--json")
     summary = json.loads(out)
     assert summary["seeds"] == 2 and summary["first_violation"] is None
 
 
 def test_verify_exits_1_on_a_violation(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "verify", "--seeds", "10", "--steps", "3000", "--set", "unclean_election=true")
+    code, out, _ = run(capsys, "verify", "--only", "simulation", "--seeds", "10", "--steps", "3000",
+                       "--set", "unclean_election=true")
     assert code == 1
     assert "violated" in out and "reproduce: kcm sim" in out

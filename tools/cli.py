@@ -4,20 +4,24 @@ stderr and exit code 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from kcm.conformance.campaign import CampaignResult, SeedResult, run_campaign
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.render import render_excerpt
 from kcm.conformance.trace import TraceError, TraceWriter, load_trace
 from kcm.impl.simulator import SimConfig, Simulator
-from kcm.spec.vocabulary import INVARIANTS, KnobError, Knobs
+from kcm.spec.vocabulary import KnobError, Knobs
+from kcm.tools import verify as verify_stages
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
+
+# Commands that live in modules of their own; each has `register(subparsers)`.
+COMMAND_MODULES = ("kcm.tools.prove",)
 
 
 class UsageError(Exception):
@@ -69,11 +73,12 @@ def _build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=cmd_check)
 
     verify = sub.add_parser("verify", help="the full verification run on the embedded defaults")
-    verify.add_argument("--seeds", type=int, default=20)
-    verify.add_argument("--steps", type=int, default=2000)
     _cluster_options(verify)
-    verify.add_argument("--json", action="store_true")
+    verify_stages.add_arguments(verify)
     verify.set_defaults(handler=cmd_verify)
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
     return parser
 
 
@@ -187,63 +192,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     knobs, config = _config(args)
-    console = Console(stderr=args.json)
-    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task("seeds", total=args.seeds)
-
-        def advance(_: SeedResult) -> None:
-            progress.advance(task)
-
-        result = run_campaign(knobs, range(args.seeds), args.steps, config, on_seed=advance)
-    if args.json:
-        print(json.dumps(_campaign_json(result), indent=2))
-    else:
-        _print_campaign(console, result)
-    return EXIT_OK if result.first_violation() is None else EXIT_VIOLATED
-
-
-def _campaign_json(result: CampaignResult) -> dict[str, Any]:
-    first = result.first_violation()
-    return {
-        "knobs": result.knobs.to_dict(),
-        "seeds": len(result.seeds),
-        "steps": result.steps,
-        "verdicts": result.verdicts(),
-        "checks": dict(sorted(result.checks.items())),
-        "first_violation": None if first is None else {
-            "seed": first[0].seed, "seq": first[1].seq, "invariant": first[1].invariant,
-            "message": first[1].message,
-        },
-    }
-
-
-def _print_campaign(console: Any, result: CampaignResult) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"kcm verify: simulated cluster under faults ({result.knobs.describe()})")
-    table.add_column("invariant")
-    table.add_column("checks", justify="right")
-    table.add_column("verdict")
-    verdicts = result.verdicts()
-    for name in INVARIANTS:
-        checks = sum(n for key, n in result.checks.items() if key.split("/")[0] == name)
-        colour = "green" if verdicts[name] == "holds" else "red"
-        table.add_row(name, f"{checks:,}", f"[{colour}]{verdicts[name]}[/{colour}]")
-    console.print(table)
-    broken = sum(1 for s in result.seeds if s.violations)
-    console.print(f"seeds: {len(result.seeds)}  steps: {result.steps:,}  seeds with a violation: {broken}")
-    first = result.first_violation()
-    if first is not None:
-        seed, violation = first
-        console.print(f"[red]{violation.invariant}[/red] at seed {seed.seed}, step {violation.seq}: "
-                      f"{violation.message}")
-        console.print(f"reproduce: kcm sim --seed {seed.seed} --steps {seed.steps} "
-                      + " ".join(f"--set {k}={v}" for k, v in result.knobs.to_dict().items())
-                      + " --out trace.jsonl && kcm check-trace trace.jsonl")
+    stream = sys.stderr if args.json else sys.stdout
+    # Piped output keeps the table's columns whole instead of wrapping them to 80 characters.
+    console = Console(stderr=args.json, width=None if stream.isatty() else 160)
+    ctx = verify_stages.VerifyContext(knobs, config, args.seeds, args.steps, console)
+    engines = [e for e in (args.only or verify_stages.STAGES) if e not in args.skip]
+    rows = verify_stages.run(ctx, engines)
+    verify_stages.report(console, ctx, rows, args.json)
+    return {"holds": EXIT_OK, "violated": EXIT_VIOLATED}.get(verify_stages.verdict(rows), EXIT_USAGE)
 
 
 if __name__ == "__main__":

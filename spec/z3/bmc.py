@@ -1,0 +1,334 @@
+"""Bounded model checking: unroll the transition relation from the initial state, depth by depth, and
+ask at each depth whether some invariant breaks in the last state (or on the last step). The first depth
+that answers yes gives a shortest counterexample, which is written as a trace (format v1) that the
+invariant checker of kcm.conformance reads like any other.
+
+History invariants are asked of the whole unrolling: `OneLeaderPerEpoch` compares the leaders named in
+the last state with those of every earlier state; `NoCommittedDataLoss` looks for a record committed in
+some state (below the HW of a broker leading then) that the current leader or an ISR member lacks now.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kcm.conformance.trace import Event, make_event
+from kcm.spec.vocabulary import HW_PER_LEADER, INVARIANTS, VARIABLES, Knobs
+
+from ._z3 import Expr, and_, int_const, ite, not_, num, or_, or_all, py_value, z3
+from .actions import Effect, Relations, next_relation
+from .invariants import STATE_INVARIANTS, STEP_INVARIANTS, initial, stale_controller_fenced
+from .model import NO_EPOCH, ROLE_LEADER, ROLE_NAMES, Config, State
+
+PARTITION: Final = "t0-0"
+TOPIC: Final = "t0"
+# The invariants bounded model checking looks for, in the order they are reported when several break at
+# the same depth (the order of INVARIANTS).
+_HISTORY_AND_FENCE: Final = ("NoCommittedDataLoss", "StaleControllerFenced")
+BMC_INVARIANTS: Final[tuple[str, ...]] = (
+    *(name for name in INVARIANTS if name in STATE_INVARIANTS or name in STEP_INVARIANTS or name in _HISTORY_AND_FENCE),
+    HW_PER_LEADER,
+)
+
+
+@dataclass
+class BmcResult:
+    knobs: Knobs
+    brokers: int
+    max_depth: int
+    depth: int  # the depth of the counterexample, or the depth explored without one
+    invariant: str | None = None
+    events: list[Event] = field(default_factory=list)
+    seconds: float = 0.0
+    per_depth: list[float] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return self.invariant is not None
+
+
+class Unrolling:
+    def __init__(self, cfg: Config, logic: str = "QF_BV") -> None:
+        self.cfg = cfg
+        self.states: list[State] = [State(cfg, "s0.")]
+        self.effects: list[list[Effect]] = []
+        self.choices: list[Expr] = []
+        # Bounded integers are bit-vectors: the bit-vector solver, incremental across depths, is several
+        # times faster here than linear integer arithmetic (measured: 4.6 s against 33 s at depth 5).
+        self.solver = z3.SolverFor(logic) if cfg.width is not None else z3.Solver()
+        self.solver.add(initial(self.states[0]))
+
+    @property
+    def depth(self) -> int:
+        return len(self.states) - 1
+
+    def extend(self) -> None:
+        k = len(self.states)
+        s, t = self.states[-1], State(self.cfg, f"s{k}.")
+        rel = Relations(self.cfg, s, t, tag=f"a{k - 1}.", past=list(self.states))
+        effects = rel.model_instances()
+        choice = int_const(f"choice{k - 1}", 8 if self.cfg.width is not None else None)
+        self.solver.add(next_relation(effects, s, t, choice))
+        # No step leaves the state as it was: a shortest counterexample has none, and ruling them out
+        # spares the solver every placement of idle steps.
+        self.solver.add(or_all(t[n] != s[n] for n in s.names() if not n.startswith("g.")))
+        self.states.append(t)
+        self.effects.append(effects)
+        self.choices.append(choice)
+
+    # -- violations at the last depth -----------------------------------------------------------------
+
+    def violations(self, names: Iterable[str]) -> dict[str, Expr]:
+        """Formulas saying each invariant breaks at the last depth (monitors are updated as a side effect,
+        so call once per depth)."""
+        k = self.depth
+        s, t = self.states[k - 1], self.states[k]
+        out: dict[str, Expr] = {}
+        wanted = set(names)
+        for name in wanted:
+            if name == "OneLeaderPerEpoch":
+                out[name] = self._two_leaders()
+            elif name in STATE_INVARIANTS:
+                out[name] = not_(STATE_INVARIANTS[name](t))
+            elif name in STEP_INVARIANTS:
+                out[name] = not_(STEP_INVARIANTS[name](s, t))
+            elif name == "StaleControllerFenced":
+                out[name] = not_(stale_controller_fenced(s, t, self.effects[-1], self.choices[-1]))
+            elif name == "NoCommittedDataLoss":
+                out[name] = self._data_loss()
+        return out
+
+    def _two_leaders(self) -> Expr:
+        """A leader named now (by the store or a leading broker) for an epoch some other broker was named
+        leader of, now or in any earlier state."""
+        now = _claims(self.states[-1])
+        conflicts = [
+            and_(c_on, d_on, c_epoch == d_epoch, c_broker != d_broker)
+            for past in self.states
+            for d_epoch, d_broker, d_on in _claims(past)
+            for c_epoch, c_broker, c_on in now
+        ]
+        return or_all(conflicts)
+
+    def _data_loss(self) -> Expr:
+        """Some record committed in this or an earlier state (below the HW of a broker leading then) is
+        missing, at its offset, from the log of the current leader or of an ISR member now."""
+        cfg = self.cfg
+        if cfg.logs != "content":
+            return z3.BoolVal(False)
+        t = self.states[-1]
+        holders = []
+        for h in cfg.ids:
+            current_leader = and_(t["leader"] == h, t.b("role", h) == ROLE_LEADER,
+                                  t.b("local_leader_epoch", h) == t["leader_epoch"])
+            holders.append((h, and_(t.b("replica", h), or_(t.isr(h), current_leader))))
+        missing = []
+        for past in self.states:
+            for b in cfg.ids:
+                leads = and_(past.b("replica", b), past.b("role", b) == ROLE_LEADER,
+                             past.b("local_leader_epoch", b) != NO_EPOCH)
+                for i in range(cfg.capacity):
+                    committed = and_(leads, i < past.b("hw", b), i < past.b("log_len", b))
+                    ep, rec = past.entry(b, i)
+                    for h, holder in holders:
+                        has = and_(t.b("log_len", h) > i, t.entry(h, i)[0] == ep, t.entry(h, i)[1] == rec)
+                        missing.append(and_(committed, holder, not_(has)))
+        return or_all(missing)
+
+    # -- reading a model back ----------------------------------------------------------------------------
+
+    def trace(self, model: Expr, invariant: str, run: str) -> list[Event]:
+        cfg = self.cfg
+        states = [trace_state(model, s) for s in self.states]
+        events = [make_event(run, 0, "env", "Init", {
+            "knobs": cfg.knobs.to_dict(), "brokers": list(cfg.ids), "source": "z3-bmc",
+            "invariant": invariant, "depth": self.depth,
+        }, states[0], full=True)]
+        for i, effects in enumerate(self.effects):
+            effect = effects[py_value(model, self.choices[i])]
+            args = _eval_args(model, effect.args)
+            if effect.action == "LeaderAndIsr":
+                for entry in args.get("partitions", []):
+                    entry["partition"] = PARTITION
+            for key in ("partition",):
+                if key in args and args[key] is None:
+                    args[key] = PARTITION
+            events.append(make_event(run, i + 1, effect.actor, effect.action, args,
+                                     diff_states(states[i], states[i + 1])))
+        return events
+
+
+def _claims(s: State) -> list[tuple[Expr, Expr, Expr]]:
+    """Who is named leader of which epoch in a state: (epoch, broker, whether the claim is made)."""
+    out = [(s["leader_epoch"], s["leader"], and_(s["node"], s["leader"] != 0))]
+    out += [(s.b("local_leader_epoch", b), num(b, s.cfg.width), s.b("role", b) == ROLE_LEADER) for b in s.cfg.ids]
+    return out
+
+
+def _min2(a: Expr, b: Expr) -> Expr:
+    return ite(a <= b, a, b)
+
+
+def _eval_args(model: Expr, value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _eval_args(model, v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], int) for v in value):
+            return [r for r, cond in value if py_value(model, cond)]
+        return [_eval_args(model, v) for v in value]
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        return value[0] if py_value(model, value[1]) else ""
+    if isinstance(value, bool | int | str) or value is None:
+        return value
+    return py_value(model, value)
+
+
+def trace_state(model: Expr, s: State) -> dict[str, Any]:
+    """A model state as the trace's full state (the variables of `VARIABLES`)."""
+    cfg = s.cfg
+    p = PARTITION
+
+    def v(name: str) -> Any:
+        return py_value(model, s[name])
+
+    out: dict[str, Any] = {name: 0 if depth == 0 else {} for name, depth in VARIABLES.items()}
+    out["controller"] = v("controller")
+    out["controller_epoch"] = v("controller_epoch")
+    if v("assigned"):
+        out["assignment"][p] = [r for r in cfg.ids if v(f"assignment.{r}")]
+    if v("node"):
+        out["leader"][p] = v("leader")
+        out["leader_epoch"][p] = v("leader_epoch")
+        out["isr"][p] = [r for r in cfg.ids if v(f"isr.{r}")]
+        out["partition_controller_epoch"][p] = v("partition_controller_epoch")
+        out["partition_version"][p] = v("partition_version")
+    for b in cfg.ids:
+        key = str(b)
+        out["acting_controller_epoch"][key] = v(f"acting_controller_epoch.{b}")
+        out["alive"][key] = v(f"alive.{b}")
+        out["broker_controller_epoch"][key] = v(f"broker_controller_epoch.{b}")
+        if not v(f"replica.{b}"):
+            continue
+        role = ROLE_NAMES[v(f"role.{b}")]
+        if role is not None:
+            out["role"][key] = {p: role}
+            out["local_isr"][key] = {p: [r for r in cfg.ids if v(f"local_isr.{b}.{r}")]}
+        if role == "leader":
+            out["epoch_start_offset"][key] = {p: v(f"epoch_start_offset.{b}")}
+        epoch = v(f"local_leader_epoch.{b}")
+        if epoch != NO_EPOCH:
+            out["local_leader_epoch"][key] = {p: epoch}
+        length = v(f"log_len.{b}")
+        if cfg.logs == "content":
+            entries = range(min(length, cfg.capacity))
+            out["log"][key] = {p: [[v(f"log.{b}.{i}.e"), v(f"log.{b}.{i}.r")] for i in entries]}
+        out["hw"][key] = {p: v(f"hw.{b}")}
+        out["hw_checkpoint"][key] = {p: v(f"hw_checkpoint.{b}")}
+    return out
+
+
+def diff_states(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The delta between two full states at each variable's depth (the ITF-to-v1 direction)."""
+    delta: dict[str, Any] = {}
+    for name, depth in VARIABLES.items():
+        a, b = before.get(name), after.get(name)
+        if depth == 0:
+            if a != b:
+                delta[name] = b
+            continue
+        change = _diff_map(a or {}, b or {}, depth)
+        if change:
+            delta[name] = change
+    return delta
+
+
+def _diff_map(a: dict[str, Any], b: dict[str, Any], depth: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in sorted(set(a) | set(b)):
+        if depth == 1:
+            if key not in b:
+                out[key] = None
+            elif a.get(key) != b[key]:
+                out[key] = b[key]
+        else:
+            inner = _diff_map(a.get(key, {}), b.get(key, {}), depth - 1)
+            if inner:
+                out[key] = inner
+    return out
+
+
+def bits_for(max_depth: int, capacity: int) -> int:
+    """Enough bits for every integer of a run of `max_depth` steps: epochs, versions and record ids grow by
+    at most one a step; offsets stay below the capacity."""
+    largest = max_depth + capacity + 4
+    return max(5, largest.bit_length() + 1)
+
+
+def run_bmc(
+    knobs: Knobs,
+    max_depth: int,
+    brokers: int = 3,
+    capacity: int = 2,
+    invariants: Iterable[str] | None = None,
+    run: str = "z3-bmc",
+    on_depth: Callable[[int, float], None] | None = None,
+    min_depth: int = 1,
+) -> BmcResult:
+    """Shortest counterexample to any of `invariants` (default: all the model checks) up to `max_depth`.
+
+    Depths below `min_depth` are unrolled but not asked about (a counterexample shorter than that is not
+    looked for): a way to go straight to a depth known to matter."""
+    names = tuple(invariants) if invariants is not None else BMC_INVARIANTS
+    unknown = [n for n in names if n not in BMC_INVARIANTS]
+    if unknown:
+        raise ValueError(f"invariant {unknown[0]!r} is not checked by the Z3 model "
+                         f"(known: {', '.join(BMC_INVARIANTS)})")
+    if max_depth < 1:
+        raise ValueError("the depth must be at least 1")
+    if brokers < 2:
+        raise ValueError("the model needs at least 2 brokers")
+    if capacity < 1:
+        raise ValueError("the log capacity must be at least 1")
+    cfg = Config(brokers=brokers, knobs=knobs, logs="content", capacity=capacity, history="states",
+                 width=bits_for(max_depth, capacity))
+    start = time.perf_counter()
+    result = BmcResult(knobs, brokers, max_depth, 0)
+    # One query at a single depth: the finite-domain solver answers it faster (measured 3-9 s against 9-11 s
+    # for the KAFKA-1211 counterexample); depth by depth, the incremental bit-vector solver does better.
+    unrolling = Unrolling(cfg, "QF_FD" if min_depth >= max_depth else "QF_BV")
+    solver = unrolling.solver
+    order = [n for n in BMC_INVARIANTS if n in names]
+    for k in range(1, max_depth + 1):
+        began = time.perf_counter()
+        unrolling.extend()
+        broken = unrolling.violations(order)
+        result.depth = k
+        if k < min_depth:
+            result.per_depth.append(time.perf_counter() - began)
+            continue
+        solver.push()
+        solver.add(or_all(broken.values()))
+        verdict = solver.check()
+        solver.pop()
+        if verdict == z3.sat:
+            for name in order:
+                solver.push()
+                solver.add(broken[name])
+                if solver.check() == z3.sat:
+                    result.invariant = name
+                    result.events = unrolling.trace(solver.model(), name, run)
+                solver.pop()
+                if result.found:
+                    break
+        result.per_depth.append(time.perf_counter() - began)
+        if on_depth is not None:
+            on_depth(k, result.per_depth[-1])
+        if result.found:
+            break
+        if verdict != z3.unsat:
+            raise RuntimeError(f"z3 answered {verdict} at depth {k}")
+    result.seconds = time.perf_counter() - start
+    return result

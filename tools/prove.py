@@ -1,0 +1,225 @@
+"""`kcm prove` and `kcm validate`: the Z3 side of kcm on the command line.
+
+    kcm prove [--json]                  universal proofs and induction steps, as a table
+    kcm prove --bmc K [--set ...]       bounded model checking up to depth K; a counterexample is written
+                                        as a trace (format v1)
+    kcm validate TRACE [--json]         every step of a trace against the transition relation
+
+`register(subparsers)` adds both commands to the `kcm` parser (kcm.tools.cli). Exit codes: 0 all proved
+(or every step explained), 1 a property fails or a step is unexplained, 2 a usage error or a result z3
+could not decide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kcm.conformance.trace import TraceError, TraceWriter, load_trace
+from kcm.spec.vocabulary import Knobs
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+DEFAULT_OUT = "counterexample.jsonl"
+
+
+def register(subparsers: Any) -> None:
+    """Add `prove` and `validate` to the subcommands of the `kcm` parser."""
+    prove = subparsers.add_parser("prove", help="Z3: universal proofs, induction, bounded model checking")
+    prove.add_argument("--json", action="store_true", help="a JSON list of {property, result, seconds, ...}")
+    prove.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
+                       help="design knob: truncation, unclean_election, controller_epoch_fencing, "
+                            "leader_epoch_check, min_isr")
+    prove.add_argument("--brokers", type=int, default=None,
+                       help="brokers (default: 8 for the universal proofs, 3 for induction and --bmc)")
+    prove.add_argument("--only", choices=("proofs", "induction"), action="append",
+                       help="run only the universal proofs or only the induction (repeatable)")
+    prove.add_argument("--bmc", type=int, metavar="K", help="bounded model checking up to depth K instead")
+    prove.add_argument("--invariant", action="append", metavar="NAME",
+                       help="only this invariant: the one --bmc looks for, or the induction proves (repeatable)")
+    prove.add_argument("--capacity", type=int, default=2, help="with --bmc: log capacity (records per replica)")
+    prove.add_argument("--out", default=DEFAULT_OUT, help=f"with --bmc: counterexample trace (default {DEFAULT_OUT})")
+    prove.set_defaults(handler=cmd_prove)
+
+    validate = subparsers.add_parser("validate", help="check every step of a trace against the Z3 relation")
+    validate.add_argument("trace")
+    validate.add_argument("--json", action="store_true")
+    validate.set_defaults(handler=cmd_validate)
+
+
+def _usage(message: str) -> Exception:
+    try:
+        from kcm.tools.cli import UsageError
+    except ImportError:  # pragma: no cover - cli is always there in kcm
+        return ValueError(message)
+    return UsageError(message)
+
+
+# -- kcm prove -------------------------------------------------------------------------------------------
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    knobs = Knobs().with_settings(args.settings)
+    if args.brokers is not None and args.brokers < 2:
+        raise _usage("--brokers must be at least 2")
+    if args.bmc is not None:
+        return _bmc(args, knobs)
+    rows: list[dict[str, Any]] = []
+    parts = args.only or ["proofs", "induction"]
+    targets = _induction_targets(args.invariant)
+    if args.invariant and "induction" not in parts:
+        raise _usage("--invariant goes with --bmc or the induction")
+    if "proofs" in parts:
+        from kcm.spec.z3.proofs import run_proofs
+
+        rows += [r.to_json() for r in run_proofs(args.brokers or 8, knobs)]
+    if "induction" in parts:
+        from kcm.spec.z3.induction import run_induction
+
+        for result in run_induction(args.brokers or 3, knobs, targets=targets):
+            note = "inductive alone" if result.alone else "strengthened with " + ", ".join(result.strengthening)
+            for step in result.steps:
+                row: dict[str, Any] = {"property": f"{result.invariant}: {step.step}", "result": step.result,
+                                       "seconds": round(step.seconds, 4), "group": "induction", "detail": note}
+                if step.cti is not None:
+                    row["model"] = step.cti
+                if step.step == "IndNext" and not result.alone and result.alone_cti is not None:
+                    row["alone_cti"] = result.alone_cti
+                rows.append(row)
+    _print_rows(rows, args.json, f"kcm prove ({knobs.describe()})")
+    return _exit_code(rows)
+
+
+def verify_stage(knobs: Knobs) -> list[tuple[str, str, str, float]]:
+    """The Z3 rows of `kcm verify`: the universal proofs and the induction, one summary row each."""
+    from kcm.spec.z3.induction import run_induction
+    from kcm.spec.z3.proofs import run_proofs
+
+    proofs = [r.to_json() for r in run_proofs(8, knobs)]
+    induction = run_induction(3, knobs)
+    steps = [step for result in induction for step in result.steps]
+    strengthened = [r.invariant for r in induction if not r.alone]
+    return [
+        ("universal proofs (8 brokers)", _stage_verdict([r["result"] for r in proofs]),
+         _tally([r["result"] for r in proofs]), sum(r["seconds"] for r in proofs)),
+        ("inductive invariants (IndInit, IndNext, IndProp)", _stage_verdict([s.result for s in steps]),
+         _tally([s.result for s in steps]) + f"; strengthened: {len(strengthened)} of {len(induction)}",
+         sum(s.seconds for s in steps)),
+    ]
+
+
+def _stage_verdict(results: list[str]) -> str:
+    if "failed" in results:
+        return "violated"
+    return "error" if "unknown" in results else "holds"
+
+
+def _tally(results: list[str]) -> str:
+    return ", ".join(f"{results.count(r)} {r}" for r in ("proved", "failed", "unknown") if r in results)
+
+
+def _induction_targets(names: list[str] | None) -> tuple[str, ...]:
+    from kcm.spec.z3.induction import TARGETS
+
+    if not names:
+        return TARGETS
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        raise _usage(f"the induction does not cover {unknown[0]!r} (it covers: {', '.join(TARGETS)})")
+    return tuple(names)
+
+
+def _exit_code(rows: list[dict[str, Any]]) -> int:
+    results = {row["result"] for row in rows}
+    if "failed" in results:
+        return EXIT_FAILED
+    if "unknown" in results:
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _print_rows(rows: list[dict[str, Any]], as_json: bool, title: str) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    table = Table(title=title, title_justify="left")
+    table.add_column("property")
+    table.add_column("result")
+    table.add_column("seconds", justify="right")
+    table.add_column("detail")
+    for row in rows:
+        colour = {"proved": "green", "failed": "red"}.get(row["result"], "yellow")
+        table.add_row(row["property"], f"[{colour}]{row['result']}[/{colour}]", f"{row['seconds']:.3f}",
+                      row.get("detail", ""))
+    console.print(table)
+    for row in rows:
+        if row["result"] != "proved" and "model" in row:
+            console.print(f"[red]{row['property']}[/red]: {row['result']}; counterexample:")
+            console.print(json.dumps(row["model"], indent=2, sort_keys=True), markup=False)
+
+
+def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
+    from kcm.spec.z3.bmc import run_bmc
+
+    if args.bmc < 1:
+        raise _usage("--bmc needs a depth of at least 1")
+    if args.only:
+        raise _usage("--only does not go with --bmc")
+    result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
+                     invariants=args.invariant)
+    name = ", ".join(args.invariant) if args.invariant else "all invariants"
+    row: dict[str, Any] = {
+        "property": f"bmc: {name} up to depth {args.bmc} ({knobs.describe()})",
+        "result": "failed" if result.found else "proved",
+        "seconds": round(result.seconds, 3),
+        "group": "bmc",
+        "depth": result.depth,
+        "brokers": result.brokers,
+        "per_depth_seconds": [round(s, 3) for s in result.per_depth],
+    }
+    if result.found:
+        try:
+            with TraceWriter(Path(args.out), validate=True) as writer:
+                for event in result.events:
+                    writer.write(event)
+        except TraceError as err:
+            raise _usage(f"{args.out}: cannot write the counterexample: {err.reason}") from err
+        row.update(invariant=result.invariant, trace=args.out, steps=len(result.events) - 1)
+    if args.json:
+        print(json.dumps([row], indent=2))
+    elif result.found:
+        print(f"{result.invariant} violated at depth {result.depth} ({knobs.describe()}); "
+              f"shortest counterexample written to {args.out} ({result.seconds:.1f} s)")
+        for event in result.events[1:]:
+            print(f"  #{event['seq']} {event['actor']} {event['action']} {json.dumps(event['args'], sort_keys=True)}")
+    else:
+        print(f"no counterexample to {name} up to depth {args.bmc} with {result.brokers} brokers "
+              f"({knobs.describe()}; {result.seconds:.1f} s)")
+    return EXIT_FAILED if result.found else EXIT_OK
+
+
+# -- kcm validate ----------------------------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from kcm.spec.z3.validate import validate_events
+
+    events = load_trace(args.trace)
+    report = validate_events(events)
+    if args.json:
+        print(json.dumps({"trace": args.trace, **report.to_json()}, indent=2))
+    elif report.failure is None:
+        partial = f"; unobserved: {', '.join(report.unobserved)}" if report.unobserved else ""
+        print(f"{args.trace}: all {report.steps} steps explained by the Z3 transition relation "
+              f"({report.steps_per_second:,.0f} steps/s{partial})")
+    else:
+        f = report.failure
+        where = f" (partition {f.partition})" if f.partition else ""
+        print(f"{args.trace}: step {f.seq} ({f.action} by {f.actor}){where} is explained by no action: {f.reason}")
+    return EXIT_OK if report.failure is None else EXIT_FAILED

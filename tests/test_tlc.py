@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,12 +10,14 @@ import pytest
 from kcm.tools.tlc import (
     TlcResult,
     TlcSetupError,
+    default_heap_mb,
     find_jar,
     find_java,
     parse_output,
     parse_state,
     parse_value,
     run_tlc,
+    tlc_command,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -75,11 +78,32 @@ def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path
         find_java()
 
 
-def test_tlc_finds_a_counterexample_and_proves_a_bound(tmp_path: Path) -> None:
-    (tmp_path / "Counter.tla").write_text(
-        "---- MODULE Counter ----\nEXTENDS Naturals\nVARIABLE x\n"
-        "Init == x = 0\nStep == x < 5 /\\ x' = x + 1\nBelow3 == x < 3\nBelow9 == x < 9\n====\n"
-    )
+def test_heap_is_bounded_and_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KCM_TLC_HEAP_MB", raising=False)
+    assert default_heap_mb() == 4096
+    monkeypatch.setenv("KCM_TLC_HEAP_MB", "1536")
+    assert default_heap_mb() == 1536
+    for bad in ("lots", "12"):
+        monkeypatch.setenv("KCM_TLC_HEAP_MB", bad)
+        with pytest.raises(TlcSetupError, match=f"KCM_TLC_HEAP_MB={bad}"):
+            default_heap_mb()
+    command = tlc_command("java", Path("t.jar"), "/tmp/m", 2, 1536, "M.cfg", "M.tla", ("-deadlock",))
+    assert command[:2] == ["java", "-Xmx1536m"]
+    assert command[command.index("-metadir") + 1] == "/tmp/m" and command[-2:] == ["-deadlock", "M.tla"]
+
+
+COUNTER = (
+    "---- MODULE Counter ----\nEXTENDS Naturals\nVARIABLE x\n"
+    "Init == x = 0\nStep == x < 5 /\\ x' = x + 1\nBelow3 == x < 3\nBelow9 == x < 9\n"
+    "Forever == x' = x + 1\n====\n"
+)
+
+
+def test_tlc_finds_a_counterexample_and_proves_a_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    (tmp_path / "Counter.tla").write_text(COUNTER)
     (tmp_path / "bad.cfg").write_text("INIT Init\nNEXT Step\nINVARIANT Below3\n")
     (tmp_path / "good.cfg").write_text("INIT Init\nNEXT Step\nINVARIANT Below9\n")
     bad = run_tlc(tmp_path / "Counter.tla", tmp_path / "bad.cfg", heap_mb=512, extra_args=("-deadlock",))
@@ -88,4 +112,12 @@ def test_tlc_finds_a_counterexample_and_proves_a_bound(tmp_path: Path) -> None:
     assert [t.action for t in bad.trace] == ["Init", "Step", "Step", "Step"]
     good = run_tlc(tmp_path / "Counter.tla", tmp_path / "good.cfg", heap_mb=512, extra_args=("-deadlock",))
     assert good.holds and good.distinct_states == 6
-    assert not list(tmp_path.glob("states"))
+    # TLC's state folder went to a temporary folder, removed afterwards; nothing beside the spec.
+    assert not list(tmp_path.glob("states")) and not list(scratch.iterdir())
+
+
+def test_a_budget_stops_tlc(tmp_path: Path) -> None:
+    (tmp_path / "Counter.tla").write_text(COUNTER)
+    (tmp_path / "forever.cfg").write_text("INIT Init\nNEXT Forever\n")
+    result = run_tlc(tmp_path / "Counter.tla", tmp_path / "forever.cfg", heap_mb=512, budget_seconds=3)
+    assert not result.complete and not result.holds and result.violated is None

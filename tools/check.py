@@ -105,10 +105,13 @@ def check_model(
     knobs: Knobs,
     invariants: list[str] | None = None,
     workers: int = 1,
-    heap_mb: int = 4096,
+    heap_mb: int | None = None,
     trace_out: Path | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    budget_seconds: float | None = None,
 ) -> CheckOutcome:
+    """TLC on a model under knobs (and, optionally, only some invariants), with TLC's heap bounded
+    (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time."""
     known = models()
     if model not in known:
         raise ModelError(f"unknown model {model!r} (known: {', '.join(sorted(known))})")
@@ -123,7 +126,7 @@ def check_model(
         module, config = _generate(work, base, knobs, invariants)
         # Bounded models end where their bounds do: a state without successors is not an error here.
         result = run_tlc(module, config, workers=workers, heap_mb=heap_mb, on_progress=on_progress,
-                         extra_args=("-deadlock",))
+                         extra_args=("-deadlock",), budget_seconds=budget_seconds)
     trace_path = None
     if result.violated is not None and result.trace:
         trace_path = trace_out or Path(f"kcm-{model}-counterexample.jsonl")

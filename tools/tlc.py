@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ MSG_DEADLOCK: Final = 2114
 MSG_ERROR_LEVEL: Final = 1
 JAVA_MIN: Final = 17
 DEFAULT_HEAP_MB: Final = 4096
+MIN_HEAP_MB: Final = 256
 
 
 class TlcSetupError(Exception):
@@ -218,10 +220,11 @@ class TlcResult:
     seconds: float = 0.0
     trace: list[TraceState] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    complete: bool = True
 
     @property
     def holds(self) -> bool:
-        return self.exit_code == TLC_EXIT_OK and self.violated is None
+        return self.complete and self.exit_code == TLC_EXIT_OK and self.violated is None
 
 
 _MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.S)
@@ -267,27 +270,46 @@ def _trace_state(body: str) -> TraceState:
     return TraceState(int(head.group(1)), action, parse_state(body[head.end():]))
 
 
+def default_heap_mb() -> int:
+    """TLC's heap: KCM_TLC_HEAP_MB if set, else 4 GiB."""
+    configured = os.environ.get("KCM_TLC_HEAP_MB", "")
+    if not configured:
+        return DEFAULT_HEAP_MB
+    if not configured.isdigit() or int(configured) < MIN_HEAP_MB:
+        raise TlcSetupError(f"KCM_TLC_HEAP_MB={configured}: expected a number of MiB, at least {MIN_HEAP_MB}")
+    return int(configured)
+
+
+def tlc_command(java: str, jar: Path, metadir: str, workers: int, heap_mb: int, config: str, module: str,
+                extra_args: tuple[str, ...] = ()) -> list[str]:
+    """The java command line: a bounded heap, TLC's state files in `metadir`, its `-tool` messages."""
+    return [java, f"-Xmx{heap_mb}m", "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-tool",
+            "-metadir", metadir, "-workers", str(workers), "-config", config, *extra_args, module]
+
+
 def run_tlc(
     module: Path,
     config: Path,
     workers: int = 1,
-    heap_mb: int = DEFAULT_HEAP_MB,
+    heap_mb: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     extra_args: tuple[str, ...] = (),
+    budget_seconds: float | None = None,
 ) -> TlcResult:
-    """Runs TLC on `module` with `config`; its state files go to a temporary folder removed afterwards."""
+    """Runs TLC on `module` with `config`; its state files go to a temporary folder removed afterwards.
+    With a budget, TLC is stopped when it runs out (`result.complete` is then False: the figures are those
+    of its last progress report)."""
     java, _ = find_java()
     jar = find_jar()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kcm-tlc-") as metadir:
-        command = [
-            java, f"-Xmx{heap_mb}m", "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-tool",
-            "-metadir", metadir, "-workers", str(workers), "-config", os.path.relpath(config, module.parent),
-            *extra_args, module.name,
-        ]
-        output = _run_streaming(command, module.parent, on_progress)
-        result = parse_output(output.text, TlcResult(output.exit_code))
+        command = tlc_command(java, jar, metadir, workers, heap_mb or default_heap_mb(),
+                              os.path.relpath(config, module.parent), module.name, extra_args)
+        output = _run_streaming(command, module.parent, on_progress, budget_seconds)
+        result = parse_output(output.text, TlcResult(output.exit_code, complete=not output.stopped))
     result.seconds = time.monotonic() - started
+    if output.stopped:
+        return result
     if result.exit_code not in (TLC_EXIT_OK, TLC_EXIT_VIOLATION) and result.violated is None:
         detail = result.errors[0] if result.errors else f"TLC exited with code {result.exit_code}"
         raise TlcError(f"{module.name}: {detail}")
@@ -298,17 +320,32 @@ def run_tlc(
 class _Output:
     exit_code: int
     text: str
+    stopped: bool = False
 
 
-def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[int, int], None] | None) -> _Output:
+def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[int, int], None] | None,
+                   budget_seconds: float | None = None) -> _Output:
     chunks: list[str] = []
     with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            chunks.append(line)
-            if on_progress is not None and "distinct states found" in line:
-                stats = _STATS.search(line)
-                if stats:
-                    on_progress(int(stats.group(1).replace(",", "")), int(stats.group(2).replace(",", "")))
-        code = proc.wait()
-    return _Output(code, "".join(chunks))
+        timer = None
+        stopped = threading.Event()
+        if budget_seconds is not None:
+            def stop() -> None:
+                stopped.set()
+                proc.terminate()
+
+            timer = threading.Timer(budget_seconds, stop)
+            timer.start()
+        try:
+            for line in proc.stdout:
+                chunks.append(line)
+                if on_progress is not None and "distinct states found" in line:
+                    stats = _STATS.search(line)
+                    if stats:
+                        on_progress(int(stats.group(1).replace(",", "")), int(stats.group(2).replace(",", "")))
+            code = proc.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+    return _Output(code, "".join(chunks), stopped.is_set())

@@ -511,6 +511,9 @@ class Controller:
         """The reassignment procedure: grow to OAR+RAR, wait for RAR to join the ISR, move leadership,
         retire OAR-RAR, and only then write RAR as the assignment."""
         ctx, psm, rsm, deletion = self._machines(batch)
+        # Kafka's areReplicasInIsr reads the partition state from ZooKeeper: a leader's ISR shrink the
+        # controller has not been notified of yet must stop the reassignment from completing.
+        self._refresh_leadership(partition)
         target = ctx.reassignments[partition]
         current = ctx.assignment[partition]
         leadership = ctx.leadership.get(partition)

@@ -98,10 +98,12 @@ DeletionResume(W, K) ==
 DeletionRetry(W, K) ==
     IF ~W.del THEN W ELSE DeletionResume(IF W.tgt = <<>> THEN [W EXCEPT !.inel = FALSE] ELSE W, K)
 
-\* _reassign: grow the assignment to old + new and wait for the new replicas to join the ISR;
-\* then move leadership into the target, retire the old replicas and write the target.
-Reassign(W, K) ==
-    LET target == W.tgt
+\* _reassign: read the partition node (Kafka's areReplicasInIsr reads ZooKeeper, not the cache), grow
+\* the assignment to old + new and wait for the new replicas to join the ISR; then move leadership into
+\* the target, retire the old replicas and write the target.
+Reassign(W0, K) ==
+    LET W == IF HasNode(W0.node) THEN [W0 EXCEPT !.cache = W0.node] ELSE W0
+        target == W.tgt
         current == W.asg
     IN IF target = <<>> \/ ~HasNode(W.cache) THEN W
        ELSE IF ~(SetOf(target) \subseteq W.cache.isr)
@@ -582,7 +584,7 @@ OpsBrokerRestart(b) ==
     /\ cs_requested' = [cs_requested EXCEPT ![b] = FALSE]
     /\ UNCHANGED <<admin_vars, opsctx_vars>>
 
-OpsNext ==
+OpsControlNext ==
     \/ \E b \in Brokers : OpsControllerElect(b)
     \/ \E b \in Brokers : OpsBrokerReregister(b)
     \/ \E c \in Brokers : OpsBrokerChange(c)
@@ -604,15 +606,19 @@ OpsNext ==
     \/ \E b \in Brokers : CoreStep(BrokerCrash(b))
     \/ \E b \in Brokers : OpsBrokerRestart(b)
     \/ \E b \in Brokers : CoreStep(SessionExpire(b))
-    \/ CoreStep(DropMessage("controller"))
-    \/ \E b \in Brokers, p \in Partitions : CoreStep(FetchRound(b, p))
-    \/ \E b \in Brokers, p \in Partitions : CoreStep(TruncationRound(b, p))
-    \/ \E b \in Brokers, p \in Partitions : CoreStep(Produce(b, p))
-    \/ \E b \in Brokers, p \in Partitions, s \in SUBSET Brokers : CoreStep(IsrShrink(b, p, s))
     \/ \E p \in Partitions, t \in ReassignTargets : ReassignPartitions(p, t)
     \/ \E p \in Partitions : PreferredElection(p)
     \/ \E p \in Partitions : DeleteTopic(p)
     \/ \E p \in Partitions : OpsCreateTopic(p)
+
+OpsReplicationNext ==
+    \/ \E b \in Brokers, p \in Partitions : CoreStep(FetchRound(b, p))
+    \/ \E b \in Brokers, p \in Partitions : CoreStep(TruncationRound(b, p))
+    \/ \E b \in Brokers, p \in Partitions : CoreStep(Produce(b, p))
+
+OpsShrinkNext == \E b \in Brokers, p \in Partitions, s \in SUBSET Brokers : CoreStep(IsrShrink(b, p, s))
+
+OpsNext == OpsControlNext \/ OpsReplicationNext \/ OpsShrinkNext \/ CoreStep(DropMessage("controller"))
 
 OpsSpec == OpsInitEmpty /\ [][OpsNext]_all_vars
 =============================================================================

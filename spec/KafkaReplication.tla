@@ -113,9 +113,9 @@ hist_vars    == <<h_leaders, h_committed, h_exposed_hw, h_violations, h_flags>>
 proto_vars   == <<store_vars, ctl_vars, broker_vars, replica_vars, net_vars, bound_vars>>
 vars         == <<proto_vars, hist_vars>>
 
-\* Views for TLC (VIEW in a .cfg): states that differ only in history a model's invariants do not
-\* read are the same state for the rest of the behaviour (history never influences the protocol).
-ProtocolView == proto_vars
+\* A view for TLC (VIEW in a .cfg): states that differ only in history the model's invariants do
+\* not read are the same state for the rest of the behaviour (history never influences the
+\* protocol).  DataView keeps what ReplicaLogsAgree and NoCommittedDataLoss read.
 DataView == <<proto_vars, h_committed, h_violations>>
 
 (***************************************************************************************)
@@ -218,8 +218,6 @@ ExposedHw(p) ==
     LET b == CurrentLeader(p)
     IN IF b # NoLeader /\ ExposesHw(hw[b][p], epoch_start_offset[b][p]) THEN hw[b][p] ELSE -1
 
-\* The committed prefix after this state: every leader's log below its HW extends C(p).
-CommitCandidates(p) == {Prefix(log[b][p], hw[b][p]) : b \in {x \in Brokers : role[x][p] = "leader"}}
 
 \* History update: evaluated on every step (unprimed = before, primed = after).
 HistoryNext ==
@@ -866,20 +864,21 @@ BrokerReregister(b) ==
     /\ UNCHANGED <<alive, session, broker_controller_epoch, replica_vars, msgs, bound_vars>>
     /\ HistoryNext
 
-(* DropMessage(net) / LoseMessage(m) -- actor network.
+(* DropMessage(net) / LoseMessage(net, m) -- actor network (net: "controller" or "broker").
    When: m is in flight (a controller request, or a request or response between brokers).
    Does: m is lost. *)
-LoseMessage(m) ==
-    /\ \/ /\ m \in ctl_msgs
-          /\ ctl_msgs' = ctl_msgs \ {m}
-          /\ UNCHANGED msgs
-       \/ /\ m \in msgs
-          /\ msgs' = msgs \ {m}
-          /\ UNCHANGED ctl_msgs
+LoseMessage(net, m) ==
+    /\ IF net = "controller"
+       THEN /\ m \in ctl_msgs
+            /\ ctl_msgs' = ctl_msgs \ {m}
+            /\ UNCHANGED msgs
+       ELSE /\ m \in msgs
+            /\ msgs' = msgs \ {m}
+            /\ UNCHANGED ctl_msgs
     /\ UNCHANGED <<store_vars, ctl_vars, broker_vars, replica_vars, bound_vars, h_flags>>
     /\ HistoryNext
 
-DropMessage(net) == \E m \in (IF net = "controller" THEN ctl_msgs ELSE msgs) : LoseMessage(m)
+DropMessage(net) == \E m \in (IF net = "controller" THEN ctl_msgs ELSE msgs) : LoseMessage(net, m)
 
 (***************************************************************************************)
 (* Brokers: controller requests.                                                        *)
@@ -1347,6 +1346,9 @@ Next ==
 
 Spec == InitEmpty /\ [][Next]_vars
 
-\* The state constraint every model uses to bound leader epochs.
-EpochBound == \A p \in Partitions : leader_epoch[p] <= MaxLeaderEpoch
+\* The state constraint every model uses to bound leader epochs and node versions (every ISR
+\* change by a leader bumps the version without a new leader epoch: shrink/expand cycles would
+\* otherwise make the state space infinite).
+EpochBound ==
+    \A p \in Partitions : leader_epoch[p] <= MaxLeaderEpoch /\ partition_version[p] <= 2 * MaxLeaderEpoch + 2
 =============================================================================

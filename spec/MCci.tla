@@ -13,6 +13,5 @@ MC_Assignment == [p \in Partitions |-> <<1, 2>>]
 
 CINext ==
     \/ ControllerNext \/ CrashNext \/ ExpiryNext \/ ControllerRequestsNext \/ ControllerDropNext
-    \/ MetadataNext \/ FusedReplicationNext
-LevelBound == TLCGet("level") <= 11
+    \/ ProduceNext \/ FusedFetchNext \/ ShrinkNext
 =============================================================================

@@ -10,4 +10,23 @@ EXTENDS KafkaControllerOps, TruncationKIP320, KafkaInvariants
 
 MC_Assignment == [p \in Partitions |-> <<1, 2>>]
 MC_Targets == {<<2, 3>>}
+
+\* Only the initial leader asks for a controlled shutdown.
+OneShutdown == \A b \in Brokers \ {1} : ~cs_requested'[b]
+\* A deleted topic is not created again.
+NoRecreation == \A p \in Partitions : assignment[p] = <<>> => assignment'[p] = <<>>
+
+\* MCops.cfg: the operations without message loss (MCci covers it), without ISR shrinks by
+\* leaders and without re-creating a deleted topic -- each of which leads to a violation, see
+\* MCopsShrink.cfg and MCopsRecreate.cfg -- explored exhaustively up to DepthBound steps.
+MCOpsNext == (OpsControlNext \/ OpsReplicationNext) /\ OneShutdown /\ NoRecreation
+
+\* MCopsShrink.cfg: with ISR shrinks: the implementation's reassignment trusts its cached ISR.
+MCOpsShrinkNext == (OpsControlNext \/ OpsReplicationNext \/ OpsShrinkNext) /\ OneShutdown /\ NoRecreation
+
+\* MCopsRecreate.cfg: with re-creation: a reordered LeaderAndIsr of the deleted topic.
+MCOpsRecreateNext == (OpsControlNext \/ OpsReplicationNext) /\ OneShutdown
+
+DepthBound == TLCGet("level") <= 14
+
 =============================================================================

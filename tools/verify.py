@@ -85,6 +85,8 @@ def _z3_stage(ctx: VerifyContext) -> list[StageRow]:
 STAGES: dict[str, Stage] = {
     "simulation": simulation_stage,
     "z3": _z3_stage,
+    "tlc": lambda ctx: __import__("kcm.tools.review", fromlist=["verify_stage"]).verify_stage(ctx),
+    "conformance": lambda ctx: __import__("kcm.tools.conform", fromlist=["verify_stage"]).verify_stage(ctx),
 }
 
 

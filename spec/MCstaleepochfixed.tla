@@ -1,0 +1,4 @@
+---- MODULE MCstaleepochfixed ----
+(* The model of MCstaleepoch.tla under the configuration MCstaleepochfixed.cfg (see its header). *)
+EXTENDS MCstaleepoch
+====

@@ -1,0 +1,103 @@
+"""kcm review: the matrix's rows and columns, its rendering, and (marker `tlc`) a reduced matrix filled by TLC."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from kcm.conformance.trace import load_trace
+from kcm.spec.vocabulary import INVARIANTS, Knobs
+from kcm.tools.check import ModelError, models
+from kcm.tools.cli import UsageError
+from kcm.tools.review import (
+    COLUMNS,
+    TLA_INVARIANTS,
+    VARIANTS,
+    Cell,
+    RowResult,
+    cmd_review,
+    markdown,
+    review,
+    select,
+    settings_of,
+    to_json,
+)
+
+
+def test_columns_are_typeok_and_the_vocabulary_with_both_hw_readings_checked() -> None:
+    assert ("TypeOK", *INVARIANTS) == COLUMNS
+    assert "HighWatermarkMonotonic" not in TLA_INVARIANTS
+    assert {"HighWatermarkMonotonicPerLeaderEpoch", "HighWatermarkMonotonicAcrossLeaders"} <= set(TLA_INVARIANTS)
+    assert len(TLA_INVARIANTS) == len(COLUMNS) + 1
+
+
+def test_rows_cover_every_design_knob_on_existing_models() -> None:
+    known = models()
+    assert all(v.model in known for v in VARIANTS)
+    assert {v.knobs.truncation for v in VARIANTS} == {"hw", "kip101", "kip279", "kip320"}
+    assert any(v.knobs.unclean_election for v in VARIANTS)
+    assert any(not v.knobs.controller_epoch_fencing for v in VARIANTS)
+    assert any(not v.knobs.leader_epoch_check for v in VARIANTS)
+    assert any(v.knobs.min_isr > 1 for v in VARIANTS)
+    assert all(v.expected <= set(INVARIANTS) for v in VARIANTS)
+    assert len({v.slug for v in VARIANTS}) == len(VARIANTS)
+
+
+def test_select_and_settings() -> None:
+    assert select(None) == list(VARIANTS)
+    assert [v.label for v in select(["truncation=hw"])] == ["truncation=hw"]
+    with pytest.raises(ModelError, match="unknown review row 'nope'"):
+        select(["nope"])
+    knobs = Knobs(truncation="hw", unclean_election=True, min_isr=2)
+    assert settings_of(knobs) == ("truncation=hw", "unclean_election=true", "min_isr=2")
+    assert Knobs().with_settings(list(settings_of(knobs))) == knobs
+    assert settings_of(Knobs()) == ()
+
+
+def test_markdown_and_json_of_a_row() -> None:
+    row = RowResult(VARIANTS[1], runs=2, seconds=1.5)
+    for name in COLUMNS:
+        row.cells[name] = Cell(name, "holds", 1530)
+    row.cells["NoCommittedDataLoss"] = Cell("NoCommittedDataLoss", "violated", 900, trace_length=10,
+                                            trace="review/x.jsonl")
+    table = markdown([row]).splitlines()
+    assert table[0].startswith("| variant | model | TypeOK | OneLeaderPerEpoch")
+    assert len(table) == 3 and table[2].count("|") == len(COLUMNS) + 3
+    assert "**violated** (10 steps, `review/x.jsonl`)" in table[2] and "holds (1,530 states)" in table[2]
+    document = json.loads(json.dumps(to_json([row], 1.5)))
+    cells = document["rows"][0]["cells"]
+    assert cells["NoCommittedDataLoss"] == {"invariant": "NoCommittedDataLoss", "result": "violated",
+                                            "distinct_states": 900, "seconds": 0.0, "trace_length": 10,
+                                            "trace": "review/x.jsonl"}
+    assert row.violated == {"NoCommittedDataLoss"} and row.as_expected
+
+
+def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
+    args = argparse.Namespace(rows=["nope"], workers=1, heap=1024, out=str(tmp_path), json=True)
+    with pytest.raises(UsageError, match="unknown review row"):
+        cmd_review(args)
+    with pytest.raises(UsageError, match="--workers"):
+        cmd_review(argparse.Namespace(rows=None, workers=0, heap=1024, out=str(tmp_path), json=True))
+
+
+@pytest.mark.tlc
+def test_reduced_matrix(tmp_path: Path) -> None:
+    rows = review(select(["truncation=hw", "controller_epoch_fencing=false"]), tmp_path, workers=2, heap_mb=1024)
+    by_label = {row.variant.label: row for row in rows}
+    for row in rows:
+        assert set(row.cells) == set(COLUMNS)
+        assert row.as_expected, (row.variant.label, row.violated)
+        assert row.runs == len(row.violated) + 1
+        for cell in row.cells.values():
+            assert cell.distinct_states > 0
+            if cell.result == "violated":
+                assert cell.trace is not None and cell.trace_length
+                assert len(load_trace(Path(cell.trace))) == cell.trace_length
+            else:
+                assert cell.result == "holds" and cell.trace is None
+    hw = by_label["truncation=hw"].cells["NoCommittedDataLoss"]
+    assert hw.result == "violated" and Path(hw.trace or "").parent == tmp_path
+    assert not list(tmp_path.glob("*-run*.jsonl"))

@@ -21,7 +21,7 @@ from kcm.tools import verify as verify_stages
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
 
 # Commands that live in modules of their own; each has `register(subparsers)`.
-COMMAND_MODULES = ("kcm.tools.prove", "kcm.tools.review")
+COMMAND_MODULES = ("kcm.tools.prove", "kcm.tools.review", "kcm.tools.conform")
 
 
 class UsageError(Exception):

@@ -1,0 +1,562 @@
+"""Conformance by hypothesis stateful testing: rule-based state machines drive the implementation through
+every operation of the brief, and after every step check all invariants (the incremental checker on the
+trace) and the step itself against the model (the Z3 transition relation, `stepcheck.StepValidator`).
+
+Each rule is exactly one command of the datadriven scenario language of `tests/scenarios/`, so a failure
+shrinks to a list of commands that prints as a scenario file, next to the trace (format v1) it produced.
+
+Brokers and topics live in hypothesis Bundles. A rule whose operation needs, say, a live broker is guarded
+by a precondition that one exists; the broker drawn from the bundle is then used if it qualifies, or else
+the next one that does in id order, so no drawn example is thrown away and shrinking still moves towards
+the lowest ids. Choices among things only the cluster knows (the message to deliver, the follower to fetch)
+are an index into the sorted list of candidates, which shrinks towards the first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from hypothesis import HealthCheck, Verbosity, settings
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    multiple,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from kcm.impl.cluster import Cluster
+from kcm.impl.replica_manager import FOLLOWER, LEADER
+from kcm.spec.vocabulary import INVARIANTS, NO_LEADER, Knobs
+
+from .coverage import Coverage
+from .invariants import InvariantChecker, Violation
+from .stepcheck import StepValidator
+from .trace import Event, TraceWriter
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+DATABASE: Final = ROOT / ".hypothesis" / "conformance"
+MODEL_STEP: Final = "ModelStep"  # the name a step the Z3 model cannot explain is reported under
+IMPLEMENTATION_ERROR: Final = "ImplementationError"
+SAFE_ANYWAY: Final = frozenset({"min_isr"})  # knobs whose every value is a safe design
+MAX_TOPICS: Final = 3
+PICK: Final = st.integers(0, 31)
+
+# Bounded for the default test run; `long` for campaigns behind the `long` marker.
+settings.register_profile("ci", max_examples=40, stateful_step_count=30, deadline=None, derandomize=True,
+                          suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                          verbosity=Verbosity.quiet, database=None)
+settings.register_profile("long", max_examples=2000, stateful_step_count=80, deadline=None,
+                          suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                          verbosity=Verbosity.quiet)
+
+
+def unsafe_settings(knobs: Knobs) -> list[str]:
+    default = Knobs()
+    return [k for k, v in knobs.to_dict().items() if k not in SAFE_ANYWAY and getattr(default, k) != v]
+
+
+@dataclass(frozen=True)
+class MachineConfig:
+    knobs: Knobs = field(default_factory=Knobs)
+    brokers: int = 3
+    step_check: bool = True
+    machine: str = "protocol"  # a key of MACHINES
+    # The invariants a violation of fails the example; None: all of them and the model step check.
+    targets: frozenset[str] | None = None
+
+    def fails_on(self, name: str) -> bool:
+        return self.targets is None or name.split("/")[0] in self.targets
+
+
+@dataclass
+class Found:
+    """A shrunk failure: what broke, at which event, and the commands and trace that reproduce it."""
+
+    invariant: str
+    message: str
+    seq: int
+    knobs: Knobs
+    commands: list[tuple[str, list[str]]]  # (command, invariants the scenario must expect after it)
+    events: list[Event]
+
+    def scenario(self) -> str:
+        """The failure as a scenario file for tests/scenarios/ (expectations left to the scenario runner)."""
+        lines = [f"# Found by kcm conform: {self.invariant} at event {self.seq}: {self.message}".replace("\n", " "),
+                 "# Expected outputs: KCM_REWRITE=1 .venv/bin/pytest tests/test_scenarios.py -k <this file>"]
+        for command, expected in self.commands:
+            lines += [command, "----", ""]
+            if expected:
+                lines += [f"expect-violation {' '.join(expected)}", "----", ""]
+        return "\n".join(lines).rstrip("\n") + "\n"
+
+    def filled_scenario(self) -> str:
+        """The scenario with its expected outputs, when the repository's scenario runner is at hand."""
+        return fill_expectations(self.scenario())
+
+    def write(self, folder: Path, stem: str) -> tuple[Path, Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        trace = folder / f"{stem}.jsonl"
+        with TraceWriter(trace, validate=True) as writer:
+            for event in self.events:
+                writer.write(event)
+        scenario = folder / f"{stem}.txt"
+        scenario.write_text(self.filled_scenario(), encoding="utf-8")
+        return scenario, trace
+
+
+class ConformanceFailure(AssertionError):
+    def __init__(self, found: Found) -> None:
+        self.found = found
+        super().__init__(f"{found.invariant} at event {found.seq}: {found.message}\n\n"
+                         f"as a scenario for tests/scenarios/:\n{found.scenario()}")
+
+
+@dataclass
+class Tally:
+    """What a campaign did, across every example hypothesis ran (shrinking included)."""
+
+    examples: int = 0
+    steps: int = 0  # events checked after Init
+    commands: int = 0
+    observers: list[Callable[[Event], None]] = field(default_factory=list)
+    on_example: Callable[[], None] | None = None
+
+
+class Harness:
+    """One cluster with its checkers: runs a command, checks the events it produced, records it."""
+
+    def __init__(self, config: MachineConfig, tally: Tally | None = None) -> None:
+        self.config = config
+        self.tally = tally or Tally()
+        self.events: list[Event] = []
+        self.commands: list[tuple[str, list[str]]] = []
+        self.checker = InvariantChecker(config.knobs.truncation)
+        self.unsafe = bool(unsafe_settings(config.knobs))
+        self.seen: set[tuple[str, str]] = set()
+        self.tolerated: set[str] = set()
+        self.validator: StepValidator | None = None
+        self.checked = 0
+        self.cluster = Cluster(config.brokers, config.knobs, self.events.append)
+        knobs = " ".join(f"{k}={_render(v)}" for k, v in config.knobs.to_dict().items()
+                         if getattr(Knobs(), k) != v)
+        self.run(f"cluster brokers={config.brokers} {knobs}".strip(), lambda: None)
+
+    def run(self, command: str, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except Exception as err:  # any crash of the implementation is a finding
+            self.commands.append((command, []))
+            self._fail(IMPLEMENTATION_ERROR, f"{type(err).__name__}: {err}", len(self.events))
+        self.tally.commands += 1
+        fresh: list[Violation] = []
+        failure: tuple[str, str, int] | None = None
+        for event in self.events[self.checked:]:
+            for violation in self.checker.step(event):
+                fresh.append(violation)
+                if failure is None and self.config.fails_on(violation.invariant):
+                    failure = (violation.invariant, violation.message, violation.seq)
+            if failure is None:
+                failure = self._model_step(event)
+            for observe in self.tally.observers:
+                observe(event)
+        self.tally.steps += len(self.events) - self.checked - (1 if self.checked == 0 else 0)
+        self.checked = len(self.events)
+        self.commands.append((command, self._expected(fresh)))
+        if failure is not None:
+            self._fail(*failure)
+
+    def _model_step(self, event: Event) -> tuple[str, str, int] | None:
+        if not self.config.step_check:
+            return None
+        if self.validator is None:
+            self.validator = StepValidator(event)
+            return None
+        problem = self.validator.step(event)
+        if problem is None or not self.config.fails_on(MODEL_STEP):
+            return None
+        return MODEL_STEP, f"{problem.action} on {problem.partition or 'the cluster'}: {problem.reason}", problem.seq
+
+    def _expected(self, violations: list[Violation]) -> list[str]:
+        """What the scenario runner will want expected after this command: the invariants of violations it
+        has not reported before, unless expected once already (and never on a safe cluster)."""
+        names: list[str] = []
+        for v in violations:
+            if (v.invariant, v.message) in self.seen:
+                continue
+            self.seen.add((v.invariant, v.message))
+            base = v.invariant.split("/")[0]
+            if self.unsafe and base not in self.tolerated and base not in names:
+                names.append(base)
+        self.tolerated.update(names)
+        return names
+
+    def _fail(self, invariant: str, message: str, seq: int) -> None:
+        raise ConformanceFailure(Found(invariant, message, seq, self.config.knobs, list(self.commands),
+                                       list(self.events)))
+
+
+def _render(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _next_of(wanted: int, candidates: Iterable[int]) -> int:
+    """`wanted` if it is a candidate, else the next candidate after it in id order (wrapping around)."""
+    ordered = sorted(candidates)
+    return next((c for c in ordered if c >= wanted), ordered[0])
+
+
+def _pick(index: int, candidates: list[Any]) -> Any:
+    return candidates[index % len(candidates)]
+
+
+def _replicas(order: list[int], count: int, brokers: int) -> tuple[int, ...]:
+    """The first `count` distinct brokers of a drawn order of ids, folded onto the cluster's brokers."""
+    out: list[int] = []
+    for r in order:
+        b = (r - 1) % brokers + 1
+        if b not in out:
+            out.append(b)
+    return tuple(out[:count])
+
+
+REPLICAS: Final = st.tuples(st.permutations([1, 2, 3, 4]), st.integers(1, 3))
+ACKS: Final = st.sampled_from([-1, 1])
+
+
+class ClusterMachine(RuleBasedStateMachine):
+    """The cluster seen at the operators' grain: admin commands, clients, faults, the clock, and the protocol
+    run to quiescence (`stabilize`) as one step. Few rules, so short runs reach deep failure histories.
+    `machine_class` makes one per config."""
+
+    config: ClassVar[MachineConfig] = MachineConfig()
+    tally: ClassVar[Tally] = Tally()
+
+    brokers = Bundle("brokers")
+    topics = Bundle("topics")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = Harness(self.config, self.tally)
+        self.topic_count = 0
+        self.tally.examples += 1
+        if self.tally.on_example is not None:
+            self.tally.on_example()
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.h.cluster
+
+    def step(self, command: str, action: Callable[[], object]) -> None:
+        """One operation, then the protocol run to quiescence, as an operator sees the cluster between two
+        of their commands."""
+        self.h.run(command, action)
+        self.h.run("stabilize", self.cluster.stabilize)
+
+    def _assignment(self, replicas: tuple[list[int], int]) -> tuple[int, ...]:
+        return _replicas(replicas[0], replicas[1], self.config.brokers)
+
+    def _args(self, assignments: dict[int, tuple[int, ...]]) -> str:
+        return " ".join(f"{i}={','.join(map(str, r))}" for i, r in sorted(assignments.items()))
+
+    def _partitions_of(self, topic: str) -> list[str]:
+        return sorted((p for p in self.cluster.partitions if p.rpartition("-")[0] == topic),
+                      key=lambda p: int(p.rpartition("-")[2]))
+
+    def _partition(self, topic: str, index: int) -> str:
+        known = self._partitions_of(topic)
+        return _pick(index, known) if known else f"{topic}-0"
+
+    def _live(self) -> list[int]:
+        return self.cluster.live_brokers()
+
+    def _replicas_in(self, role: str) -> list[tuple[int, str]]:
+        return [(b, p) for b in self._live() for p, r in sorted(self.cluster.managers[b].replicas.items())
+                if r.role == role]
+
+    def _fetchers(self) -> list[tuple[int, str]]:
+        return [(b, p) for b, p in self._replicas_in(FOLLOWER) if self.cluster.managers[b].wants_to_fetch(p)]
+
+    def _laggards(self) -> list[tuple[int, str]]:
+        now = self.cluster.now
+        return [(b, p) for b, p in self._replicas_in(LEADER)
+                if self.cluster.managers[b].lagging_followers(p, now)]
+
+    def _queued(self) -> list[int]:
+        return [b for b in self._live() if self.cluster.controllers[b].queue]
+
+    # -- setting up -------------------------------------------------------------------------------------------
+
+    @initialize(target=brokers)
+    def all_brokers(self) -> Any:
+        return multiple(*range(1, self.config.brokers + 1))
+
+    @initialize(target=topics, layout=st.lists(REPLICAS, min_size=1, max_size=2))
+    def first_topic(self, layout: list[tuple[list[int], int]]) -> str:
+        return self._create_topic(layout)
+
+    # -- operators --------------------------------------------------------------------------------------------
+
+    @precondition(lambda self: self.topic_count < MAX_TOPICS)
+    @rule(target=topics, layout=st.lists(REPLICAS, min_size=1, max_size=2))
+    def create_topic(self, layout: list[tuple[list[int], int]]) -> str:
+        return self._create_topic(layout)
+
+    def _create_topic(self, layout: list[tuple[list[int], int]]) -> str:
+        topic = f"t{self.topic_count}"
+        self.topic_count += 1
+        assignment = {i: self._assignment(r) for i, r in enumerate(layout)}
+        self.step(f"create-topic {topic} {self._args(assignment)}",
+                   lambda: self.cluster.create_topic(topic, assignment))
+        return topic
+
+    @rule(topic=topics, replicas=REPLICAS)
+    def create_partitions(self, topic: str, replicas: tuple[list[int], int]) -> None:
+        added = {len(self._partitions_of(topic)): self._assignment(replicas)}
+        self.step(f"create-partitions {topic} {self._args(added)}",
+                   lambda: self.cluster.create_partitions(topic, added))
+
+    @rule(topic=topics)
+    def delete_topic(self, topic: str) -> None:
+        self.step(f"delete-topic {topic}", lambda: self.cluster.delete_topic(topic))
+
+    @rule(topic=topics, index=PICK, replicas=REPLICAS)
+    def reassign(self, topic: str, index: int, replicas: tuple[list[int], int]) -> None:
+        partition = self._partition(topic, index)
+        target = self._assignment(replicas)
+        self.step(f"reassign {partition}={','.join(map(str, target))}",
+                   lambda: self.cluster.reassign({partition: target}))
+
+    @rule(topic=topics, index=PICK)
+    def preferred_election(self, topic: str, index: int) -> None:
+        partition = self._partition(topic, index)
+        self.step(f"preferred-election {partition}", lambda: self.cluster.preferred_election([partition]))
+
+    # -- clients ------------------------------------------------------------------------------------------------
+
+    @precondition(lambda self: self._replicas_in(LEADER))
+    @rule(index=PICK, acks=ACKS)
+    def produce(self, index: int, acks: int) -> None:
+        broker, partition = _pick(index, self._replicas_in(LEADER))
+        self.step(f"produce broker={broker} partition={partition} acks={acks}",
+                   lambda: self.cluster.produce(broker, partition, acks))
+
+    # -- faults ---------------------------------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self._live()) > 1)
+    @rule(broker=brokers)
+    def crash(self, broker: int) -> None:
+        target = _next_of(broker, self._live())
+        self.step(f"crash {target}", lambda: self.cluster.crash(target))
+
+    @precondition(lambda self: len(self._live()) < self.config.brokers)
+    @rule(broker=brokers)
+    def restart(self, broker: int) -> None:
+        target = _next_of(broker, (b for b, m in self.cluster.managers.items() if not m.alive))
+        self.step(f"restart {target}", lambda: self.cluster.restart(target))
+
+    @precondition(lambda self: len(self._live()) > 1 and self.cluster.controller_holder() in self._live())
+    @rule()
+    def crash_controller(self) -> None:
+        self.step("crash-controller", self.cluster.crash_controller)
+
+    @precondition(lambda self: self._live())
+    @rule(broker=brokers)
+    def expire_session(self, broker: int) -> None:
+        target = _next_of(broker, self._live())
+        self.step(f"expire-session {target}", lambda: self.cluster.expire_session(target))
+
+    @precondition(lambda self: len(self._live()) > 1 and self.cluster.controller_holder() != NO_LEADER)
+    @rule(broker=brokers)
+    def controlled_shutdown(self, broker: int) -> None:
+        target = _next_of(broker, self._live())
+        self.step(f"controlled-shutdown {target}", lambda: self.cluster.request_controlled_shutdown(target))
+
+    @precondition(lambda self: self._live())
+    @rule(broker=brokers)
+    def checkpoint(self, broker: int) -> None:
+        target = _next_of(broker, self._live())
+        self.step(f"checkpoint {target}", lambda: self.cluster.checkpoint_hw(target))
+
+    @rule()
+    def tick(self) -> None:
+        self.step("tick", self.cluster.tick)
+
+    @rule()
+    def rebalance(self) -> None:
+        self.step("rebalance", lambda: self.cluster.tick(rebalance=True))
+
+
+
+class ProtocolMachine(ClusterMachine):
+    """Every operation of the brief at the protocol's grain besides: each message delivered, dropped or
+    duplicated on its own, each controller event and each follower fetch a step of its own, so requests of
+    two controllers and replies of two leaders interleave in any order the network allows."""
+
+    def step(self, command: str, action: Callable[[], object]) -> None:
+        self.h.run(command, action)
+
+    @rule()
+    def stabilize(self) -> None:
+        self.step("stabilize", self.cluster.stabilize)
+
+    @precondition(lambda self: self.cluster.network.lossy())
+    @rule(index=PICK)
+    def drop(self, index: int) -> None:
+        message = _pick(index, self.cluster.network.lossy())
+        self.step(f"drop {message}", lambda: self.cluster.drop(message))
+
+    @precondition(lambda self: self.cluster.network.in_flight)
+    @rule(index=PICK)
+    def duplicate(self, index: int) -> None:
+        message = index % len(self.cluster.network.in_flight)
+        self.step(f"duplicate {message}", lambda: self.cluster.duplicate(message))
+
+    # -- the protocol's own steps ---------------------------------------------------------------------------------
+
+    @precondition(lambda self: self.cluster.network.ready(self.cluster.now))
+    @rule(index=PICK)
+    def deliver(self, index: int) -> None:
+        message = _pick(index, self.cluster.network.ready(self.cluster.now))
+        self.step(f"deliver index={message}", lambda: self.cluster.deliver(message))
+
+    @precondition(lambda self: self._queued())
+    @rule(broker=ClusterMachine.brokers)
+    def process_controller(self, broker: int) -> None:
+        target = _next_of(broker, self._queued())
+        self.step(f"process-controller {target}", lambda: self.cluster.process_controller_event(target))
+
+    @precondition(lambda self: self._fetchers())
+    @rule(index=PICK)
+    def fetch(self, index: int) -> None:
+        broker, partition = _pick(index, self._fetchers())
+        self.step(f"fetch broker={broker} partition={partition}",
+                   lambda: self.cluster.send_fetch(broker, partition))
+
+    @precondition(lambda self: self._laggards())
+    @rule(index=PICK)
+    def shrink_isr(self, index: int) -> None:
+        broker, partition = _pick(index, self._laggards())
+        self.step(f"shrink-isr broker={broker} partition={partition}",
+                   lambda: self.cluster.shrink_isr(broker, partition))
+
+
+MACHINES: Final[dict[str, type[ClusterMachine]]] = {"cluster": ClusterMachine, "protocol": ProtocolMachine}
+
+
+def machine_class(config: MachineConfig, tally: Tally | None = None) -> type[ClusterMachine]:
+    """The machine of `config.machine` for one design (knobs, cluster size, checks), counting into `tally`."""
+    attributes: dict[str, Any] = {"config": config, "tally": tally or Tally()}
+    base = MACHINES[config.machine]
+    return type(f"{base.__name__}_{_key(config)}", (base,), attributes)
+
+
+def _key(config: MachineConfig) -> str:
+    text = repr((sorted(config.knobs.to_dict().items()), config.brokers, config.step_check, config.machine,
+                 sorted(config.targets or ())))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def campaign_settings(profile: str = "ci", examples: int | None = None, steps: int | None = None,
+                      config: MachineConfig | None = None, database: bool = False) -> settings:
+    """A profile, with the budget overridden and (for `kcm conform`) the example database of this design in
+    the repository's ignored .hypothesis/ folder, so that a failure found once replays first next time."""
+    base = settings.get_profile(profile)
+    changes: dict[str, Any] = {}
+    if examples is not None:
+        changes["max_examples"] = examples
+    if steps is not None:
+        changes["stateful_step_count"] = steps
+    if database and config is not None:
+        changes["database"] = DirectoryBasedExampleDatabase(str(DATABASE / _key(config)))
+    return settings(base, **changes)
+
+
+def run_machine(config: MachineConfig, run_settings: settings, tally: Tally | None = None) -> Found | None:
+    """Runs the machine of `config` under `run_settings`; the shrunk failure, or None if every example passed."""
+    try:
+        run_state_machine_as_test(machine_class(config, tally), settings=run_settings)
+    except ConformanceFailure as failure:
+        return failure.found
+    return None
+
+
+def all_invariants() -> frozenset[str]:
+    return frozenset({*INVARIANTS, MODEL_STEP, IMPLEMENTATION_ERROR})
+
+
+def fill_expectations(scenario: str) -> str:
+    """Runs the scenario through the repository's scenario runner (tests/test_scenarios.py) to write its
+    expected outputs; without the runner (an installed copy), the scenario is returned as it is."""
+    tests = ROOT / "tests"
+    runner = tests / "test_scenarios.py"
+    if not runner.exists():
+        return scenario
+    if str(tests) not in sys.path:
+        sys.path.insert(0, str(tests))
+    spec = importlib.util.spec_from_file_location("kcm_scenario_runner", runner)
+    if spec is None or spec.loader is None:
+        return scenario
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory(prefix="kcm-scenario-") as tmp:
+        path = Path(tmp) / "found.txt"
+        path.write_text(scenario, encoding="utf-8")
+        module.run_file(path, module.Scenario(), rewrite=True)
+        return path.read_text(encoding="utf-8")
+
+
+# -- campaigns -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Campaign:
+    """A campaign's outcome: the examples and steps it ran, what it found, and the coverage it reached."""
+
+    knobs: Knobs
+    tally: Tally
+    coverage: Coverage
+    found: list[Found] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.tally.steps / self.seconds if self.seconds > 0 else 0.0
+
+
+def run_campaign(knobs: Knobs, examples: int, steps: int, *, machines: tuple[str, ...] = tuple(MACHINES),
+                 step_check: bool = True, database: bool = True, brokers: int = 3,
+                 on_example: Callable[[], None] | None = None) -> Campaign:
+    """Each machine in turn for its share of `examples`. A failure ends hypothesis's run; the campaign then
+    goes on with the budget left, no longer failing on what it already found, so one campaign can report
+    several invariants broken."""
+    coverage = Coverage()
+    tally = Tally(observers=[coverage.observe], on_example=on_example)
+    campaign = Campaign(knobs, tally, coverage)
+    targets = set(all_invariants())
+    started = time.perf_counter()
+    for index, machine in enumerate(machines):
+        budget = examples // len(machines) + (1 if index < examples % len(machines) else 0)
+        while budget > 0 and targets:
+            config = MachineConfig(knobs, brokers, step_check, machine, frozenset(targets))
+            before = tally.examples
+            found = run_machine(config, campaign_settings("ci", budget, steps, config, database), tally)
+            budget -= tally.examples - before
+            if found is None:
+                break
+            campaign.found.append(found)
+            targets.discard(found.invariant.split("/")[0])
+    campaign.seconds = time.perf_counter() - started
+    return campaign

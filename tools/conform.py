@@ -1,0 +1,135 @@
+"""`kcm conform`: a conformance campaign of the hypothesis state machines (conformance/stateful.py).
+
+    kcm conform [--examples N] [--steps M] [--set knob=value ...] [--json] [--report DIR]
+
+Every step of every example is checked against all invariants and against the Z3 model; a violation is
+shrunk and written to the report folder as a scenario for tests/scenarios/ and a trace (format v1) for
+`kcm check-trace`, `kcm validate` and `kcm replay`. The report folder also gets the coverage picture.
+Exit codes: 0 nothing found, 1 a violation found, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kcm.conformance.stateful import MACHINES, Campaign, run_campaign
+from kcm.spec.vocabulary import Knobs
+from kcm.tools.verify import HOLDS, VIOLATED, StageRow, VerifyContext
+
+EXIT_OK, EXIT_VIOLATED = 0, 1
+DEFAULT_REPORT = Path("out") / "conform"
+COVERAGE_PICTURE = "coverage.svg"
+# The bounded campaign of `kcm verify` (well under a minute on one core).
+VERIFY_EXAMPLES, VERIFY_STEPS = 60, 30
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("conform", help="hypothesis state machines against invariants and the Z3 model")
+    parser.add_argument("--examples", type=int, default=100, help="hypothesis examples, over all machines")
+    parser.add_argument("--steps", type=int, default=40, help="rules per example at most")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
+                        help="design knob: truncation, unclean_election, controller_epoch_fencing, "
+                             "leader_epoch_check, min_isr")
+    parser.add_argument("--machine", choices=list(MACHINES), action="append",
+                        help="run only this machine (repeatable; default: all)")
+    parser.add_argument("--no-step-check", action="store_true", help="leave out the Z3 check of each step")
+    parser.add_argument("--report", default=str(DEFAULT_REPORT),
+                        help=f"folder for shrunk failures and the coverage picture (default {DEFAULT_REPORT})")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=cmd_conform)
+
+
+def _usage(message: str) -> Exception:
+    from kcm.tools.cli import UsageError
+
+    return UsageError(message)
+
+
+def cmd_conform(args: argparse.Namespace) -> int:
+    if args.examples < 1 or args.steps < 1:
+        raise _usage("conform: --examples and --steps must be at least 1")
+    knobs = Knobs().with_settings(args.settings)
+    console = Console(stderr=args.json)
+    campaign = _run(knobs, args.examples, args.steps, tuple(args.machine or MACHINES), not args.no_step_check,
+                    console)
+    summary = write_report(campaign, Path(args.report))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print_summary(console, campaign, summary)
+    return EXIT_VIOLATED if campaign.found else EXIT_OK
+
+
+def _run(knobs: Knobs, examples: int, steps: int, machines: tuple[str, ...], step_check: bool,
+         console: Console) -> Campaign:
+    with Progress(TextColumn("conformance"), BarColumn(), MofNCompleteColumn(), TextColumn("examples"),
+                  TimeElapsedColumn(), console=console, transient=True,
+                  disable=not console.is_terminal) as progress:
+        task = progress.add_task("examples", total=examples)
+
+        def advance() -> None:
+            progress.advance(task)
+
+        return run_campaign(knobs, examples, steps, machines=machines, step_check=step_check, on_example=advance)
+
+
+def write_report(campaign: Campaign, folder: Path) -> dict[str, Any]:
+    """Writes each shrunk failure (scenario and trace) and the coverage picture; returns the JSON summary."""
+    folder.mkdir(parents=True, exist_ok=True)
+    violations = []
+    for number, found in enumerate(campaign.found, 1):
+        scenario, trace = found.write(folder, f"{number:02d}-{found.invariant.replace('/', '-')}")
+        violations.append({"invariant": found.invariant, "message": found.message, "seq": found.seq,
+                           "commands": len(found.commands), "trace": str(trace), "scenario": str(scenario)})
+    picture = campaign.coverage.write_svg(folder / COVERAGE_PICTURE)
+    tally = campaign.tally
+    return {
+        "knobs": campaign.knobs.to_dict(),
+        "examples": tally.examples,
+        "commands": tally.commands,
+        "steps": tally.steps,
+        "seconds": round(campaign.seconds, 2),
+        "steps_per_second": round(campaign.steps_per_second, 1),
+        "violations": violations,
+        "coverage": {**campaign.coverage.to_json(), "picture": str(picture)},
+    }
+
+
+def print_summary(console: Console, campaign: Campaign, summary: dict[str, Any]) -> None:
+    for table in campaign.coverage.tables():
+        console.print(table)
+    coverage = summary["coverage"]
+    console.print(f"knobs: {campaign.knobs.describe()}")
+    console.print(f"examples: {summary['examples']:,}, commands: {summary['commands']:,}, steps: "
+                  f"{summary['steps']:,} in {summary['seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s)")
+    console.print(f"coverage: actions {coverage['actions_covered']}, partition transitions "
+                  f"{coverage['partition_transitions_covered']}, replica transitions "
+                  f"{coverage['replica_transitions_covered']}; picture: {coverage['picture']}")
+    if not summary["violations"]:
+        console.print("[green]violations: none[/]")
+    for v in summary["violations"]:
+        console.print(f"[red]VIOLATION {v['invariant']}[/] at event {v['seq']} ({v['commands']} commands after "
+                      f"shrinking): {v['message']}")
+        console.print(f"  scenario: {v['scenario']}\n  trace:    {v['trace']}")
+
+
+def verify_stage(ctx: VerifyContext) -> list[StageRow]:
+    """The `kcm verify` stage: a bounded campaign on the context's knobs, one row per outcome."""
+    started = time.perf_counter()
+    campaign = run_campaign(ctx.knobs, VERIFY_EXAMPLES, VERIFY_STEPS, database=False)
+    seconds = time.perf_counter() - started
+    coverage = campaign.coverage.to_json()
+    detail = (f"{campaign.tally.examples} examples, {campaign.tally.steps:,} steps; transitions covered: "
+              f"partition {coverage['partition_transitions_covered']}, replica "
+              f"{coverage['replica_transitions_covered']}")
+    if not campaign.found:
+        return [StageRow("conformance", "invariants and Z3 step check", HOLDS, detail, seconds)]
+    return [StageRow("conformance", found.invariant, VIOLATED, f"{found.message} ({len(found.commands)} commands)",
+                     seconds) for found in campaign.found]

@@ -111,7 +111,7 @@ def test_tlc_finds_a_counterexample_and_proves_a_bound(tmp_path: Path, monkeypat
     assert [t.state["x"] for t in bad.trace] == [0, 1, 2, 3]
     assert [t.action for t in bad.trace] == ["Init", "Step", "Step", "Step"]
     good = run_tlc(tmp_path / "Counter.tla", tmp_path / "good.cfg", heap_mb=512, extra_args=("-deadlock",))
-    assert good.holds and good.distinct_states == 6
+    assert good.holds and good.distinct_states == 6 and 0 < good.search_seconds <= good.seconds
     # TLC's state folder went to a temporary folder, removed afterwards; nothing beside the spec.
     assert not list(tmp_path.glob("states")) and not list(scratch.iterdir())
 

@@ -221,6 +221,8 @@ class TlcResult:
     trace: list[TraceState] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     complete: bool = True
+    # Wall time of the search alone, from the initial states on (without JVM start, parsing, setup).
+    search_seconds: float = 0.0
 
     @property
     def holds(self) -> bool:
@@ -308,6 +310,7 @@ def run_tlc(
         output = _run_streaming(command, module.parent, on_progress, budget_seconds)
         result = parse_output(output.text, TlcResult(output.exit_code, complete=not output.stopped))
     result.seconds = time.monotonic() - started
+    result.search_seconds = output.search_seconds
     if output.stopped:
         return result
     if result.exit_code not in (TLC_EXIT_OK, TLC_EXIT_VIOLATION) and result.violated is None:
@@ -321,6 +324,7 @@ class _Output:
     exit_code: int
     text: str
     stopped: bool = False
+    search_seconds: float = 0.0
 
 
 def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[int, int], None] | None,
@@ -337,9 +341,12 @@ def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[int, in
 
             timer = threading.Timer(budget_seconds, stop)
             timer.start()
+        search_started: float | None = None
         try:
             for line in proc.stdout:
                 chunks.append(line)
+                if search_started is None and "Finished computing initial states" in line:
+                    search_started = time.monotonic()
                 if on_progress is not None and "distinct states found" in line:
                     stats = _STATS.search(line)
                     if stats:
@@ -348,4 +355,5 @@ def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[int, in
         finally:
             if timer is not None:
                 timer.cancel()
-    return _Output(code, "".join(chunks), stopped.is_set())
+    search = time.monotonic() - search_started if search_started is not None else 0.0
+    return _Output(code, "".join(chunks), stopped.is_set(), search)

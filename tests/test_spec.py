@@ -3,7 +3,8 @@
 Section 3 of the history, each on the smallest model that shows it: every reproduction model violates the
 invariant its configuration announces, under the knob setting it announces, and kcm's own checker, reading
 the counterexample converted to trace format v1, finds the same invariant broken. The fixed designs hold
-on the same models; `ci` holds exhaustively; `deep` holds within a time budget (KCM_TLC_DEEP_BUDGET).
+on the same models; `ci` holds exhaustively; `deep` holds within a time budget (KCM_TLC_DEEP_BUDGET,
+seconds, default 120).
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ HOLDING: dict[str, dict[str, object]] = {
     "staleepochfixed": {},
     "opsshrink": {},
 }
-# KAFKA-2334 on every truncation variant, on the MCkafka2334 model: the HW goes back across a leader
-# change unless the new leader withholds its HW (the fix that comes with KIP-320 here).
-KAFKA_2334 = {"hw": ACROSS, "kip101": ACROSS, "kip279": ACROSS, "kip320": None}
+# KAFKA-2334 on the truncation variants before KIP-320, on the MCkafka2334 model (kip279 is the model's
+# own setting, above; kip320 is MCkafka2334fixed, which holds): the HW goes back across a leader change
+# unless the new leader withholds its HW.
+KAFKA_2334_ALSO = ("hw", "kip101")
 
 
 def announced() -> dict[str, str]:
@@ -106,11 +108,11 @@ def test_the_fixed_design_holds_on_the_reproduction_model(model: str) -> None:
 
 
 @pytest.mark.tlc
-@pytest.mark.parametrize("truncation", sorted(KAFKA_2334))
-def test_kafka_2334_per_truncation_variant(tmp_path: Path, truncation: str) -> None:
+@pytest.mark.parametrize("truncation", KAFKA_2334_ALSO)
+def test_kafka_2334_on_the_earlier_truncation_variants(tmp_path: Path, truncation: str) -> None:
     knobs = model_knobs("kafka2334").with_settings([f"truncation={truncation}"])
     outcome = check_model("kafka2334", knobs, heap_mb=2048, trace_out=tmp_path / "trace.jsonl")
-    assert outcome.result.violated == KAFKA_2334[truncation]
+    assert outcome.result.violated == ACROSS
 
 
 @pytest.mark.tlc
@@ -122,7 +124,8 @@ def test_ci_model_holds_exhaustively() -> None:
 
 @pytest.mark.tlc
 def test_deep_model_holds_within_its_budget() -> None:
-    budget = float(os.environ.get("KCM_TLC_DEEP_BUDGET", "240"))
+    budget = float(os.environ.get("KCM_TLC_DEEP_BUDGET", "120"))
     outcome = check_model("deep", model_knobs("deep"), workers=2, heap_mb=2048, budget_seconds=budget)
+    # Stopped by the budget (TLC's last progress report gives the states so far) or explored in full.
     assert outcome.result.violated is None, outcome.trace_path
-    assert outcome.result.distinct_states > 0
+    assert not outcome.result.errors

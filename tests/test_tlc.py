@@ -66,6 +66,17 @@ def test_parse_output_of_a_violation() -> None:
     assert result.trace[1].state["f"] == [[[0, 7]], []]
 
 
+def test_parse_output_of_a_run_stopped_after_a_progress_report() -> None:
+    progress = (
+        "@!@!@STARTMSG 2200:0 @!@!@\nProgress(12) at 2026-11-23 01:00:00: 1,234,567 states generated "
+        "(61,728 s/min), 345,678 distinct states found (17,283 ds/min), 9,876 states left on queue.\n"
+        "@!@!@ENDMSG 2200 @!@!@\n"
+    )
+    result = parse_output(progress, TlcResult(143, complete=False))
+    assert (result.generated_states, result.distinct_states, result.violated) == (1_234_567, 345_678, None)
+    assert not result.holds
+
+
 def test_missing_jar_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TLA2TOOLS_JAR", str(tmp_path / "nope.jar"))
     with pytest.raises(TlcSetupError, match="no such file"):

@@ -232,7 +232,8 @@ class TlcResult:
 _MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.S)
 _STATE_HEAD = re.compile(r"^(\d+): <([^ >]+)[^>]*>\s*\n", re.S)
 _INVARIANT = re.compile(r"Invariant (\S+) is violated")
-_STATS = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found")
+# The final statistics and the progress reports (which add rates in parentheses).
+_STATS = re.compile(r"([\d,]+) states generated(?: \([^)]*\))?, ([\d,]+) distinct states found")
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 
 

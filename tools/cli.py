@@ -21,7 +21,8 @@ from kcm.tools import verify as verify_stages
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
 
 # Commands that live in modules of their own; each has `register(subparsers)`.
-COMMAND_MODULES = ("kcm.tools.prove", "kcm.tools.review", "kcm.tools.conform")
+COMMAND_MODULES = ("kcm.tools.prove", "kcm.tools.review", "kcm.tools.conform", "kcm.tools.trace_cmd",
+                   "kcm.tools.replay")
 
 
 class UsageError(Exception):

@@ -1,0 +1,132 @@
+"""kcm replay: the implementation driven by a trace, compared state by state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kcm.conformance.replay import Replayer, replay
+from kcm.conformance.trace import Event, TraceWriter, load_trace
+from kcm.impl.simulator import SimConfig, Simulator
+from kcm.spec.vocabulary import Knobs
+from kcm.tools.cli import main
+
+
+def simulate(seed: int, steps: int, knobs: Knobs | None = None) -> list[Event]:
+    events: list[Event] = []
+    simulator = Simulator(seed, knobs or Knobs(), SimConfig(), events.append)
+    simulator.bootstrap()
+    simulator.run(steps)
+    return events
+
+
+def write(events: list[Event], path: Path) -> Path:
+    with TraceWriter(path) as writer:
+        for event in events:
+            writer.write(event)
+    return path
+
+
+@pytest.mark.parametrize("seed", [2, 3, 4])
+def test_a_simulator_trace_replays_without_divergence(seed: int) -> None:
+    report = replay(simulate(seed, 400))
+    assert report.divergence is None
+    assert report.verdict == "conforms"
+    assert report.steps == 401
+
+
+def test_a_violating_simulator_trace_breaks_the_same_invariant_in_the_implementation() -> None:
+    for seed in range(40):
+        events = simulate(seed, 300, Knobs(truncation="hw"))
+        report = replay(events)
+        if report.trace_invariant is not None and report.divergence is None:
+            assert report.same_invariant
+            return
+    pytest.fail("no seed of the original design broke an invariant")
+
+
+def _corrupt(events: list[Event]) -> int:
+    """Changes the HW one Produce reports; returns the seq of that event."""
+    for event in events:
+        hw: dict[str, Any] = event["state"].get("hw", {})
+        if event["action"] == "Produce" and hw:
+            broker = next(iter(hw))
+            partition = next(iter(hw[broker]))
+            hw[broker][partition] += 7
+            seq: int = event["seq"]
+            return seq
+    raise AssertionError("no Produce with an HW change")
+
+
+def test_a_corrupted_trace_diverges_at_the_corrupted_step() -> None:
+    events = simulate(2, 400)
+    seq = _corrupt(events)
+    report = replay(events)
+    assert report.divergence is not None
+    assert report.divergence.seq == seq
+    assert report.divergence.variable.startswith("hw.")
+    assert report.divergence.expected == report.divergence.actual + 7
+
+
+def test_a_step_the_implementation_cannot_take_is_named() -> None:
+    events = simulate(3, 100)
+    victim = next(e for e in events if e["action"] == "SendFetch")
+    victim["args"]["partition"] = "nosuch-0"
+    report = replay(events)
+    assert report.divergence is not None and report.divergence.seq == victim["seq"]
+    assert report.divergence.reason
+
+
+def test_cli_reports_conformance_and_divergence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    events = simulate(4, 150)
+    assert main(["replay", str(write(events, tmp_path / "ok.jsonl")), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "conforms" and out["divergence"] is None
+    seq = _corrupt(events)
+    assert main(["replay", str(write(events, tmp_path / "bad.jsonl"))]) == 1
+    assert f"diverges at seq {seq} (Produce): hw." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "empty trace"),
+        ('{"v":1}\n', "missing required field"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
+                               message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    assert main(["replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_bad_knobs_and_a_missing_init_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    events = simulate(2, 5)
+    events[0]["args"]["knobs"]["truncation"] = "nonsense"
+    assert main(["replay", str(write(events, tmp_path / "knobs.jsonl"))]) == 2
+    assert "args.knobs" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="full Init"):
+        Replayer(events[1:])
+    assert main(["replay", str(write(simulate(2, 5), tmp_path / "t.jsonl")), "--invariant", "Nope"]) == 2
+    assert "unknown invariant" in capsys.readouterr().err
+
+
+@pytest.mark.tlc
+def test_every_known_bug_counterexample_breaks_the_same_invariant_in_the_implementation(tmp_path: Path) -> None:
+    from test_spec import REPRODUCTIONS
+
+    from kcm.tools.check import check_model, model_knobs, vocabulary_name
+
+    for model, (_, invariant) in sorted(REPRODUCTIONS.items()):
+        trace = tmp_path / f"{model}.jsonl"
+        outcome = check_model(model, model_knobs(model), heap_mb=2048, trace_out=trace)
+        assert outcome.result.violated == invariant
+        report = replay(load_trace(trace), vocabulary_name(invariant))
+        assert report.divergence is None, (model, report.divergence)
+        assert report.same_invariant, (model, report.impl_invariants)

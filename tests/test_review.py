@@ -18,6 +18,7 @@ from kcm.tools.review import (
     VARIANTS,
     Cell,
     RowResult,
+    Variant,
     cmd_review,
     markdown,
     review,
@@ -101,3 +102,32 @@ def test_reduced_matrix(tmp_path: Path) -> None:
     hw = by_label["truncation=hw"].cells["NoCommittedDataLoss"]
     assert hw.result == "violated" and Path(hw.trace or "").parent == tmp_path
     assert not list(tmp_path.glob("*-run*.jsonl"))
+
+
+def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from kcm.impl.simulator import SimConfig
+    from kcm.tools import review as review_module
+    from kcm.tools.verify import STAGES, VerifyContext
+
+    def fake(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | None = None) -> list[RowResult]:
+        rows = []
+        for variant in variants:
+            row = RowResult(variant, runs=1, seconds=2.0)
+            for name in COLUMNS:
+                row.cells[name] = Cell(name, "holds", 10)
+            # Every row breaks what it is documented to break, except the unclean one, which breaks nothing.
+            for name in variant.expected if variant.label != "unclean_election=true" else ():
+                row.cells[name] = Cell(name, "violated", 5, trace_length=4, trace="t.jsonl")
+            rows.append(row)
+        return rows
+
+    monkeypatch.setattr(review_module, "review", fake)
+    ctx = VerifyContext(Knobs(truncation="kip279"), SimConfig(), 1, 1, Console())
+    rows = STAGES["tlc"](ctx)
+    assert [r.engine for r in rows] == ["tlc"] * (len(VARIANTS) + 1)
+    assert rows[0].check == "model ci" and rows[0].verdict == "holds" and "10 distinct states" in rows[0].detail
+    verdicts = {r.check: r.verdict for r in rows[1:]}
+    assert verdicts["review unclean_election=true (unclean)"] == "violated"
+    assert sum(v == "holds" for v in verdicts.values()) == len(VARIANTS) - 1

@@ -46,6 +46,8 @@ def register(subparsers: Any) -> None:
     validate = subparsers.add_parser("validate", help="check every step of a trace against the Z3 relation")
     validate.add_argument("trace")
     validate.add_argument("--json", action="store_true")
+    validate.add_argument("--tlc", action="store_true",
+                          help="TLC trace validation against the TLA+ specification instead (tools/tracecheck.py)")
     validate.set_defaults(handler=cmd_validate)
 
 
@@ -208,6 +210,10 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.tlc:
+        from kcm.tools.tracecheck import cmd_validate_tlc
+
+        return cmd_validate_tlc(args)
     from kcm.spec.z3.validate import validate_events
 
     events = load_trace(args.trace)

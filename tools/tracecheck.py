@@ -1,0 +1,254 @@
+"""`kcm validate --tlc TRACE`: TLC trace validation of an implementation trace.
+
+As etcd-io/raft's and CCF's trace validation do, the trace becomes a constrained behaviour of the
+specification: a generated module (`TraceRun`, extending spec/TraceKafka.tla) holds the trace as the
+constant `TraceLog`, one record per event with the event's action, its actor's id and the full value,
+after the event, of every variable the trace observes (in the specification's encoding: absent keys as
+sentinels, ISRs as sets; docs/spec.md). TraceKafka's next-state relation takes, at step i, an action of
+the event's name (or a stutter, if the observed state did not change) whose observed variables equal
+event i's. TLC must reach the end of the trace: the invariant `TraceNotAccepted` is then violated, which
+is TLC's way of saying so. If it is not reached, the depth TLC explored is the matched prefix, and the
+next event is the first one the specification cannot explain.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from kcm.conformance.trace import Event, apply_event
+from kcm.spec.vocabulary import VARIABLES, Knobs
+
+from .check import ERA_HOOKS, KNOB_CONSTANTS, VARIANT_PREFIX, spec_dir
+from .tlc import run_tlc
+
+MODULE: Final = "TraceRun"
+ACCEPTED: Final = "TraceNotAccepted"
+# Bounds of the specification: a trace validation must never be cut short by them.
+BOUND: Final = 100_000
+_BROKER_KEYED: Final = frozenset({"acting_controller_epoch", "alive", "broker_controller_epoch"})
+# The value a v1 map leaves out, per variable (docs/spec.md, "Variables and trace format v1").
+_ABSENT: Final[dict[str, Any]] = {
+    "assignment": (), "leader": 0, "leader_epoch": -1, "isr": frozenset(), "partition_controller_epoch": 0,
+    "partition_version": -1, "acting_controller_epoch": 0, "alive": False, "broker_controller_epoch": 0,
+    "partition_state": "NonExistentPartition", "replica_state": "NonExistentReplica", "local_leader_epoch": -1,
+    "local_isr": frozenset(), "log": (), "hw": 0, "hw_checkpoint": 0, "epoch_start_offset": 0,
+}
+_SETS: Final = frozenset({"isr", "local_isr"})
+
+
+@dataclass
+class TraceCheck:
+    accepted: bool
+    events: int
+    matched: int  # events the specification explains, from the first
+    first_unexplained: Event | None
+    distinct_states: int
+    seconds: float
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds if self.seconds else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        bad = self.first_unexplained
+        return {
+            "engine": "tlc",
+            "accepted": self.accepted,
+            "events": self.events,
+            "matched": self.matched,
+            "first_unexplained": None if bad is None else {
+                "seq": bad["seq"], "actor": bad["actor"], "action": bad["action"]},
+            "distinct_states": self.distinct_states,
+            "seconds": round(self.seconds, 2),
+            "events_per_second": round(self.events_per_second, 1),
+        }
+
+
+# -- TLA+ values ------------------------------------------------------------------------------------------
+
+
+def tla(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, frozenset):
+        return "{" + ", ".join(tla(item) for item in sorted(value)) + "}"
+    if isinstance(value, tuple | list):
+        return "<<" + ", ".join(tla(item) for item in value) + ">>"
+    raise ValueError(f"no TLA+ value for {value!r}")
+
+
+def _partition_function(values: dict[str, str]) -> str:
+    """A function on partition names: ("a" :> x @@ "b" :> y)."""
+    return "(" + " @@ ".join(f"{json.dumps(p)} :> {v}" for p, v in sorted(values.items())) + ")"
+
+
+def _broker_function(brokers: list[int], values: dict[int, str]) -> str:
+    # A function on 1..N is a tuple in TLA+.
+    return "<<" + ", ".join(values[b] for b in brokers) + ">>"
+
+
+class _Encoder:
+    """Full v1 states (of the observed variables) as TLA+ records in the specification's encoding."""
+
+    def __init__(self, brokers: list[int], partitions: list[str]) -> None:
+        self.brokers = brokers
+        self.partitions = partitions
+
+    def leaf(self, name: str, value: Any) -> str:
+        if value is None:
+            value = _ABSENT[name]
+        elif name in _SETS:
+            value = frozenset(value)
+        elif name == "log":
+            value = tuple(tuple(entry) for entry in value)
+        return tla(value)
+
+    def variable(self, name: str, value: Any, state: dict[str, Any]) -> str:
+        depth = VARIABLES[name]
+        if depth == 0:
+            return tla(value)
+        if depth == 1 and name in _BROKER_KEYED:
+            return _broker_function(self.brokers, {b: self.leaf(name, value.get(str(b))) for b in self.brokers})
+        if depth == 1:
+            return _partition_function({p: self.leaf(name, value.get(p)) for p in self.partitions})
+        if name == "role":
+            return self._per_replica(lambda b, p: tla(self._role(state, b, p)))
+        if depth == 2:
+            return self._per_replica(lambda b, p: self.leaf(name, value.get(b, {}).get(p)))
+        return self._per_replica(lambda b, p: _broker_function(self.brokers, {
+            r: self.leaf(name, value.get(b, {}).get(p, {}).get(str(r))) for r in self.brokers}))
+
+    def _per_replica(self, cell: Any) -> str:
+        return _broker_function(self.brokers, {
+            b: _partition_function({p: cell(str(b), p) for p in self.partitions}) for b in self.brokers})
+
+    @staticmethod
+    def _role(state: dict[str, Any], broker: str, partition: str) -> str:
+        role = state["role"].get(broker, {}).get(partition)
+        if role is not None:
+            return str(role)
+        # A replica without a role still exists while the broker keeps its log (after a crash).
+        return "none" if partition in state["log"].get(broker, {}) else "absent"
+
+    def state(self, state: dict[str, Any], observed: list[str]) -> str:
+        fields = ", ".join(f"{name} |-> {self.variable(name, state[name], state)}" for name in observed)
+        return f"[{fields}]"
+
+
+def _actor_id(actor: str) -> int:
+    kind, _, ident = actor.partition(":")
+    return int(ident) if kind in ("broker", "controller") and ident.isdigit() else 0
+
+
+def trace_module(events: list[Event]) -> tuple[str, dict[str, str]]:
+    """The generated module's text and the constants it defines for the configuration."""
+    observed = [name for name in VARIABLES if any(name in e["state"] for e in events)]
+    if "role" in observed and "log" not in observed:
+        raise ValueError("a trace observing role must observe log too (a replica's existence is read from it)")
+    brokers = sorted(int(b) for b in events[0]["args"].get("brokers") or events[0]["state"].get("alive", {}))
+    if brokers != list(range(1, len(brokers) + 1)):
+        raise ValueError("Init event: args.brokers: expected the broker ids 1..N")
+    assignment: dict[str, list[int]] = {}
+    for event in events:
+        for partition, replicas in event["state"].get("assignment", {}).items():
+            if replicas is not None:
+                assignment.setdefault(partition, replicas)
+    partitions = sorted(assignment) or ["none-0"]
+    encoder = _Encoder(brokers, partitions)
+    state: dict[str, Any] = {}
+    records = []
+    for event in events:
+        apply_event(state, event)
+        records.append(f"    [action |-> {json.dumps(event['action'])}, actor |-> {_actor_id(event['actor'])},\n"
+                       f"     state |-> {encoder.state(state, observed)}]")
+    text = (
+        f"---- MODULE {MODULE} ----\n"
+        f"(* Generated by kcm validate --tlc from run {events[0]['run']!r}: {len(events)} events. *)\n"
+        "EXTENDS TraceKafka\n"
+        f"RunBrokers == {tla(frozenset(brokers))}\n"
+        f"RunPartitions == {tla(frozenset(partitions))}\n"
+        f"RunAssignment == {_partition_function({p: tla(tuple(assignment.get(p, ()))) for p in partitions})}\n"
+        "RunTraceLog == <<\n" + ",\n".join(records) + "\n>>\n====\n"
+    )
+    constants = {"Brokers": "RunBrokers", "Partitions": "RunPartitions", "Assignment": "RunAssignment",
+                 "TraceLog": "RunTraceLog"}
+    return text, constants
+
+
+def trace_config(knobs: Knobs, constants: dict[str, str], update_metadata: bool) -> str:
+    values = knobs.to_dict()
+    prefix = VARIANT_PREFIX[knobs.truncation]
+    lines = ["CONSTANTS"]
+    lines += [f"    {name} <- {value}" for name, value in constants.items()]
+    for knob, name in KNOB_CONSTANTS.items():
+        value = values[knob]
+        lines.append(f"    {name} = {str(value).upper() if isinstance(value, bool) else value}")
+    lines += [f"    {name} = {BOUND}" for name in
+              ("MaxRecords", "MaxLeaderEpoch", "MaxControllerEpoch", "MaxCrashes", "MaxExpiries")]
+    lines.append(f"    ModelUpdateMetadata = {'TRUE' if update_metadata else 'FALSE'}")
+    lines += [f"    {hook} <- {prefix}{hook}" for hook in ERA_HOOKS]
+    lines += ["INIT TraceInit", "NEXT TraceNext", f"INVARIANT {ACCEPTED}"]
+    return "\n".join(lines) + "\n"
+
+
+def validate_with_tlc(events: list[Event], heap_mb: int = 2048) -> TraceCheck:
+    started = time.perf_counter()
+    init = events[0]
+    if init["action"] != "Init" or not init.get("full"):
+        raise ValueError("the trace must begin with a full Init event")
+    knobs = Knobs.from_dict(dict(init["args"].get("knobs", {})))
+    text, constants = trace_module(events)
+    update_metadata = any(e["action"] == "UpdateMetadata" for e in events)
+    with tempfile.TemporaryDirectory(prefix="kcm-trace-") as folder:
+        work = Path(folder)
+        for source in spec_dir().glob("*.tla"):
+            shutil.copy(source, work / source.name)
+        module = work / f"{MODULE}.tla"
+        module.write_text(text)
+        config = work / f"{MODULE}.cfg"
+        config.write_text(trace_config(knobs, constants, update_metadata))
+        result = run_tlc(module, config, heap_mb=heap_mb, extra_args=("-deadlock",))
+    accepted = result.violated == ACCEPTED
+    matched = len(events) if accepted else result.depth
+    return TraceCheck(accepted, len(events), matched, None if accepted else events[min(matched, len(events) - 1)],
+                      result.distinct_states, time.perf_counter() - started)
+
+
+def cmd_validate_tlc(args: Any) -> int:
+    """`kcm validate --tlc TRACE [--json]`: exit 0 the specification explains the whole trace, 1 not."""
+    from rich.console import Console
+
+    from kcm.conformance.trace import load_trace
+
+    events = load_trace(args.trace)
+    console = Console(stderr=True)
+    with console.status(f"TLC: validating {len(events)} events", spinner="dots") if console.is_terminal and \
+            not args.json else _quiet():
+        check = validate_with_tlc(events)
+    if args.json:
+        print(json.dumps({"trace": args.trace, **check.to_json()}, indent=2))
+    elif check.accepted:
+        print(f"{args.trace}: the specification explains all {check.events} events "
+              f"({check.distinct_states:,} states, {check.seconds:.1f} s, {check.events_per_second:,.1f} events/s)")
+    else:
+        bad = check.first_unexplained
+        assert bad is not None
+        print(f"{args.trace}: event seq {bad['seq']} ({bad['action']} by {bad['actor']}) is explained by no "
+              f"behaviour of the specification (the first {check.matched} events are)")
+    return 0 if check.accepted else 1
+
+
+def _quiet() -> Any:
+    from contextlib import nullcontext
+
+    return nullcontext()

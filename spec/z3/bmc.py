@@ -5,7 +5,9 @@ invariant checker of kcm.conformance reads like any other.
 
 History invariants are asked of the whole unrolling: `OneLeaderPerEpoch` compares the leaders named in
 the last state with those of every earlier state; `NoCommittedDataLoss` looks for a record committed in
-some state (below the HW of a broker leading then) that the current leader or an ISR member lacks now.
+some state (below the HW of a broker leading then) that the current leader or an ISR member lacks now;
+`HighWatermarkMonotonic/AcrossLeaders` compares the HW the current leader exposes with the HW every earlier
+current leader exposed.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kcm.conformance.trace import Event, make_event
-from kcm.spec.vocabulary import HW_PER_LEADER, INVARIANTS, VARIABLES, Knobs
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, VARIABLES, Knobs
 
 from ._z3 import Expr, and_, int_const, ite, not_, num, or_, or_all, py_value, z3
 from .actions import Effect, Relations, next_relation
-from .invariants import STATE_INVARIANTS, STEP_INVARIANTS, initial, stale_controller_fenced
+from .invariants import STATE_INVARIANTS, STEP_INVARIANTS, exposed_hw, initial, stale_controller_fenced
 from .model import NO_EPOCH, ROLE_LEADER, ROLE_NAMES, Config, State
 
 PARTITION: Final = "t0-0"
@@ -31,6 +33,7 @@ _HISTORY_AND_FENCE: Final = ("NoCommittedDataLoss", "StaleControllerFenced")
 BMC_INVARIANTS: Final[tuple[str, ...]] = (
     *(name for name in INVARIANTS if name in STATE_INVARIANTS or name in STEP_INVARIANTS or name in _HISTORY_AND_FENCE),
     HW_PER_LEADER,
+    HW_ACROSS_LEADERS,
 )
 
 
@@ -51,8 +54,10 @@ class BmcResult:
 
 
 class Unrolling:
-    def __init__(self, cfg: Config, logic: str = "QF_BV") -> None:
+    def __init__(self, cfg: Config, logic: str = "QF_BV", actions: frozenset[str] | None = None) -> None:
         self.cfg = cfg
+        # Like a reproduction model's Next in spec/MC*.tla: only these actions (all when None).
+        self.actions = actions
         self.states: list[State] = [State(cfg, "s0.")]
         self.effects: list[list[Effect]] = []
         self.choices: list[Expr] = []
@@ -69,7 +74,7 @@ class Unrolling:
         k = len(self.states)
         s, t = self.states[-1], State(self.cfg, f"s{k}.")
         rel = Relations(self.cfg, s, t, tag=f"a{k - 1}.", past=list(self.states))
-        effects = rel.model_instances()
+        effects = [e for e in rel.model_instances() if self.actions is None or e.action in self.actions]
         choice = int_const(f"choice{k - 1}", 8 if self.cfg.width is not None else None)
         self.solver.add(next_relation(effects, s, t, choice))
         # No step leaves the state as it was: a shortest counterexample has none, and ruling them out
@@ -99,7 +104,15 @@ class Unrolling:
                 out[name] = not_(stale_controller_fenced(s, t, self.effects[-1], self.choices[-1]))
             elif name == "NoCommittedDataLoss":
                 out[name] = self._data_loss()
+            elif name == HW_ACROSS_LEADERS:
+                out[name] = self._exposed_hw_back()
         return out
+
+    def _exposed_hw_back(self) -> Expr:
+        """The HW the current leader exposes now is below one an earlier current leader exposed."""
+        now_on, now_hw = exposed_hw(self.states[-1])
+        earlier = [and_(on, hw > now_hw) for on, hw in map(exposed_hw, self.states[:-1])]
+        return and_(now_on, or_all(earlier))
 
     def _two_leaders(self) -> Expr:
         """A leader named now (by the store or a leading broker) for an epoch some other broker was named
@@ -276,6 +289,7 @@ def run_bmc(
     run: str = "z3-bmc",
     on_depth: Callable[[int, float], None] | None = None,
     min_depth: int = 1,
+    actions: Iterable[str] | None = None,
 ) -> BmcResult:
     """Shortest counterexample to any of `invariants` (default: all the model checks) up to `max_depth`.
 
@@ -298,7 +312,8 @@ def run_bmc(
     result = BmcResult(knobs, brokers, max_depth, 0)
     # One query at a single depth: the finite-domain solver answers it faster (measured 3-9 s against 9-11 s
     # for the KAFKA-1211 counterexample); depth by depth, the incremental bit-vector solver does better.
-    unrolling = Unrolling(cfg, "QF_FD" if min_depth >= max_depth else "QF_BV")
+    unrolling = Unrolling(cfg, "QF_FD" if min_depth >= max_depth else "QF_BV",
+                          None if actions is None else frozenset(actions))
     solver = unrolling.solver
     order = [n for n in BMC_INVARIANTS if n in names]
     for k in range(1, max_depth + 1):

@@ -113,6 +113,22 @@ def hw_per_leader_epoch(s: State, t: State) -> Expr:
     )
 
 
+def exposed_hw(s: State) -> tuple[Expr, Expr]:
+    """Whether the partition has a current leader (the store's leader, leading in the store's epoch) that
+    exposes its HW, and that HW. With kip320 a new leader withholds its HW until it reaches its epoch start
+    offset (the KAFKA-2334 fix)."""
+    on: Expr = z3.BoolVal(False)
+    hw: Expr = s.b("hw", s.cfg.ids[0])
+    for b in s.cfg.ids:
+        leads = and_(s["node"], s["leader"] == b, s.b("role", b) == ROLE_LEADER,
+                     s.b("local_leader_epoch", b) == s["leader_epoch"])
+        if s.cfg.knobs.truncation == "kip320":
+            leads = and_(leads, s.b("hw", b) >= s.b("epoch_start_offset", b))
+        on = or_(on, leads)
+        hw = z3.If(leads, s.b("hw", b), hw)
+    return on, hw
+
+
 def stale_controller_fenced(s: State, t: State, effects: list[Effect], choice: Expr) -> Expr:
     return and_all(implies(choice == i, fence_obligation(e, s, t)) for i, e in enumerate(effects))
 

@@ -1,0 +1,271 @@
+"""Mutation testing of the implementation: a catalogue of small, plausible bugs, each applied alone to a
+fresh process (by recompiling one function from its patched source), and the conformance suite run
+against it: the datadriven scenarios of tests/scenarios/ and a bounded campaign of the state machines with
+safe knobs (every invariant and the Z3 step check). A mutant is killed when the suite fails."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import io
+import multiprocessing
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from kcm.spec.vocabulary import Knobs
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+SCENARIO_TESTS: Final = ROOT / "tests" / "test_scenarios.py"
+RM, EL, PSM, CTL, CS, CC = ("kcm.impl.replica_manager", "kcm.impl.election", "kcm.impl.partition_state_machine",
+                            "kcm.impl.controller", "kcm.impl.controller_store", "kcm.impl.controller_context")
+SUITE_EXAMPLES, SUITE_STEPS = 40, 30
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    module: str
+    target: str  # "function" or "Class.method"
+    old: str
+    new: str
+    idea: str
+
+
+def _m(name: str, module: str, target: str, old: str, new: str, idea: str) -> Mutant:
+    return Mutant(name, module, target, old, new, idea)
+
+
+CATALOGUE: Final[tuple[Mutant, ...]] = (
+    # -- fencing: controller epochs, leader epochs
+    _m("no-controller-epoch-check", RM, "ReplicaManager._accept_controller_epoch",
+       "if self.knobs.controller_epoch_fencing and epoch < self.controller_epoch:", "if False:",
+       "skip the controller-epoch check"),
+    _m("controller-epoch-overwritten", RM, "ReplicaManager._accept_controller_epoch",
+       "self.controller_epoch = max(self.controller_epoch, epoch)", "self.controller_epoch = epoch",
+       "a broker forgets a newer controller epoch when an older request is let through"),
+    _m("leader-epoch-ge", RM, "ReplicaManager._is_stale", "leader_epoch <= known", "leader_epoch < known",
+       "compare leader epochs with >= instead of >"),
+    _m("no-leader-epoch-check", RM, "ReplicaManager._is_stale",
+       "return self.knobs.leader_epoch_check and known is not None and leader_epoch <= known", "return False",
+       "apply every LeaderAndIsr whatever its leader epoch"),
+    _m("stop-replica-stale-epoch", RM, "ReplicaManager._on_stop_replica",
+       "accepted = self._accept_controller_epoch(request.controller_epoch, request.controller_id)",
+       "accepted = self._accept_controller_epoch(request.controller_epoch, request.controller_id) or True",
+       "accept StopReplica from a stale controller epoch"),
+    _m("fetch-fence-lower-only", RM, "ReplicaManager._fence_error",
+       "if fenced and current_leader_epoch != replica.leader_epoch:",
+       "if fenced and current_leader_epoch < replica.leader_epoch:",
+       "KIP-320 fence only refuses older epochs, not newer ones"),
+    _m("follower-accepts-old-epoch-response", RM, "ReplicaManager._current_follower",
+       "replica.role != FOLLOWER or replica.leader_epoch != leader_epoch", "replica.role != FOLLOWER",
+       "a follower takes fetch replies meant for an earlier leader epoch"),
+    # -- high watermark
+    _m("hw-as-max", RM, "ReplicaManager._maybe_advance_hw", "candidate = min(own, lowest)",
+       "candidate = max(own, lowest)", "compute the HW as a max"),
+    _m("hw-may-go-back", RM, "ReplicaManager._maybe_advance_hw", "if candidate > replica.hw:",
+       "if candidate != replica.hw:", "the leader's HW may move backwards"),
+    _m("hw-ignores-isr", RM, "ReplicaManager._maybe_advance_hw",
+       "for r in replica.isr if r != self.broker_id", "for r in () if r != self.broker_id",
+       "the leader commits without waiting for its ISR"),
+    _m("follower-hw-uncapped", RM, "ReplicaManager._on_fetch_response",
+       "replica.hw = min(response.high_watermark, len(replica.log))", "replica.hw = response.high_watermark",
+       "a follower's HW may pass its log end"),
+    _m("restart-hw-from-log", RM, "ReplicaManager.restart",
+       "replica.hw = min(replica.hw_checkpoint, len(replica.log))", "replica.hw = len(replica.log)",
+       "log recovery takes the log end as the HW instead of the checkpoint"),
+    _m("truncate-keeps-hw", RM, "ReplicaManager._truncate", "replica.hw = min(replica.hw, len(replica.log))",
+       "pass", "truncation leaves the HW above the log end"),
+    # -- truncation and fetching
+    _m("skip-truncation", RM, "ReplicaManager._truncate", "if offset < len(replica.log):", "if False:",
+       "skip truncation"),
+    _m("no-truncation-on-become-follower", RM, "ReplicaManager._become_follower",
+       "replica.truncating = True", "replica.truncating = False",
+       "a new follower never asks the leader where its epoch ends"),
+    _m("undefined-epoch-keeps-log", RM, "ReplicaManager._on_offsets_for_leader_epoch_response",
+       "offset = replica.hw", "offset = len(replica.log)",
+       "an undefined epoch answer keeps the whole log instead of truncating to the HW"),
+    _m("fetch-offset-unchecked", RM, "ReplicaManager._on_fetch_response",
+       "if response.error or response.fetch_offset != len(replica.log):", "if response.error:",
+       "a follower appends a reply for another offset (duplicated or reordered)"),
+    _m("fetch-beyond-log-end", RM, "ReplicaManager._on_fetch", "request.fetch_offset > len(replica.log)",
+       "request.fetch_offset > len(replica.log) + 1", "the leader serves a fetch past its log end"),
+    _m("epoch-start-zero", RM, "ReplicaManager._become_leader", "replica.epoch_start_offset = len(replica.log)",
+       "replica.epoch_start_offset = 0", "a new leader forgets where its epoch starts"),
+    # -- ISR
+    _m("always-caught-up", RM, "ReplicaManager._record_follower_position", "if offset >= len(replica.log):",
+       "if True:", "every fetch counts as caught up, so laggards are never dropped from the ISR"),
+    _m("isr-join-below-hw", RM, "ReplicaManager._in_sync", "caught_up = offset >= replica.hw",
+       "caught_up = offset >= 0", "a follower joins the ISR before reaching the HW"),
+    _m("isr-join-before-epoch", RM, "ReplicaManager._in_sync",
+       "return caught_up and offset >= replica.epoch_start_offset", "return caught_up",
+       "a follower joins the ISR before reaching the leader's epoch (the KIP-320 rule dropped)"),
+    _m("shrink-keeps-laggards", RM, "ReplicaManager.shrink_isr", "if r not in laggards", "if r in laggards",
+       "the ISR shrink keeps the laggards and drops the others"),
+    _m("failed-broker-stays-in-isr", PSM, "PartitionStateMachine._decide",
+       "isr = live_isr if leader in live_isr else (leader,)", "isr = current.isr",
+       "leave a failed broker in the ISR"),
+    _m("shutdown-broker-stays-in-isr", PSM, "PartitionStateMachine._decide",
+       "isr = tuple(r for r in current.isr if r not in ctx.shutting_down)", "isr = current.isr",
+       "a broker shutting down stays in the ISR"),
+    _m("dead-brokers-in-new-isr", PSM, "PartitionStateMachine._initialize",
+       "isr = tuple(r for r in replicas if r in live)", "isr = tuple(replicas)",
+       "a new partition's ISR includes brokers that are down"),
+    # -- elections
+    _m("always-unclean", EL, "offline_partition_leader", "lambda r: r in live and r in isr)",
+       "lambda r: r in live)", "offline election ignores the ISR"),
+    _m("unclean-knob-ignored", EL, "offline_partition_leader", "if clean is None and unclean_enabled:",
+       "if clean is None:", "unclean election whatever the knob says"),
+    _m("isr-order-election", EL, "offline_partition_leader",
+       "clean = _first(assignment, lambda r: r in live and r in isr)",
+       "clean = _first(sorted(isr, reverse=True), lambda r: r in live and r in isr)",
+       "scan candidates in ISR order instead of assignment order"),
+    _m("reassign-leader-outside-isr", EL, "reassign_partition_leader", "lambda r: r in live and r in isr",
+       "lambda r: r in live", "reassignment elects a leader outside the ISR"),
+    _m("preferred-outside-isr", EL, "preferred_replica_partition_leader",
+       "assignment[0] in live and assignment[0] in isr", "assignment[0] in live",
+       "preferred election of a replica outside the ISR"),
+    _m("shutdown-elects-leaving-broker", EL, "controlled_shutdown_partition_leader",
+       "r in live and r in isr and r not in shutting_down", "r in live and r in isr",
+       "controlled shutdown may elect the broker that is leaving"),
+    # -- the controller
+    _m("controller-epoch-not-bumped", CTL, "Controller._try_elect", "epoch = int(data) + 1", "epoch = int(data)",
+       "a new controller keeps its predecessor's epoch"),
+    _m("leader-epoch-not-bumped", CC, "LeaderIsr.successor", "self.leader_epoch + 1", "self.leader_epoch",
+       "a new leadership decision keeps the old leader epoch"),
+    _m("no-store-fencing", CS, "ControllerStore.write",
+       "checked: list[Op] = [CheckVersion(zk_paths.CONTROLLER_EPOCH, ctx.epoch_version), *ops] if fenced "
+       "else list(ops)", "checked: list[Op] = list(ops)",
+       "a deposed controller's store writes are not fenced by the epoch node's version"),
+    _m("broker-failure-no-election", CTL, "Controller._on_broker_failure",
+       "psm.handle(leaderless, P.OfflinePartition)", "psm.handle([], P.OfflinePartition)",
+       "partitions led by a failed broker are not moved offline and re-elected"),
+    _m("reassign-without-isr-wait", CTL, "Controller._reassign", "if not set(target) <= set(leadership.isr):",
+       "if False:", "write the final assignment before the new replicas have joined the ISR"),
+)
+
+
+@dataclass
+class MutantResult:
+    name: str
+    killed: bool
+    by: str  # what killed it: the failing test or invariant, or "" for a survivor
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "killed": self.killed, "by": self.by, "seconds": round(self.seconds, 2)}
+
+
+class MutationError(ValueError):
+    """A mutant whose original text is no longer in its function (the implementation moved on)."""
+
+
+def _resolve(mutant: Mutant) -> tuple[Any, str, Callable[..., Any]]:
+    module = importlib.import_module(mutant.module)
+    owner: Any = module
+    *path, name = mutant.target.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, name, getattr(owner, name)
+
+
+def mutated_source(mutant: Mutant) -> str:
+    _, _, function = _resolve(mutant)
+    source = textwrap.dedent(inspect.getsource(function))
+    if source.count(mutant.old) != 1:
+        raise MutationError(f"mutant {mutant.name}: {mutant.old!r} occurs {source.count(mutant.old)} times in "
+                            f"{mutant.module}.{mutant.target}, expected once")
+    return source.replace(mutant.old, mutant.new)
+
+
+def apply(mutant: Mutant) -> None:
+    """Recompiles the target function from its patched source, in its module's namespace (this process only)."""
+    owner, name, original = _resolve(mutant)
+    module = importlib.import_module(mutant.module)
+    namespace: dict[str, Any] = {}
+    code = compile(mutated_source(mutant), f"<mutant {mutant.name}>", "exec")
+    exec(code, vars(module), namespace)  # the catalogue's own source, patched
+    replacement = namespace[name]
+    setattr(owner, name, replacement)
+    # Functions imported by name elsewhere keep the original: point those names at the mutant too.
+    for loaded in list(sys.modules.values()):
+        if getattr(loaded, "__name__", "").startswith("kcm.") and getattr(loaded, name, None) is original:
+            setattr(loaded, name, replacement)
+
+
+# -- the suite ----------------------------------------------------------------------------------------------
+
+
+def run_suite(examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> str:
+    """The conformance suite on the implementation as loaded: what failed first, or "" if all passed."""
+    failed = _scenario_tests()
+    if failed:
+        return failed
+    from .stateful import run_campaign
+
+    campaign = run_campaign(Knobs(), examples, steps, database=False)
+    if campaign.found:
+        found = campaign.found[0]
+        return f"conform: {found.invariant} ({len(found.commands)} commands)"
+    return ""
+
+
+def _scenario_tests() -> str:
+    if not SCENARIO_TESTS.exists():
+        return ""
+    import pytest
+
+    collector = _Failures()
+    with _quiet():
+        pytest.main(["-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly", str(SCENARIO_TESTS)],
+                    plugins=[collector])
+    return f"scenario: {collector.failed[0]}" if collector.failed else ""
+
+
+class _Failures:
+    def __init__(self) -> None:
+        self.failed: list[str] = []
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            self.failed.append(report.nodeid.rpartition("::")[2])
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def evaluate(mutant: Mutant, examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> MutantResult:
+    """Applies the mutant in this process and runs the suite; meant for a process of its own."""
+    started = time.perf_counter()
+    apply(mutant)
+    by = run_suite(examples, steps)
+    return MutantResult(mutant.name, bool(by), by, time.perf_counter() - started)
+
+
+def _evaluate_args(args: tuple[Mutant, int, int]) -> MutantResult:
+    return evaluate(*args)
+
+
+def run_mutants(mutants: tuple[Mutant, ...] = CATALOGUE, processes: int = 2, examples: int = SUITE_EXAMPLES,
+                steps: int = SUITE_STEPS, on_result: Callable[[MutantResult], None] | None = None
+                ) -> list[MutantResult]:
+    """Every mutant in a fresh process (forked, one task per process, so no patch outlives its mutant)."""
+    for mutant in mutants:
+        mutated_source(mutant)  # fails fast on a mutant that no longer applies
+    context = multiprocessing.get_context("fork")
+    results: list[MutantResult] = []
+    with context.Pool(processes, maxtasksperchild=1) as pool:
+        for result in pool.imap_unordered(_evaluate_args, [(m, examples, steps) for m in mutants]):
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    order = {m.name: i for i, m in enumerate(mutants)}
+    return sorted(results, key=lambda r: order[r.name])

@@ -1,0 +1,129 @@
+"""The hypothesis state machines: quiet on the safe design, shrunk failures that replay as scenarios and as
+traces, and (behind `long`) the known bugs found by search alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from datadriven import run_file
+from test_scenarios import Scenario
+
+from kcm.conformance.invariants import InvariantChecker
+from kcm.conformance.stateful import (
+    ConformanceFailure,
+    Found,
+    Harness,
+    MachineConfig,
+    Tally,
+    campaign_settings,
+    run_machine,
+)
+from kcm.conformance.stepcheck import StepValidator
+from kcm.conformance.trace import load_trace
+from kcm.impl.simulator import SimConfig, Simulator
+from kcm.spec.vocabulary import Knobs
+from kcm.spec.z3.validate import validate_events
+
+UNCLEAN = Knobs(unclean_election=True)
+
+
+@pytest.mark.parametrize("machine", ["cluster", "protocol"])
+def test_safe_design_passes_the_ci_profile(machine: str) -> None:
+    tally = Tally()
+    found = run_machine(MachineConfig(Knobs(), machine=machine), campaign_settings("ci"), tally)
+    assert found is None, found and found.scenario()
+    assert tally.examples >= 40 and tally.steps > 500
+
+
+def _unclean_history(h: Harness) -> None:
+    """A follower leaves the ISR, the leader commits alone and dies, the follower comes back and is
+    elected uncleanly."""
+    c = h.cluster
+    commands: list[tuple[str, Callable[[], object]]] = [
+        ("create-topic t0 0=1,2", lambda: c.create_topic("t0", {0: (1, 2)})),
+        ("stabilize", c.stabilize), ("crash 2", lambda: c.crash(2)), ("stabilize", c.stabilize),
+        ("produce broker=1 partition=t0-0 acks=-1", lambda: c.produce(1, "t0-0", -1)),
+        ("stabilize", c.stabilize), ("crash 1", lambda: c.crash(1)), ("stabilize", c.stabilize),
+        ("restart 2", lambda: c.restart(2)), ("stabilize", c.stabilize),
+    ]
+    for command, action in commands:
+        h.run(command, action)
+
+
+def _found(knobs: Knobs, history: Callable[[Harness], None]) -> Found:
+    with pytest.raises(ConformanceFailure) as failure:
+        history(Harness(MachineConfig(knobs)))
+    return failure.value.found
+
+
+def test_a_failure_prints_a_scenario_the_runner_accepts_and_a_valid_trace(tmp_path: Path) -> None:
+    found = _found(UNCLEAN, _unclean_history)
+    assert found.invariant == "NoCommittedDataLoss"
+    assert found.scenario().splitlines()[2] == "cluster brokers=3 unclean_election=true"
+    scenario, trace = found.write(tmp_path, "unclean")
+    text = scenario.read_text()
+    assert "expect-violation NoCommittedDataLoss" in text and "VIOLATION NoCommittedDataLoss" in text
+    runner = Scenario()
+    run_file(scenario, runner, rewrite=False)  # the expectations written match a fresh run
+    runner.finish()  # and every violation is expected
+    events = load_trace(trace)
+    assert len(events) == len(found.events)
+    report = InvariantChecker().check_all(events)
+    assert report.verdict("NoCommittedDataLoss") == "violated"
+    assert validate_events(events).ok
+
+
+def test_the_same_history_is_clean_on_the_safe_design() -> None:
+    h = Harness(MachineConfig(Knobs()))
+    _unclean_history(h)
+    assert h.checker.report.ok
+
+
+def test_targets_limit_what_fails() -> None:
+    h = Harness(MachineConfig(UNCLEAN, targets=frozenset({"LeaderInIsr"})))
+    _unclean_history(h)
+    assert not h.checker.report.ok  # violated, but not a target: the run goes on
+
+
+def test_a_crash_of_the_implementation_is_a_finding() -> None:
+    def history(h: Harness) -> None:
+        h.run("crash 9", lambda: h.cluster.crash(9))
+
+    found = _found(Knobs(), history)
+    assert found.invariant == "ImplementationError" and "KeyError" in found.message
+    assert found.commands[-1] == ("crash 9", [])
+
+
+def test_step_validator_agrees_with_the_batch_validator() -> None:
+    events: list[dict[str, object]] = []
+    Simulator(3, Knobs(), SimConfig(), events.append).run(400)
+    step = StepValidator(events[0])
+    assert all(step.step(e) is None for e in events[1:])
+    assert step.report.steps == validate_events(events).steps == 400
+
+
+def test_step_validator_rejects_a_step_the_model_cannot_explain() -> None:
+    events: list[dict[str, object]] = []
+    sim = Simulator(3, Knobs(), SimConfig(), events.append)
+    sim.bootstrap()
+    sim.run(300)
+    step = StepValidator(events[0])
+    for event in events[1:]:
+        step.step(event)
+    # a clock tick that changes a leader epoch
+    partition = sorted(sim.cluster.partitions)[0]
+    epoch = step.state["leader_epoch"][partition] + 5
+    bad = {"v": 1, "run": events[0]["run"], "seq": len(events), "actor": "clock", "action": "Tick",
+           "args": {"now": 99}, "state": {"leader_epoch": {partition: epoch}}}
+    failure = step.step(bad)
+    assert failure is not None and failure.partition == partition
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("machine,examples", [("protocol", 1500), ("cluster", 3000)])
+def test_unclean_election_is_found_by_search(machine: str, examples: int) -> None:
+    config = MachineConfig(UNCLEAN, machine=machine)
+    found = run_machine(config, campaign_settings("ci", examples, 40))
+    assert found is not None and found.invariant == "NoCommittedDataLoss", found and found.scenario()

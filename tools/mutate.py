@@ -1,0 +1,89 @@
+"""`kcm mutate`: the mutation score of the conformance suite (conformance/mutants.py).
+
+    kcm mutate [--only NAME ...] [--processes N] [--examples N] [--steps M] [--json]
+
+Each mutant of the catalogue is applied alone, in a process of its own, and the suite (the datadriven
+scenarios and a bounded state-machine campaign with safe knobs) is run against it. Exit codes: 0 the kill
+rate meets the target, 1 it does not, 2 a usage error (an unknown mutant, one that no longer applies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kcm.conformance.mutants import CATALOGUE, SUITE_EXAMPLES, SUITE_STEPS, MutantResult, run_mutants
+
+EXIT_OK, EXIT_BELOW_TARGET = 0, 1
+TARGET = 0.95
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("mutate", help="mutation score: the conformance suite against mutants of impl/")
+    parser.add_argument("--only", action="append", metavar="NAME", help="run only this mutant (repeatable)")
+    parser.add_argument("--processes", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--examples", type=int, default=SUITE_EXAMPLES, help="state-machine examples per mutant")
+    parser.add_argument("--steps", type=int, default=SUITE_STEPS, help="rules per example at most")
+    parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=cmd_mutate)
+
+
+def cmd_mutate(args: argparse.Namespace) -> int:
+    from kcm.tools.cli import UsageError
+
+    if args.list:
+        for mutant in CATALOGUE:
+            print(f"{mutant.name:38} {mutant.module}.{mutant.target}: {mutant.idea}")
+        return EXIT_OK
+    known = {m.name: m for m in CATALOGUE}
+    unknown = [name for name in args.only or () if name not in known]
+    if unknown:
+        raise UsageError(f"mutate: unknown mutant {unknown[0]!r} (see kcm mutate --list)")
+    if args.processes < 1 or args.examples < 1 or args.steps < 1:
+        raise UsageError("mutate: --processes, --examples and --steps must be at least 1")
+    mutants = tuple(known[name] for name in args.only) if args.only else CATALOGUE
+    console = Console(stderr=args.json)
+    started = time.perf_counter()
+    with Progress(TextColumn("mutants"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                  TimeElapsedColumn(), console=console, transient=True,
+                  disable=not console.is_terminal) as progress:
+        task = progress.add_task("mutants", total=len(mutants), last="")
+
+        def done(result: MutantResult) -> None:
+            progress.update(task, advance=1, last=f"{result.name}: {'killed' if result.killed else 'SURVIVED'}")
+
+        results = run_mutants(mutants, args.processes, args.examples, args.steps, on_result=done)
+    seconds = time.perf_counter() - started
+    killed = sum(r.killed for r in results)
+    rate = killed / len(results)
+    summary = {"killed": killed, "total": len(results), "kill_rate": round(rate, 4), "target": TARGET,
+               "seconds": round(seconds, 1), "processes": args.processes,
+               "survivors": [r.name for r in results if not r.killed], "mutants": [r.to_json() for r in results]}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print(console, results, summary)
+    return EXIT_OK if rate >= TARGET else EXIT_BELOW_TARGET
+
+
+def _print(console: Console, results: list[MutantResult], summary: dict[str, Any]) -> None:
+    ideas = {m.name: m.idea for m in CATALOGUE}
+    table = Table(title="mutants", title_justify="left")
+    for column in ("mutant", "idea", "result", "killed by", "s"):
+        table.add_column(column, justify="right" if column == "s" else "left")
+    for r in results:
+        verdict = "killed" if r.killed else "[red]SURVIVED[/]"
+        table.add_row(r.name, ideas[r.name], verdict, r.by, f"{r.seconds:.0f}")
+    console.print(table)
+    console.print(f"killed {summary['killed']}/{summary['total']} ({summary['kill_rate']:.0%}, target "
+                  f"{TARGET:.0%}) in {summary['seconds']:.0f} s on {summary['processes']} processes")
+    if summary["survivors"]:
+        console.print("survivors: " + ", ".join(summary["survivors"]) + " (see docs/mutation.md)")

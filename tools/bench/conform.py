@@ -1,0 +1,99 @@
+"""Conformance benchmark: steps per second of the hypothesis state machines with every step checked
+against the invariants and the Z3 model, against the same campaign without the model check (the baseline,
+measured in the same run on the very same examples: the `ci` profile is derandomized, so both campaigns
+generate the same commands); and the wall time of the `ci` profile as the default test run uses it.
+
+Run it with `python -m kcm.tools.bench.conform` (`--quick` for a smaller campaign).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import sys
+import time
+from collections.abc import Sequence
+
+from kcm.conformance.stateful import (
+    MACHINES,
+    Campaign,
+    MachineConfig,
+    Tally,
+    campaign_settings,
+    run_campaign,
+    run_machine,
+)
+from kcm.spec.vocabulary import Knobs
+
+from ._common import (
+    Figure,
+    base_parser,
+    command_line,
+    console,
+    print_footer,
+    print_header,
+    profile_top,
+    ratio,
+    table,
+    write_summary,
+)
+
+NAME = "conform"
+TARGET_STEPS_PER_SECOND = 500
+
+
+def _campaign(examples: int, steps: int, step_check: bool) -> Campaign:
+    return run_campaign(Knobs(), examples, steps, step_check=step_check, database=False)
+
+
+def _ci_profile_seconds() -> float:
+    """Both machines under the `ci` profile, as tests/test_stateful.py runs them."""
+    started = time.perf_counter()
+    for machine in MACHINES:
+        run_machine(MachineConfig(Knobs(), machine=machine), campaign_settings("ci"), Tally())
+    return time.perf_counter() - started
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = base_parser(NAME, __doc__ or "")
+    parser.add_argument("--examples", type=int, default=None)
+    parser.add_argument("--steps", type=int, default=None)
+    args = parser.parse_args(argv)
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    out = console()
+    print_header(out, "kcm conformance benchmark", command_line(NAME, argv_list))
+    examples = args.examples if args.examples is not None else (30 if args.quick else 120)
+    steps = args.steps if args.steps is not None else 30
+    out.print(f"campaign: {examples} examples of at most {steps} rules, both machines, safe knobs")
+
+    baseline = _campaign(examples, steps, step_check=False)
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler is not None:
+        profiler.enable()
+    checked = _campaign(examples, steps, step_check=True)
+    if profiler is not None:
+        profiler.disable()
+    ci_seconds = _ci_profile_seconds()
+
+    result = table("conformance campaigns", ["campaign", "examples", "steps", "seconds", "steps/s"])
+    for label, campaign in (("invariants only (baseline)", baseline), ("invariants + Z3 step check", checked)):
+        result.add_row(label, f"{campaign.tally.examples:,}", f"{campaign.tally.steps:,}", f"{campaign.seconds:.2f}",
+                       f"{campaign.steps_per_second:,.0f}")
+    out.print(result)
+    out.print(f"ci profile (both machines, as in the default test run): {ci_seconds:.1f} s")
+    if profiler is not None:
+        out.print(profile_top(profiler))
+    rate = checked.steps_per_second
+    figures = [
+        Figure(NAME, "steps/s with Z3 step check", rate, "steps/s", f">= {TARGET_STEPS_PER_SECOND}/s",
+               rate >= TARGET_STEPS_PER_SECOND,
+               f"{ratio(rate, baseline.steps_per_second)} the rate without the step check"),
+        Figure(NAME, "ci profile (both machines)", ci_seconds, "s", "", None,
+               f"{ratio(ci_seconds, checked.seconds)} the checked campaign's time"),
+    ]
+    print_footer(out)
+    write_summary(args.summary, figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -88,3 +88,23 @@ def test_deltas_are_the_difference_at_each_depth() -> None:
     before = {"controller": 1, "leader": {"p": 1}, "role": {"1": {"p": "leader"}}, "log": {"1": {"p": []}}}
     after = {"controller": 2, "leader": {"p": 1}, "role": {"1": {}}, "log": {"1": {"p": [[0, 1]]}}}
     assert diff_states(before, after) == {"controller": 2, "role": {"1": {"p": None}}, "log": {"1": {"p": [[0, 1]]}}}
+
+
+def test_model_instances_are_the_listed_actions() -> None:
+    from kcm.spec.z3.actions import MODEL_ACTIONS, Relations
+    from kcm.spec.z3.model import Config, State
+
+    cfg = Config(brokers=2, knobs=Knobs(truncation="kip279"))
+    made = {e.action for e in Relations(cfg, State(cfg, "s."), State(cfg, "t.")).model_instances()}
+    assert made == set(MODEL_ACTIONS)
+
+
+def test_a_reproduction_subset_of_actions_still_finds_the_bug() -> None:
+    # Like MCunclean's Next: no restarts, fetches or checkpoints, and the same counterexample.
+    result = run_bmc(Knobs(unclean_election=True), 6, brokers=2,
+                     actions=["BrokerCrash", "SessionExpire", "IsrShrink", "ControllerElect", "BrokerChange",
+                              "LeaderAndIsr", "Produce"])
+    assert result.invariant == "NoCommittedDataLoss"
+    assert {e["action"] for e in result.events[1:]} <= {"BrokerCrash", "SessionExpire", "IsrShrink",
+                                                         "ControllerElect", "BrokerChange", "LeaderAndIsr",
+                                                         "Produce"}

@@ -40,6 +40,8 @@ def register(subparsers: Any) -> None:
     prove.add_argument("--invariant", action="append", metavar="NAME",
                        help="only this invariant: the one --bmc looks for, or the induction proves (repeatable)")
     prove.add_argument("--capacity", type=int, default=2, help="with --bmc: log capacity (records per replica)")
+    prove.add_argument("--actions", metavar="A,B,...",
+                       help="with --bmc: only these actions, as a reproduction model of spec/ restricts its Next")
     prove.add_argument("--out", default=DEFAULT_OUT, help=f"with --bmc: counterexample trace (default {DEFAULT_OUT})")
     prove.set_defaults(handler=cmd_prove)
 
@@ -166,6 +168,19 @@ def _print_rows(rows: list[dict[str, Any]], as_json: bool, title: str) -> None:
             console.print(json.dumps(row["model"], indent=2, sort_keys=True), markup=False)
 
 
+def _bmc_actions(listed: str | None) -> list[str] | None:
+    from kcm.spec.z3.actions import MODEL_ACTIONS
+
+    if listed is None:
+        return None
+    names = [name.strip() for name in listed.split(",") if name.strip()]
+    unknown = [name for name in names if name not in MODEL_ACTIONS]
+    if unknown or not names:
+        raise _usage(f"--actions: {unknown[0] if unknown else 'nothing'!r} is not an action of the Z3 model "
+                     f"(known: {', '.join(MODEL_ACTIONS)})")
+    return names
+
+
 def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
     from kcm.spec.z3.bmc import run_bmc
 
@@ -174,7 +189,7 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
     if args.only:
         raise _usage("--only does not go with --bmc")
     result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
-                     invariants=args.invariant)
+                     invariants=args.invariant, actions=_bmc_actions(args.actions))
     name = ", ".join(args.invariant) if args.invariant else "all invariants"
     row: dict[str, Any] = {
         "property": f"bmc: {name} up to depth {args.bmc} ({knobs.describe()})",

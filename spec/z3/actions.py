@@ -44,6 +44,12 @@ from .elections import ElectionInput
 from .elections import offline as offline_election
 from .model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
 
+# The actions of the protocol model (model checking and induction), as `Relations.model_instances` makes them.
+MODEL_ACTIONS: Final = (
+    "BrokerCrash", "BrokerRestart", "SessionExpire", "BrokerReregister", "ControllerElect", "ControllerResign",
+    "BrokerChange", "LeaderAndIsr", "Produce", "Fetch", "FetchResponse", "OffsetsForLeaderEpochResponse",
+    "IsrShrink", "HwCheckpoint",
+)
 ERR_NONE: Final = 0
 ERR_OUT_OF_RANGE: Final = 1
 ERR_OTHER: Final = 2

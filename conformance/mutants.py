@@ -156,9 +156,11 @@ class MutantResult:
     killed: bool
     by: str  # what killed it: the failing test or invariant, or "" for a survivor
     seconds: float
+    cpu_seconds: float  # of its own process: what the run costs on an idle core
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "killed": self.killed, "by": self.by, "seconds": round(self.seconds, 2)}
+        return {"name": self.name, "killed": self.killed, "by": self.by, "seconds": round(self.seconds, 2),
+                "cpu_seconds": round(self.cpu_seconds, 2)}
 
 
 class MutationError(ValueError):
@@ -244,10 +246,10 @@ def _quiet() -> Iterator[None]:
 
 def evaluate(mutant: Mutant, examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> MutantResult:
     """Applies the mutant in this process and runs the suite; meant for a process of its own."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     apply(mutant)
     by = run_suite(examples, steps)
-    return MutantResult(mutant.name, bool(by), by, time.perf_counter() - started)
+    return MutantResult(mutant.name, bool(by), by, time.perf_counter() - started, time.process_time() - cpu)
 
 
 def _evaluate_args(args: tuple[Mutant, int, int]) -> MutantResult:

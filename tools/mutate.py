@@ -66,6 +66,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     rate = killed / len(results)
     summary = {"killed": killed, "total": len(results), "kill_rate": round(rate, 4), "target": TARGET,
                "seconds": round(seconds, 1), "processes": args.processes,
+               "cpu_seconds": round(sum(r.cpu_seconds for r in results), 1),
                "survivors": [r.name for r in results if not r.killed], "mutants": [r.to_json() for r in results]}
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -84,6 +85,7 @@ def _print(console: Console, results: list[MutantResult], summary: dict[str, Any
         table.add_row(r.name, ideas[r.name], verdict, r.by, f"{r.seconds:.0f}")
     console.print(table)
     console.print(f"killed {summary['killed']}/{summary['total']} ({summary['kill_rate']:.0%}, target "
-                  f"{TARGET:.0%}) in {summary['seconds']:.0f} s on {summary['processes']} processes")
+                  f"{TARGET:.0%}) in {summary['seconds']:.0f} s on {summary['processes']} processes "
+                  f"({summary['cpu_seconds']:.0f} s of CPU in all)")
     if summary["survivors"]:
         console.print("survivors: " + ", ".join(summary["survivors"]) + " (see docs/mutation.md)")

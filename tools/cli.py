@@ -22,7 +22,7 @@ EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
 
 # Commands that live in modules of their own; each has `register(subparsers)`.
 COMMAND_MODULES = ("kcm.tools.prove", "kcm.tools.review", "kcm.tools.conform", "kcm.tools.trace_cmd",
-                   "kcm.tools.replay", "kcm.tools.mutate")
+                   "kcm.tools.replay", "kcm.tools.mutate", "kcm.tools.pipeline")
 
 
 class UsageError(Exception):

@@ -87,6 +87,7 @@ STAGES: dict[str, Stage] = {
     "z3": _z3_stage,
     "tlc": lambda ctx: __import__("kcm.tools.review", fromlist=["verify_stage"]).verify_stage(ctx),
     "conformance": lambda ctx: __import__("kcm.tools.conform", fromlist=["verify_stage"]).verify_stage(ctx),
+    "pipeline": lambda ctx: __import__("kcm.tools.pipeline", fromlist=["verify_stage"]).verify_stage(ctx),
 }
 
 

@@ -1,0 +1,198 @@
+"""`kcm pipeline`: the trace pipeline on Spark (docs/pipeline.md).
+
+    kcm pipeline generate --runs N --steps M [--set knob=value ...] --out DIR
+    kcm pipeline ingest --kafka-log PATH... [--trace PATH...] --out DIR
+    kcm pipeline check --in DIR --out DIR [--validate-sample FRACTION|all]
+    kcm pipeline report --in DIR [--json]
+
+Every stage takes `--master` (default `local[*]`). Exit codes: 0 clean, 1 violations found, 2 unusable
+invocation, 3 input quarantined. The same parser serves `spark-submit conformance/pipeline.py ...`, where
+the master spark-submit was given wins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kcm.spec.vocabulary import KnobError, Knobs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kcm.tools.verify import StageRow, VerifyContext
+
+EXIT_USAGE = 2
+VERIFY_RUNS, VERIFY_STEPS = 4, 300
+
+
+def register(subparsers: Any) -> None:
+    """Add `pipeline` and its stages to the subcommands of the `kcm` parser."""
+    pipeline = subparsers.add_parser("pipeline", help="generate, ingest, check and report trace corpora on Spark")
+    add_stages(pipeline)
+    pipeline.set_defaults(handler=cmd_pipeline)
+
+
+def add_stages(parser: argparse.ArgumentParser) -> None:
+    stages = parser.add_subparsers(dest="stage", required=True)
+    generate = stages.add_parser("generate", help="a simulation campaign, one seed per Spark task")
+    generate.add_argument("--runs", type=int, required=True)
+    generate.add_argument("--steps", type=int, required=True)
+    generate.add_argument("--seed", type=int, default=0, help="base of the derived seeds (default 0)")
+    generate.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE")
+    generate.add_argument("--out", required=True)
+    ingest = stages.add_parser("ingest", help="Kafka state-change logs and v1 JSON Lines into the layout")
+    ingest.add_argument("--kafka-log", nargs="+", default=[], metavar="PATH")
+    ingest.add_argument("--trace", nargs="+", default=[], metavar="PATH")
+    ingest.add_argument("--out", required=True)
+    check = stages.add_parser("check", help="invariants, transition tables and Z3 step validation")
+    check.add_argument("--in", dest="input", required=True)
+    check.add_argument("--out", required=True)
+    check.add_argument("--validate-sample", default="0.1", metavar="FRACTION|all",
+                       help="share of the runs validated step by step with Z3 (default 0.1)")
+    report = stages.add_parser("report", help="the summary of a checked directory")
+    report.add_argument("--in", dest="input", required=True)
+    report.add_argument("--json", action="store_true")
+    for stage in (generate, ingest, check, report):
+        stage.add_argument("--master", default=None, help="Spark master (default local[*])")
+        stage.add_argument("--shuffle-partitions", type=int, default=None, help=argparse.SUPPRESS)
+
+
+def _fraction(text: str) -> float:
+    if text == "all":
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"--validate-sample: {text!r} is neither a fraction nor 'all'") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"--validate-sample: {value} is outside 0..1")
+    return value
+
+
+@contextmanager
+def _progress(console: Console) -> Iterator[Callable[[str, int, int], None]]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        tasks: dict[str, Any] = {}
+
+        def advance(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield advance
+
+
+def _session(args: argparse.Namespace, submitted: bool) -> SparkSession:
+    from kcm.conformance.spark_session import DEFAULT_MASTER, spark_session
+
+    master = args.master or (None if submitted else DEFAULT_MASTER)
+    return spark_session(master, shuffle_partitions=args.shuffle_partitions)
+
+
+def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
+    from kcm.conformance import pipeline as pl
+
+    console = Console(stderr=True)
+    if args.stage == "report":
+        text, summary = pl.report(Path(args.input))
+        print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
+        return _exit_code(summary)
+    knobs = Knobs().with_settings(args.settings) if args.stage == "generate" else Knobs()
+    fraction = _fraction(args.validate_sample) if args.stage == "check" else 0.0
+    started = time.perf_counter()
+    spark = _session(args, submitted)
+    try:
+        with _progress(console) as progress:
+            return _run_stage(spark, args, knobs, fraction, progress, started)
+    finally:
+        spark.stop()
+
+
+def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, fraction: float,
+               progress: Callable[[str, int, int], None], started: float) -> int:
+    from kcm.conformance import pipeline as pl
+    from kcm.conformance.pipeline_ingest import ingest
+
+    out = Path(args.out)
+    if args.stage == "generate":
+        counts = pl.generate(spark, args.runs, args.steps, knobs, out, args.seed, progress=progress)
+        print(f"generated {args.runs} runs, {counts.read:,} events into {out / pl.EVENTS} "
+              f"({time.perf_counter() - started:.1f} s)")
+        return pl.EXIT_CLEAN
+    if args.stage == "ingest":
+        counts = ingest(spark, args.kafka_log, args.trace, out, progress=progress)
+        print(f"ingested: read {counts.read:,} = accepted {counts.checked:,} + quarantined {counts.quarantined:,} "
+              f"(see {out / pl.QUARANTINE})")
+        return pl.EXIT_QUARANTINED if counts.quarantined else pl.EXIT_CLEAN
+    result = pl.check(spark, Path(args.input), out, fraction, progress=progress)
+    text, _ = pl.report(out)
+    print(text)
+    print(f"({time.perf_counter() - started:.1f} s; tables in {out})")
+    return result.exit_code
+
+
+def _exit_code(summary: dict[str, Any]) -> int:
+    from kcm.conformance import pipeline as pl
+
+    if summary["violations"]:
+        return pl.EXIT_VIOLATIONS
+    records = summary["records"]
+    upstream = summary["quarantined_upstream"]
+    return pl.EXIT_QUARANTINED if records["quarantined"] or records["files_quarantined"] or upstream else pl.EXIT_CLEAN
+
+
+def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
+    """`kcm pipeline ...` on its own: the spark-submit path (conformance/pipeline.py) comes through here."""
+    from kcm.tools.cli import UsageError, _Parser
+
+    parser = _Parser(prog="kcm pipeline", description="The trace pipeline on Spark.")
+    add_stages(parser)
+    try:
+        args = parser.parse_args(argv)
+        return cmd_pipeline(args, submitted)
+    except (UsageError, KnobError, ValueError) as err:
+        print(f"kcm: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+# -- kcm verify ----------------------------------------------------------------------------------------------
+
+
+def verify_stage(ctx: VerifyContext) -> list[StageRow]:
+    """A small pipeline run on the default knobs: generate, then check, on local Spark."""
+    import tempfile
+
+    from kcm.conformance import pipeline as pl
+    from kcm.conformance.spark_session import spark_session
+    from kcm.tools.verify import ERROR, HOLDS, VIOLATED, StageRow
+
+    started = time.perf_counter()
+    spark = spark_session("local[2]", shuffle_partitions=4)
+    try:
+        with tempfile.TemporaryDirectory(prefix="kcm-pipeline-") as tmp, _progress(ctx.console) as progress:
+            corpus, checked = Path(tmp) / "corpus", Path(tmp) / "checked"
+            pl.generate(spark, VERIFY_RUNS, VERIFY_STEPS, ctx.knobs, corpus, progress=progress)
+            result = pl.check(spark, corpus, checked, validate_sample=0.0, progress=progress)
+    finally:
+        spark.stop()
+    seconds = time.perf_counter() - started
+    verdicts = result.summary["verdicts"]
+    rows = []
+    for name, counts in verdicts.items():
+        verdict = VIOLATED if counts.get("violated") else HOLDS
+        if result.counts.quarantined:
+            verdict = ERROR
+        detail = f"{result.runs} runs, {result.counts.checked:,} events on Spark local[2]"
+        rows.append(StageRow("pipeline", name, verdict, detail, seconds))
+    return rows

@@ -5,9 +5,9 @@ A pipeline directory holds the events in the Parquet layout of conformance/parqu
 and a `manifest.json` with the counts. Every record read ends up either checked or quarantined; the
 counts say so and the stages assert it.
 
-Run as a module or a file, this is also the `spark-submit` entry point:
+The command line is `kcm pipeline` (tools/pipeline.py), which is also the `spark-submit` entry point:
 
-    spark-submit --master local[2] conformance/pipeline.py check --in corpus --out checked
+    spark-submit --master local[2] tools/pipeline.py check --in corpus --out checked
 """
 
 from __future__ import annotations
@@ -455,15 +455,3 @@ def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
     lines += [f"  unexplained: {u}" for u in validation["unexplained"]]
     return "\n".join(lines), summary
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The spark-submit entry point: the `kcm pipeline` command line, on the master spark-submit chose."""
-    from kcm.tools.pipeline import main as cli_main
-
-    return cli_main(argv, submitted=True)
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.kafka_log import LogLineError, parse_kafka_log, parse_rendering, partition_name
-from kcm.conformance.trace import TraceWriter, load_trace
+from kcm.conformance.trace import Event, TraceWriter, load_trace
 
 DATA = Path(__file__).parent / "data" / "kafka"
 
 
-def _parsed(name: str) -> tuple[list[dict[str, object]], list[dict[str, object]], int]:
+def _parsed(name: str) -> tuple[list[Event], list[dict[str, Any]], int]:
     parsed = parse_kafka_log(DATA / name)
     return parsed.events, parsed.quarantine, parsed.lines
 

@@ -6,7 +6,7 @@
     kcm pipeline report --in DIR [--json]
 
 Every stage takes `--master` (default `local[*]`). Exit codes: 0 clean, 1 violations found, 2 unusable
-invocation, 3 input quarantined. The same parser serves `spark-submit conformance/pipeline.py ...`, where
+invocation, 3 input quarantined. The same parser serves `spark-submit tools/pipeline.py ...`, where
 the master spark-submit was given wins.
 """
 
@@ -153,7 +153,7 @@ def _exit_code(summary: dict[str, Any]) -> int:
 
 
 def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
-    """`kcm pipeline ...` on its own: the spark-submit path (conformance/pipeline.py) comes through here."""
+    """`kcm pipeline ...` on its own: what `spark-submit tools/pipeline.py ...` runs."""
     from kcm.tools.cli import UsageError, _Parser
 
     parser = _Parser(prog="kcm pipeline", description="The trace pipeline on Spark.")
@@ -196,3 +196,8 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
         detail = f"{result.runs} runs, {result.counts.checked:,} events on Spark local[2]"
         rows.append(StageRow("pipeline", name, verdict, detail, seconds))
     return rows
+
+
+if __name__ == "__main__":
+    # Under spark-submit the master comes from its --master, unless the stage is given one too.
+    sys.exit(main(submitted=True))

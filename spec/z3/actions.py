@@ -632,11 +632,13 @@ class Relations:
             if self.knobs.truncation == "kip320":
                 e.guard("fenced fetching: the leader is in the follower's epoch",
                         ls["local_leader_epoch"] == s.b("local_leader_epoch", f))
+            # A follower at its leader's log end still fetches: that is how the HW reaches it without new
+            # records (and how a diverged follower gets a HW over records the leader does not have).
             e.guard("the response is the leader's current state", and_(
                 fetch_offset == length, epoch == s.b("local_leader_epoch", f),
                 error == ite(length > ls["log_len"], self.num(ERR_OUT_OF_RANGE), self.num(ERR_NONE)),
                 resp_hw == ls["hw"], leader_end == ls["log_len"],
-                implies(error == ERR_NONE, and_(new_len > length, new_len <= ls["log_len"]))))
+                implies(error == ERR_NONE, and_(new_len >= length, new_len <= ls["log_len"]))))
             if self.cfg.logs == "content":
                 theirs = self._leader_entries(leader)
                 entries = [

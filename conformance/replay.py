@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import re
 import time
 from collections.abc import Callable
@@ -45,6 +46,8 @@ _PARTITION_KEY_AT: Final = {
     "local_isr": 1, "log": 1, "hw": 1, "hw_checkpoint": 1, "epoch_start_offset": 1,
 }
 _MESSAGE_ACTIONS: Final = frozenset(ACTION_OF.values())
+# What a delivery event adds to the message's fields (cluster._deliver).
+_DELIVERY_NOTES: Final = frozenset({"applied", "stopped", "ignored"})
 _QUEUE_ACTIONS_OF_BROKERS: Final = frozenset({"ControllerElect", "BrokerReregister"})
 # Spec actions that fuse a fetch request, its handling and its answer into one step (tools/check.py).
 _FUSED: Final = {"FetchRound", "TruncationRound"}
@@ -227,6 +230,8 @@ class Replayer:
         self.searched = any(e["actor"] == "observer" for e in events[1:])
         self.names: dict[str, str] = {}
         self.expected: dict[str, Any] = {}
+        # Event indexes delivering each message (by receiver, kind and fields), built when first needed.
+        self.deliveries: dict[tuple[int, str, str], list[int]] | None = None
         # The invariant the trace is known to break (TLC's verdict), when the checker cannot see it.
         self.invariant = invariant
 
@@ -250,14 +255,16 @@ class Replayer:
     def _follow(self, world: _World, on_step: Callable[[int], None] | None) -> tuple[_World, Divergence | None]:
         """Depth first through the steps that match. An ambiguous event (a dropped message among several
         alike, a model step without parameters) is a choice point, returned to when a later step diverges;
-        if every choice diverges, the divergence furthest into the trace is reported."""
+        if every choice diverges, the divergence furthest into the trace is reported. A divergence goes
+        back first to the latest choice about the same kind of message (backjumping over unrelated
+        choices, which would otherwise be retried in every combination)."""
         choices: list[_Choice] = []
         furthest: tuple[_World, Divergence] | None = None
         backtracks = 0
         index = 1
         while index < len(self.events):
             event = self.events[index]
-            steps = self._candidates(world.cluster, event)
+            steps = self._candidates(world.cluster, event, index)
             before = copy.deepcopy(self.expected) if len(steps) > 1 else {}
             apply_event(self.expected, event)
             choice = _Choice(index, world, before, steps)
@@ -270,7 +277,7 @@ class Replayer:
                 if not choices or backtracks >= MAX_BACKTRACKS:
                     return furthest
                 backtracks += 1
-                choice = choices.pop()
+                choice = self._backjump(choices, event["action"])
                 event = self.events[choice.index]
                 self.expected = copy.deepcopy(choice.expected)
                 apply_event(self.expected, event)
@@ -280,6 +287,14 @@ class Replayer:
             if on_step is not None:
                 on_step(index - 1)
         return world, None
+
+    def _backjump(self, choices: list[_Choice], action: str) -> _Choice:
+        for at in range(len(choices) - 1, -1, -1):
+            event = self.events[choices[at].index]
+            if action in (event["action"], event["args"].get("message")):
+                del choices[at + 1:]
+                break
+        return choices.pop()
 
     def _take(self, choice: _Choice, event: Event) -> tuple[_World, Divergence | None]:
         """The next step of a choice point that matches the trace, or the closest miss."""
@@ -346,7 +361,7 @@ class Replayer:
 
     # -- the implementation steps an event may be -------------------------------------------------------
 
-    def _candidates(self, cluster: Cluster, event: Event) -> list[Step]:
+    def _candidates(self, cluster: Cluster, event: Event, index: int) -> list[Step]:
         action, actor, args = event["action"], event["actor"], event["args"]
         if actor_kind(actor) == "observer":
             return self._searched(cluster, args.get("tla_action", action), action)
@@ -362,10 +377,28 @@ class Replayer:
         if action in ("DropMessage", "DuplicateMessage"):
             method = "drop" if action == "DropMessage" else "duplicate"
             try:
-                return _network_faults(cluster, method, args)
+                found = _network_faults(cluster, args)
             except KeyError:
                 return []
+            # Most likely first: a dropped message is one the trace never delivers afterwards, a
+            # duplicated one is delivered again; the others stay as choices to come back to.
+            found.sort(key=lambda i: self._later_deliveries(cluster.network.in_flight[i].envelope, index),
+                       reverse=action == "DuplicateMessage")
+            return [_call(method, i) for i in found]
         return _direct(action, actor_id, args)
+
+    def _later_deliveries(self, envelope: Envelope, index: int) -> int:
+        if self.deliveries is None:
+            self.deliveries = {}
+            for at, event in enumerate(self.events):
+                args = event["args"]
+                if event["action"] in _MESSAGE_ACTIONS and "from" in args and ":" in event["actor"]:
+                    fields = {k: v for k, v in args.items() if k not in _DELIVERY_NOTES}
+                    key = _delivery_key(int(event["actor"].partition(":")[2]), event["action"], fields)
+                    self.deliveries.setdefault(key, []).append(at)
+        message = envelope.message
+        key = _delivery_key(envelope.dst, ACTION_OF[type(message)], {"from": envelope.src, **message_args(message)})
+        return sum(1 for at in self.deliveries.get(key, ()) if at > index)
 
     def _searched(self, cluster: Cluster, tla_action: str, action: str) -> list[Step]:
         """Every way the implementation can take a step the model names without its parameters."""
@@ -476,11 +509,14 @@ def _deliveries(cluster: Cluster, action: str, dst: int, args: dict[str, Any]) -
     return []
 
 
-def _network_faults(cluster: Cluster, method: str, args: dict[str, Any]) -> list[Step]:
+def _network_faults(cluster: Cluster, args: dict[str, Any]) -> list[int]:
     """Every in-flight message the event may name: a trace gives only sender, receiver and kind."""
     wanted = (args["from"], args["to"], args["message"])
-    return [_call(method, i)
-            for i in _distinct(cluster, lambda e: (e.src, e.dst, ACTION_OF[type(e.message)]) == wanted)]
+    return _distinct(cluster, lambda e: (e.src, e.dst, ACTION_OF[type(e.message)]) == wanted)
+
+
+def _delivery_key(dst: int, action: str, fields: dict[str, Any]) -> tuple[int, str, str]:
+    return dst, action, json.dumps(fields, sort_keys=True)
 
 
 def _distinct(cluster: Cluster, wanted: Callable[[Envelope], bool]) -> list[int]:

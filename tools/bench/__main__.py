@@ -22,7 +22,7 @@ from rich.table import Table
 
 from ._common import PACKAGE, Figure, console, load_note, machine, read_summary
 
-BENCHMARKS = ("controller", "simulator", "checker", "z3", "tlc", "conform")
+BENCHMARKS = ("controller", "simulator", "checker", "z3", "tlc", "replay", "pipeline", "conform")
 
 
 def _value(figure: Figure) -> str:

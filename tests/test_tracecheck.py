@@ -58,3 +58,17 @@ def test_a_corrupted_trace_is_rejected_at_the_corrupted_event(tmp_path: Path,
     assert out["accepted"] is False
     assert out["first_unexplained"]["seq"] == victim["seq"]
     assert out["matched"] == victim["seq"]
+
+
+def test_bad_input_and_a_missing_java_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["validate", "--tlc", str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl:0: -: No such file" in capsys.readouterr().err
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path) as writer:
+        for event in simulate(1, 3):
+            writer.write(event)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojava"))
+    assert main(["validate", "--tlc", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Java 17 is required" in err and err.count("\n") == 1

@@ -17,6 +17,7 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -25,7 +26,7 @@ from kcm.conformance.trace import Event, apply_event
 from kcm.spec.vocabulary import VARIABLES, Knobs
 
 from .check import ERA_HOOKS, KNOB_CONSTANTS, VARIANT_PREFIX, spec_dir
-from .tlc import run_tlc
+from .tlc import TlcError, TlcSetupError, run_tlc
 
 MODULE: Final = "TraceRun"
 ACCEPTED: Final = "TraceNotAccepted"
@@ -201,12 +202,16 @@ def trace_config(knobs: Knobs, constants: dict[str, str], update_metadata: bool)
     return "\n".join(lines) + "\n"
 
 
-def validate_with_tlc(events: list[Event], heap_mb: int = 2048) -> TraceCheck:
+def validate_with_tlc(events: list[Event], heap_mb: int = 2048,
+                      on_progress: Callable[[int, int], None] | None = None) -> TraceCheck:
     started = time.perf_counter()
     init = events[0]
     if init["action"] != "Init" or not init.get("full"):
         raise ValueError("the trace must begin with a full Init event")
-    knobs = Knobs.from_dict(dict(init["args"].get("knobs", {})))
+    try:
+        knobs = Knobs.from_dict(dict(init["args"].get("knobs", {})))
+    except ValueError as err:
+        raise ValueError(f"Init event: args.knobs: {err}") from None
     text, constants = trace_module(events)
     update_metadata = any(e["action"] == "UpdateMetadata" for e in events)
     with tempfile.TemporaryDirectory(prefix="kcm-trace-") as folder:
@@ -217,7 +222,7 @@ def validate_with_tlc(events: list[Event], heap_mb: int = 2048) -> TraceCheck:
         module.write_text(text)
         config = work / f"{MODULE}.cfg"
         config.write_text(trace_config(knobs, constants, update_metadata))
-        result = run_tlc(module, config, heap_mb=heap_mb, extra_args=("-deadlock",))
+        result = run_tlc(module, config, heap_mb=heap_mb, on_progress=on_progress, extra_args=("-deadlock",))
     accepted = result.violated == ACCEPTED
     matched = len(events) if accepted else result.depth
     return TraceCheck(accepted, len(events), matched, None if accepted else events[min(matched, len(events) - 1)],
@@ -227,14 +232,23 @@ def validate_with_tlc(events: list[Event], heap_mb: int = 2048) -> TraceCheck:
 def cmd_validate_tlc(args: Any) -> int:
     """`kcm validate --tlc TRACE [--json]`: exit 0 the specification explains the whole trace, 1 not."""
     from rich.console import Console
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
     from kcm.conformance.trace import load_trace
 
     events = load_trace(args.trace)
     console = Console(stderr=True)
-    with console.status(f"TLC: validating {len(events)} events", spinner="dots") if console.is_terminal and \
-            not args.json else _quiet():
-        check = validate_with_tlc(events)
+    try:
+        with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True,
+                      disable=args.json or not console.is_terminal) as progress:
+            task = progress.add_task(f"TLC: validating {len(events)} events")
+
+            def show(generated: int, distinct: int) -> None:
+                progress.update(task, description=f"TLC: validating {len(events)} events, {distinct:,} states")
+
+            check = validate_with_tlc(events, on_progress=show)
+    except (TlcSetupError, TlcError) as err:
+        raise ValueError(str(err)) from err
     if args.json:
         print(json.dumps({"trace": args.trace, **check.to_json()}, indent=2))
     elif check.accepted:
@@ -246,9 +260,3 @@ def cmd_validate_tlc(args: Any) -> int:
         print(f"{args.trace}: event seq {bad['seq']} ({bad['action']} by {bad['actor']}) is explained by no "
               f"behaviour of the specification (the first {check.matched} events are)")
     return 0 if check.accepted else 1
-
-
-def _quiet() -> Any:
-    from contextlib import nullcontext
-
-    return nullcontext()

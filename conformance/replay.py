@@ -178,6 +178,13 @@ class _Sink:
     def __call__(self, event: Event) -> None:
         self.events.append(event)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Sink:
+        # Events are never changed once recorded: a copy of the cluster shares them (copying the whole
+        # history at every choice point would make a replay quadratic).
+        copied = _Sink()
+        copied.events = list(self.events)
+        return copied
+
 
 @dataclass
 class _World:
@@ -185,10 +192,16 @@ class _World:
     sink: _Sink
     state: dict[str, Any]  # the implementation's abstract state, in the trace's partition names
     folded: int = 0  # how many of sink.events are folded into state
+    # Variables the folded events changed since the last comparison (None: all, after a snapshot).
+    touched: set[str] | None = None
 
     def fold(self, names: dict[str, str]) -> None:
         for event in self.sink.events[self.folded:]:
             apply_event(self.state, {**event, "state": _renamed(event["state"], names)})
+            if event.get("full"):
+                self.touched = None
+            elif self.touched is not None:
+                self.touched.update(event["state"])
         self.folded = len(self.sink.events)
 
 
@@ -344,7 +357,13 @@ class Replayer:
         return world
 
     def _compare(self, event: Event, world: _World) -> Divergence | None:
-        found = differences(self.expected, world.state, self.variables)
+        """Both states agreed before the step, so only what the event or the implementation changed
+        can differ now."""
+        variables = self.variables
+        if world.touched is not None and not event.get("full"):
+            variables = [v for v in variables if v in event["state"] or v in world.touched]
+        world.touched = set()
+        found = differences(self.expected, world.state, variables)
         if not found:
             return None
         first = found[0]

@@ -124,3 +124,13 @@ def test_cli_converts_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (tmp_path / "broken.json").write_text("{")
     assert main(["trace", "convert", str(tmp_path / "broken.json"), str(back), "--to", "v1"]) == 2
     assert "broken.json:1: -: invalid JSON" in capsys.readouterr().err
+
+
+@pytest.mark.tlc
+def test_a_real_tlc_counterexample_round_trips(tmp_path: Path) -> None:
+    from kcm.tools.check import check_model, model_knobs
+
+    trace = tmp_path / "cx.jsonl"
+    check_model("kafka1211", model_knobs("kafka1211"), heap_mb=1024, trace_out=trace)
+    events = load_trace(trace)
+    assert len(events) > 2 and round_trip(events) == events

@@ -42,7 +42,7 @@ def parse_jsonl(path: str) -> tuple[list[Event], list[dict[str, Any]], int]:
                 continue
             except fastjsonschema.JsonSchemaValueException as err:
                 field, reason = _schema_error(err)
-                reject(number, f"schema: {field}: {reason}")
+                reject(number, f"unknown action: {reason}" if field == "action" else f"schema: {field}: {reason}")
                 continue
             needed = ACTIONS[event["action"]]
             if actor_kind(event["actor"]) not in (needed, OBSERVER):

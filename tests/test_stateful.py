@@ -123,7 +123,12 @@ def test_step_validator_rejects_a_step_the_model_cannot_explain() -> None:
 
 @pytest.mark.long
 @pytest.mark.parametrize("machine,examples", [("protocol", 1500), ("cluster", 3000)])
-def test_unclean_election_is_found_by_search(machine: str, examples: int) -> None:
+def test_unclean_election_is_found_by_search(machine: str, examples: int, tmp_path: Path) -> None:
     config = MachineConfig(UNCLEAN, machine=machine)
     found = run_machine(config, campaign_settings("ci", examples, 40))
     assert found is not None and found.invariant == "NoCommittedDataLoss", found and found.scenario()
+    scenario, trace = found.write(tmp_path, "found")
+    runner = Scenario()
+    run_file(scenario, runner, rewrite=False)
+    runner.finish()
+    assert InvariantChecker().check_all(load_trace(trace)).verdict("NoCommittedDataLoss") == "violated"

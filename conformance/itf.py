@@ -54,8 +54,9 @@ def to_itf(events: list[Event], source: str = "") -> Itf:
         meta: dict[str, Any] = {"index": index}
         meta.update({key: event[key] for key in _META_FIELDS if key in event})
         if event.get("full"):
-            meta[_GIVEN] = [name for name in variables if name in event["state"]]
-        elif diff_states(previous, current) != event["state"]:
+            meta[_GIVEN] = list(event["state"])
+        elif json.dumps(diff_states(previous, current)) != json.dumps(event["state"]):
+            # Also when only the order of keys differs: the round trip gives back the same bytes.
             meta[_DELTA] = event["state"]
         states.append({"#meta": meta, **{name: _encode(current[name], name) for name in variables}})
         previous = json.loads(json.dumps(current))

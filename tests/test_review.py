@@ -67,7 +67,7 @@ def test_markdown_and_json_of_a_row() -> None:
     table = markdown([row]).splitlines()
     assert table[0].startswith("| variant | model | TypeOK | OneLeaderPerEpoch")
     assert len(table) == 3 and table[2].count("|") == len(COLUMNS) + 3
-    assert "**violated** (10 steps, `review/x.jsonl`)" in table[2] and "holds (1,530 states)" in table[2]
+    assert "**violated** (9 steps, `review/x.jsonl`)" in table[2] and "holds (1,530 states)" in table[2]
     document = json.loads(json.dumps(to_json([row], 1.5)))
     cells = document["rows"][0]["cells"]
     assert cells["NoCommittedDataLoss"] == {"invariant": "NoCommittedDataLoss", "result": "violated",

@@ -70,11 +70,13 @@ VARIANTS: Final = (
     Variant("truncation=hw", ("truncation=hw",), "kafka1211", frozenset({"NoCommittedDataLoss"})),
     Variant("truncation=kip101", ("truncation=kip101",), "kip101",
             frozenset({"ReplicaLogsAgree", "NoCommittedDataLoss", HW})),
-    Variant("truncation=kip279", ("truncation=kip279",), "kip279", frozenset({"ReplicaLogsAgree"})),
+    Variant("truncation=kip279", ("truncation=kip279",), "kip279",
+            frozenset({"ReplicaLogsAgree", "NoCommittedDataLoss", HW})),
     Variant("truncation=kip320", (), "kip320"),
-    Variant("unclean_election=true", ("unclean_election=true",), "unclean", frozenset({"NoCommittedDataLoss"})),
+    Variant("unclean_election=true", ("unclean_election=true",), "unclean",
+            frozenset({"NoCommittedDataLoss", HW})),
     Variant("unclean_election=true, min_isr=2", ("unclean_election=true", "min_isr=2"), "unclean",
-            frozenset({"NoCommittedDataLoss"})),
+            frozenset({"NoCommittedDataLoss", HW})),
     Variant("controller_epoch_fencing=false", ("controller_epoch_fencing=false",), "zombie",
             frozenset({"StaleControllerFenced"})),
     Variant("leader_epoch_check=false", ("leader_epoch_check=false",), "staleepoch",
@@ -101,7 +103,8 @@ class Cell:
             return f"holds ({self.distinct_states:,} states)"
         if self.result == "violated":
             reading = f" {self.reading}" if self.reading else ""
-            return f"**violated**{reading} ({self.trace_length} steps, `{self.trace}`)"
+            steps = (self.trace_length or 1) - 1  # the trace's states, the initial one included
+            return f"**violated**{reading} ({steps} steps, `{self.trace}`)"
         return f"error: {self.error}"
 
 

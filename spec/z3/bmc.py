@@ -347,3 +347,45 @@ def run_bmc(
             raise RuntimeError(f"z3 answered {verdict} at depth {k}")
     result.seconds = time.perf_counter() - start
     return result
+
+
+# -- the known bugs ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """A known bug as BMC reaches it: the design's knob settings, the invariant it breaks, the TLA+ reproduction
+    model of spec/ (MC<model>) that shows it under TLC, and the bounds and actions of the search (those of
+    the reproduction model, where searching the whole model would take too long)."""
+
+    label: str
+    settings: tuple[str, ...]
+    invariant: str
+    model: str
+    depth: int
+    brokers: int = 2
+    capacity: int = 2
+    actions: tuple[str, ...] | None = None
+    straight_to_depth: bool = False  # one query at `depth`: faster when the depth is known
+
+    def run(self) -> BmcResult:
+        return run_bmc(Knobs().with_settings(list(self.settings)), self.depth, brokers=self.brokers,
+                       capacity=self.capacity, invariants=[self.invariant], actions=self.actions,
+                       min_depth=self.depth if self.straight_to_depth else 1)
+
+
+_FAST_FETCH_ROUNDS: Final = ("Produce", "Fetch", "FetchResponse", "OffsetsForLeaderEpochResponse", "BrokerCrash",
+                             "BrokerRestart", "BrokerChange", "ControllerElect", "LeaderAndIsr")
+KNOWN_BUGS: Final = (
+    KnownBug("KAFKA-1211: truncation to the HW", ("truncation=hw",), "NoCommittedDataLoss", "kafka1211", 7,
+             brokers=3, capacity=1, straight_to_depth=True),
+    KnownBug("the KIP-279 case: logs diverge", ("truncation=kip101",), "ReplicaLogsAgree", "kip101", 14,
+             brokers=3, capacity=1, actions=_FAST_FETCH_ROUNDS, straight_to_depth=True),
+    KnownBug("KAFKA-2334: the HW goes back", ("truncation=kip279",), HW_ACROSS_LEADERS, "kafka2334", 7),
+    KnownBug("unclean election", ("unclean_election=true",), "NoCommittedDataLoss", "unclean", 4),
+    KnownBug("zombie controller", ("controller_epoch_fencing=false",), "StaleControllerFenced", "zombie", 4),
+    # MCstaleepoch produces no records: with them, committed data is lost first.
+    KnownBug("no leader-epoch check", ("leader_epoch_check=false",), "LeaderEpochMonotonic", "staleepoch", 4,
+             actions=("BrokerCrash", "BrokerRestart", "SessionExpire", "BrokerReregister", "ControllerElect",
+                      "ControllerResign", "BrokerChange", "LeaderAndIsr")),
+)

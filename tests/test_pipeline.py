@@ -1,0 +1,267 @@
+"""The Spark pipeline on real local Spark: planted violations, agreement with the single-process checker,
+bad input quarantined with every record accounted for, identical outputs on re-runs, and spark-submit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pytest
+from pyspark.sql import SparkSession
+
+from kcm.conformance import pipeline as pl
+from kcm.conformance.invariants import InvariantChecker
+from kcm.conformance.parquet import ARROW_SCHEMA, read_parquet, write_parquet
+from kcm.conformance.pipeline_ingest import ingest
+from kcm.conformance.spark_invariants import check_invariants
+from kcm.conformance.spark_session import spark_session
+from kcm.conformance.trace import Event, TraceWriter, apply_event, empty_state, make_event
+from kcm.impl.simulator import SimConfig, Simulator
+from kcm.spec.vocabulary import Knobs
+
+ROOT = Path(__file__).resolve().parents[1]
+KAFKA = ROOT / "tests" / "data" / "kafka"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    session = spark_session("local[2]", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+def _simulate(seed: int, steps: int, run: str, knobs: Knobs | None = None, faults: float = 0.0) -> list[Event]:
+    events: list[Event] = []
+    simulator = Simulator(seed, knobs or Knobs(), SimConfig(faults=faults), events.append)
+    simulator.bootstrap()
+    simulator.run(steps)
+    for event in events:
+        event["run"] = run
+    return events
+
+
+def _final(events: list[Event]) -> dict[str, Any]:
+    state = empty_state()
+    for event in events:
+        apply_event(state, event)
+    return state
+
+
+def _plant(kind: str, events: list[Event]) -> tuple[Event, str]:
+    """An event appended to a clean run that breaks exactly one invariant, and that invariant."""
+    s = _final(events)
+    run, seq = events[0]["run"], events[-1]["seq"] + 1
+    p = next(p for p, leader in sorted(s["leader"].items()) if leader and len(s["isr"][p]) > 1
+             and s["role"][str(leader)].get(p) == "leader" and s["hw"][str(leader)].get(p, 0) > 0
+             and s["local_leader_epoch"][str(leader)][p] == s["leader_epoch"][p])
+    leader, isr = s["leader"][p], s["isr"][p]
+    if kind == "two leaders":
+        other = next(b for b in isr if b != leader)
+        return make_event(run, seq, "observer", "BrokerChange", {}, {"leader": {p: other}}), "OneLeaderPerEpoch"
+    if kind == "isr outside":
+        return make_event(run, seq, "observer", "BrokerChange", {}, {"isr": {p: [*isr, 9]}}), "IsrSubsetOfReplicas"
+    if kind == "hw back":
+        hw = s["hw"][str(leader)][p]
+        return (make_event(run, seq, f"broker:{leader}", "Fetch", {}, {"hw": {str(leader): {p: hw - 1}}}),
+                "HighWatermarkMonotonic")
+    if kind == "stale request":
+        b = next(b for b, epoch in sorted(s["broker_controller_epoch"].items()) if epoch >= 1)
+        args = {"controller_epoch": s["broker_controller_epoch"][b] - 1, "applied": True, "partitions": []}
+        return make_event(run, seq, f"broker:{b}", "LeaderAndIsr", args, {}), "StaleControllerFenced"
+    c = str(s["controller"])
+    assert s["partition_state"][c][p] == "OnlinePartition"
+    args = {"transitions": [["partition", p, "OnlinePartition", "NewPartition"]]}
+    delta = {"partition_state": {c: {p: "NewPartition"}}}
+    return make_event(run, seq, f"controller:{c}", "BrokerChange", args, delta), "ValidPartitionTransitions"
+
+
+def _reference(events: list[Event]) -> set[tuple[str, int, str]]:
+    """(run, seq, invariant) of every violation the single-process checker reports, one checker per run."""
+    found: set[tuple[str, int, str]] = set()
+    checkers: dict[str, InvariantChecker] = {}
+    for event in events:
+        checker = checkers.setdefault(event["run"], InvariantChecker())
+        found |= {(event["run"], event["seq"], v.invariant) for v in checker.step(event)}
+    return found
+
+
+def _table(path: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+    return rows
+
+
+PLANTS = ("two leaders", "isr outside", "hw back", "stale request", "invalid transition")
+# Seeds whose run ends with a partition led by its current leader, an HW above 0 and a follower in its ISR.
+PLANT_SEEDS = (102, 107, 109, 110, 113)
+
+
+def test_planted_violations_are_found_at_their_run_and_event(spark: SparkSession, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    ingest(spark, [str(p) for p in sorted(KAFKA.glob("*.log"))], [], corpus)
+    planted: dict[str, tuple[int, str]] = {}
+    everything: list[Event] = []
+    for index, kind in enumerate(PLANTS):
+        events = _simulate(PLANT_SEEDS[index], 250, f"planted-{index}")
+        event, invariant = _plant(kind, events)
+        planted[event["run"]] = (event["seq"], invariant)
+        everything += [*events, event]
+    everything += _simulate(7, 250, "clean")
+    write_parquet(everything, corpus / pl.EVENTS)
+
+    result = pl.check(spark, corpus, tmp_path / "checked")
+
+    violations = _table(tmp_path / "checked" / "violations.parquet")
+    found = {(r["run"], r["seq"], r["invariant"].split("/")[0]) for r in violations}
+    for run, (seq, invariant) in planted.items():
+        assert {(s, i) for r, s, i in found if r == run} == {(seq, invariant)}, run
+    assert {r for r, _, _ in found if r == "clean"} == set()
+    # The faults planted in the hand-written logs (tests/test_kafka_log.py), found by Spark too.
+    assert {(r, s, i) for r, s, i in found if r.startswith("log-")} == {
+        ("log-state-change-1.1", 10, "OneLeaderPerEpoch"), ("log-state-change-1.1", 11, "IsrSubsetOfReplicas"),
+        ("log-state-change-1.1", 12, "ValidReplicaTransitions"), ("log-state-change-2.4", 7, "StaleControllerFenced")}
+    simulated = {(r["run"], r["seq"], r["invariant"]) for r in violations if not r["run"].startswith("log-")}
+    assert simulated == _reference(everything)
+    windows = {r["run"]: r["window"] for r in violations}
+    seq, _ = planted["planted-0"]
+    assert [e["seq"] for e in windows["planted-0"]] == list(range(seq - pl.WINDOW, seq + 1))
+    assert result.exit_code == pl.EXIT_VIOLATIONS
+    verdicts = {(r["run"], r["invariant"]): r["verdict"] for r in _table(tmp_path / "checked" / "verdicts.parquet")}
+    assert verdicts[("clean", "NoCommittedDataLoss")] == "holds"
+    assert verdicts[("log-state-change-2.4", "NoCommittedDataLoss")] == "unobserved"
+    assert verdicts[("planted-1", "IsrSubsetOfReplicas")] == "violated"
+
+
+def test_spark_agrees_with_the_single_process_checker_under_every_knob(spark: SparkSession, tmp_path: Path) -> None:
+    settings = [[], ["truncation=hw"], ["unclean_election=true"], ["controller_epoch_fencing=false"],
+                ["leader_epoch_check=false"]]
+    for base, setting in enumerate(settings):
+        pl.generate(spark, 2, 400, Knobs().with_settings(setting), tmp_path, base_seed=base * 1000 + 3)
+    # Run names come from the seed index: each campaign's runs must stay apart.
+    events = read_parquet(tmp_path / pl.EVENTS)
+    assert len({e["run"] for e in events}) == 10
+    expected = _reference(events)
+    frame = spark.read.parquet(str(tmp_path / pl.EVENTS))
+    found = {(r["run"], r["seq"], r["invariant"]) for r in check_invariants(frame).select(
+        "run", "seq", "invariant").distinct().collect()}
+    assert found == expected
+
+
+def test_generate_derives_seeds_and_writes_one_partition_per_run(spark: SparkSession, tmp_path: Path) -> None:
+    counts = pl.generate(spark, 3, 50, Knobs(), tmp_path)
+    runs = sorted(p.name for p in (tmp_path / pl.EVENTS).iterdir())
+    assert runs == [f"run=run-{i:06d}-seed-{pl.derive_seed(0, i)}" for i in range(3)]
+    assert counts.read == counts.checked == len(read_parquet(tmp_path / pl.EVENTS))
+    assert len({pl.derive_seed(0, i) for i in range(1000)}) == 1000
+    with pytest.raises(ValueError, match="at least 1"):
+        pl.generate(spark, 0, 10, Knobs(), tmp_path)
+
+
+def _broken_jsonl(path: Path) -> int:
+    """A trace with one fault of each kind; returns the number of good lines."""
+    events = _simulate(3, 40, "jsonl")
+    with TraceWriter(path) as writer:
+        for event in events:
+            writer.write(event)
+    good = len(events)
+    lines = path.read_bytes().splitlines(keepends=True)
+    bad = [
+        b'{"v":1,"run":"jsonl","seq":\n',  # malformed JSON
+        json.dumps({**events[5], "extra": 1}).encode() + b"\n",  # schema drift: an unknown field
+        json.dumps({**events[6], "action": "Teleport"}).encode() + b"\n",  # unknown action
+        lines[19],  # duplicate seq
+        lines[3],  # out-of-order seq
+    ]
+    path.write_bytes(b"".join(lines[:20] + bad + lines[20:]) + b'{"v":1,"run":"jsonl","seq":99')  # truncated
+    return good
+
+
+def _bad_parquet(events_dir: Path) -> int:
+    """Corrupt and drifted files, and rows a file may hold but a check must not take; returns the bad rows."""
+    (events_dir / "run=corrupt").mkdir(parents=True)
+    (events_dir / "run=corrupt" / "part-0.parquet").write_bytes(b"PAR1 this is not parquet")
+    (events_dir / "run=drift").mkdir()
+    drift = pa.table({"v": [1], "seq": ["0"], "actor": ["env"], "action": ["Init"], "args": ["{}"], "state": ["{}"],
+                      "full": [True]})
+    pq.write_table(drift, events_dir / "run=drift" / "part-0.parquet")
+    rows = [make_event("rows", 0, "env", "Init", {}, {}, full=True), make_event("rows", 1, "clock", "Tick", {}, {}),
+            make_event("rows", 1, "clock", "Tick", {"dup": True}, {}), make_event("rows", 2, "admin", "Warp", {}, {}),
+            make_event("rows", 3, "env", "BrokerCrash", {}, {"weather": 1})]
+    table = pa.Table.from_pylist([{**e, "args": json.dumps(e["args"]), "state": json.dumps(e["state"]),
+                                   "full": bool(e.get("full"))} for e in rows], schema=ARROW_SCHEMA)
+    (events_dir / "run=rows").mkdir()
+    pq.write_table(table.drop(["run"]), events_dir / "run=rows" / "part-0.parquet")
+    return 3 + 1  # three bad rows in run=rows, one row in the drifted file
+
+
+def _bad_corpus(spark: SparkSession, tmp_path: Path) -> tuple[Path, Path, int]:
+    """A corpus with bad input of every kind; returns it, its broken JSON Lines file and its good records."""
+    corpus = tmp_path / "corpus"
+    jsonl = tmp_path / "broken.jsonl"
+    good = _broken_jsonl(jsonl)
+    counts = ingest(spark, [], [str(jsonl)], corpus)
+    ingested = [q["reason"].split(":")[0] for q in pl.read_quarantine(corpus)]
+    assert sorted(ingested) == sorted(["malformed JSON", "schema", "unknown action", "duplicate seq",
+                                       "out-of-order seq", "truncated file"])
+    assert (counts.read, counts.checked, counts.quarantined) == (good + 6, good, 6)
+    clean = _simulate(4, 100, "clean")
+    write_parquet(clean, corpus / pl.EVENTS)
+    return corpus, jsonl, good + len(clean)
+
+
+def test_bad_input_is_quarantined_and_counted(spark: SparkSession, tmp_path: Path) -> None:
+    corpus, jsonl, good = _bad_corpus(spark, tmp_path)
+    bad_rows = _bad_parquet(corpus / pl.EVENTS)
+
+    result = pl.check(spark, corpus, tmp_path / "checked")
+
+    assert result.exit_code == pl.EXIT_QUARANTINED
+    c = result.counts
+    assert c.read == c.checked + c.quarantined
+    assert c.quarantined == bad_rows and c.files_quarantined == 2
+    assert c.checked == good + 2  # and the two good rows of run=rows
+    reasons = {q["reason"].split(":")[0] for q in pl.read_quarantine(tmp_path / "checked") if q["file"] != str(jsonl)}
+    assert reasons == {"unreadable Parquet file", "schema drift", "duplicate seq", "unknown action",
+                       "unknown state variable"}
+    summary = json.loads((tmp_path / "checked" / pl.SUMMARY).read_text())
+    assert summary["records"]["read"] == c.read and summary["quarantined_upstream"] == 6
+
+
+@pytest.mark.long
+def test_the_same_input_gives_identical_outputs(spark: SparkSession, tmp_path: Path) -> None:
+    corpus, _, _ = _bad_corpus(spark, tmp_path)
+    _bad_parquet(corpus / pl.EVENTS)
+    pl.check(spark, corpus, tmp_path / "one")
+    pl.check(spark, corpus, tmp_path / "two")
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "two").iterdir())
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+
+
+def test_cli_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    from kcm.tools.cli import main
+
+    assert main(["pipeline", "report", "--in", str(tmp_path)]) == 2
+    assert main(["pipeline", "check", "--in", str(tmp_path), "--out", str(tmp_path), "--validate-sample", "2"]) == 2
+
+
+def test_spark_submit_runs_the_entry_point_unchanged(tmp_path: Path) -> None:
+    import pyspark
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    out = tmp_path / "ingested"
+    done = subprocess.run(
+        [str(submit), "--master", "local[2]", str(ROOT / "tools" / "pipeline.py"), "ingest", "--kafka-log",
+         str(KAFKA / "state-change-2.4.log"), "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == pl.EXIT_QUARANTINED, done.stderr[-2000:]
+    assert "read 9 = accepted 7 + quarantined 2" in done.stdout
+    assert len(read_parquet(out / pl.EVENTS)) == 8

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from kcm.impl.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES
-from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, VARIABLES
 
 from .invariants import CONTEXT_LOAD_ACTIONS, CONTROLLER_REQUESTS, REPLICA_VARS, STORE_PARTITION_VARS
 
@@ -36,29 +36,13 @@ def _map(value: T.DataType, depth: int) -> T.DataType:
     return value
 
 
+# The type of each variable's values; the map keys in front of them come from its depth (VARIABLES).
+_VALUE_TYPES: Final[dict[str, T.DataType]] = {
+    "assignment": _IDS, "isr": _IDS, "local_isr": _IDS, "log": _LOG, "alive": T.BooleanType(),
+    "partition_state": T.StringType(), "replica_state": T.StringType(), "role": T.StringType(),
+}
 STATE_SCHEMA: Final = T.StructType(
-    [
-        T.StructField("controller", _LONG),
-        T.StructField("controller_epoch", _LONG),
-        T.StructField("assignment", _map(_IDS, 1)),
-        T.StructField("leader", _map(_LONG, 1)),
-        T.StructField("leader_epoch", _map(_LONG, 1)),
-        T.StructField("isr", _map(_IDS, 1)),
-        T.StructField("partition_controller_epoch", _map(_LONG, 1)),
-        T.StructField("partition_version", _map(_LONG, 1)),
-        T.StructField("acting_controller_epoch", _map(_LONG, 1)),
-        T.StructField("partition_state", _map(T.StringType(), 2)),
-        T.StructField("replica_state", _map(T.StringType(), 3)),
-        T.StructField("alive", _map(T.BooleanType(), 1)),
-        T.StructField("broker_controller_epoch", _map(_LONG, 1)),
-        T.StructField("role", _map(T.StringType(), 2)),
-        T.StructField("local_leader_epoch", _map(_LONG, 2)),
-        T.StructField("local_isr", _map(_IDS, 2)),
-        T.StructField("log", _map(_LOG, 2)),
-        T.StructField("hw", _map(_LONG, 2)),
-        T.StructField("hw_checkpoint", _map(_LONG, 2)),
-        T.StructField("epoch_start_offset", _map(_LONG, 2)),
-    ]
+    [T.StructField(name, _map(_VALUE_TYPES.get(name, _LONG), depth)) for name, depth in VARIABLES.items()]
 )
 ARGS_SCHEMA: Final = T.StructType(
     [

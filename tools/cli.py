@@ -68,7 +68,8 @@ def _build_parser() -> argparse.ArgumentParser:
     check.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE")
     check.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME")
     check.add_argument("--workers", type=int, default=1)
-    check.add_argument("--heap", type=int, default=4096, help="TLC's heap in MiB (default 4096)")
+    check.add_argument("--heap", type=int, default=None,
+                       help="TLC's heap in MiB (default: KCM_TLC_HEAP_MB, else 4096)")
     check.add_argument("--trace-out", help="where a counterexample is written (trace format v1)")
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=cmd_check)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from kcm.conformance.replay import Replayer, replay
 from kcm.conformance.trace import Event, TraceWriter, load_trace
 from kcm.impl.simulator import SimConfig, Simulator
 from kcm.spec.vocabulary import Knobs
+from kcm.tools.check import CheckOutcome
 from kcm.tools.cli import main
 
 
@@ -118,15 +120,16 @@ def test_bad_knobs_and_a_missing_init_are_one_line(tmp_path: Path, capsys: pytes
 
 
 @pytest.mark.tlc
-def test_every_known_bug_counterexample_breaks_the_same_invariant_in_the_implementation(tmp_path: Path) -> None:
+def test_every_known_bug_counterexample_breaks_the_same_invariant_in_the_implementation(
+    reproduction: Callable[[str], CheckOutcome]
+) -> None:
     from test_spec import REPRODUCTIONS
 
-    from kcm.tools.check import check_model, model_knobs, vocabulary_name
+    from kcm.tools.check import vocabulary_name
 
     for model, (_, invariant) in sorted(REPRODUCTIONS.items()):
-        trace = tmp_path / f"{model}.jsonl"
-        outcome = check_model(model, model_knobs(model), heap_mb=2048, trace_out=trace)
-        assert outcome.result.violated == invariant
-        report = replay(load_trace(trace), vocabulary_name(invariant))
+        outcome = reproduction(model)
+        assert outcome.result.violated == invariant and outcome.trace_path is not None
+        report = replay(load_trace(outcome.trace_path), vocabulary_name(invariant))
         assert report.divergence is None, (model, report.divergence)
         assert report.same_invariant, (model, report.impl_invariants)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.trace import load_trace
 from kcm.spec.vocabulary import INVARIANTS, Knobs
-from kcm.tools.check import check_model, model_knobs, models, vocabulary_name
+from kcm.tools.check import CheckOutcome, check_model, model_knobs, models, vocabulary_name
 
 EXPECT = re.compile(r"Expect (\w+) to be violated")
 ACTOR_DEPENDENT = frozenset({"StaleControllerFenced"})
@@ -83,13 +84,15 @@ def test_every_reproduction_names_a_known_invariant() -> None:
 
 @pytest.mark.tlc
 @pytest.mark.parametrize("model", sorted(REPRODUCTIONS))
-def test_reproduction_violates_its_invariant_in_tlc_and_in_the_checker(tmp_path: Path, model: str) -> None:
+def test_reproduction_violates_its_invariant_in_tlc_and_in_the_checker(
+    reproduction: Callable[[str], CheckOutcome], model: str
+) -> None:
     knobs, invariant = REPRODUCTIONS[model]
-    trace = tmp_path / "counterexample.jsonl"
-    outcome = check_model(model, model_knobs(model), heap_mb=2048, trace_out=trace)
+    outcome = reproduction(model)
     assert non_default(outcome.knobs) == knobs
     assert outcome.result.violated == invariant
-    assert outcome.trace_path == trace
+    trace = outcome.trace_path
+    assert trace is not None and trace.exists()
     report = InvariantChecker().check_all(load_trace(trace))
     found = {v.invariant for v in report.violations} | {v.invariant.split("/")[0] for v in report.violations}
     if invariant in ACTOR_DEPENDENT:

@@ -4,6 +4,7 @@ trace format v1, breaks that invariant under kcm's own checker too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.trace import TraceWriter, load_trace
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
-from kcm.tools.check import check_model, model_knobs, vocabulary_name
+from kcm.tools.check import CheckOutcome, model_knobs, vocabulary_name
 
 
 def checker_invariants(trace: Path) -> set[str]:
@@ -21,11 +22,13 @@ def checker_invariants(trace: Path) -> set[str]:
 
 @pytest.mark.tlc
 @pytest.mark.parametrize("bug", KNOWN_BUGS, ids=[bug.model for bug in KNOWN_BUGS])
-def test_bmc_and_tlc_report_the_same_invariant(tmp_path: Path, bug: KnownBug) -> None:
+def test_bmc_and_tlc_report_the_same_invariant(
+    tmp_path: Path, reproduction: Callable[[str], CheckOutcome], bug: KnownBug
+) -> None:
     knobs = Knobs().with_settings(list(bug.settings))
     # The reproduction model is the TLA+ counterpart of the knob setting, not another design.
     assert model_knobs(bug.model) == knobs
-    tlc = check_model(bug.model, knobs, heap_mb=2048, trace_out=tmp_path / "tlc.jsonl")
+    tlc = reproduction(bug.model)
     assert tlc.result.violated is not None
     assert vocabulary_name(tlc.result.violated) == bug.invariant
 

@@ -1,6 +1,7 @@
 """Z3 bounded model checking and TLC agree on the known bugs (marker `tlc`, run by .ci/run): on each
 known-bug design the two engines report the same violated invariant, and each counterexample, read back as
-trace format v1, breaks that invariant under kcm's own checker too."""
+trace format v1, breaks that invariant under kcm's own checker too. (The two count steps differently:
+TLC's reproductions fuse a fetch round into one step, so the lengths are not compared.)"""
 
 from __future__ import annotations
 
@@ -40,5 +41,4 @@ def test_bmc_and_tlc_report_the_same_invariant(
             writer.write(event)
     # (a diverged log may lose committed data in the same counterexample: the checker finds both)
     assert bug.invariant in checker_invariants(bmc_trace)
-    # BMC's counterexample is no longer than TLC's breadth-first one, each counted in its model's steps.
-    assert len(bmc.events) - 1 <= tlc.result.depth
+    assert len(bmc.events) - 1 == bug.depth

@@ -374,13 +374,15 @@ class KnownBug:
                        min_depth=self.depth if self.straight_to_depth else 1)
 
 
-_FAST_FETCH_ROUNDS: Final = ("Produce", "Fetch", "FetchResponse", "OffsetsForLeaderEpochResponse", "BrokerCrash",
+_REPLICATION_STORY: Final = ("Produce", "Fetch", "FetchResponse", "OffsetsForLeaderEpochResponse", "BrokerCrash",
                              "BrokerRestart", "BrokerChange", "ControllerElect", "LeaderAndIsr")
 KNOWN_BUGS: Final = (
     KnownBug("KAFKA-1211: truncation to the HW", ("truncation=hw",), "NoCommittedDataLoss", "kafka1211", 7,
              brokers=3, capacity=1, straight_to_depth=True),
     KnownBug("the KIP-279 case: logs diverge", ("truncation=kip101",), "ReplicaLogsAgree", "kip101", 14,
-             brokers=3, capacity=1, actions=_FAST_FETCH_ROUNDS, straight_to_depth=True),
+             brokers=3, capacity=1, actions=_REPLICATION_STORY, straight_to_depth=True),
+    KnownBug("the KIP-320 case: a stale follower", ("truncation=kip279",), "ReplicaLogsAgree", "kip279", 17,
+             brokers=3, capacity=1, actions=_REPLICATION_STORY, straight_to_depth=True),
     KnownBug("KAFKA-2334: the HW goes back", ("truncation=kip279",), HW_ACROSS_LEADERS, "kafka2334", 7),
     KnownBug("unclean election", ("unclean_election=true",), "NoCommittedDataLoss", "unclean", 4),
     KnownBug("zombie controller", ("controller_epoch_fencing=false",), "StaleControllerFenced", "zombie", 4),

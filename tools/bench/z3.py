@@ -20,7 +20,6 @@ import itertools
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.trace import Event
@@ -50,7 +49,6 @@ NAME = "z3"
 PROOF_TARGET_S = 10.0
 INDUCTION_TARGET_S = 30.0
 VALIDATION_TARGET = 1_000.0
-SPEC = Path(__file__).resolve().parents[2] / "spec"
 
 def enumerate_offline_election(brokers: int) -> tuple[float, int]:
     """Every (assignment, ISR, live, unclean) input of the implementation's offline election, checked."""
@@ -88,17 +86,16 @@ def simulate(steps: int) -> list[Event]:
 
 
 def tlc_seconds(model: str) -> tuple[float | None, str]:
+    """TLC's time to its counterexample on a reproduction model, run as `kcm check --model` runs it (the
+    model's own knobs and settings)."""
+    from kcm.tools.check import ModelError, check_model, model_knobs
+    from kcm.tools.tlc import TlcError, TlcSetupError
+
     try:
-        from kcm.tools.tlc import TlcError, TlcSetupError, run_tlc
-    except ImportError:
-        return None, "kcm.tools.tlc unavailable"
-    module, config = SPEC / f"{model}.tla", SPEC / f"{model}.cfg"
-    if not module.exists() or not config.exists():
-        return None, f"{model} not in spec/"
-    try:
-        result = run_tlc(module, config)
-    except (TlcSetupError, TlcError) as err:
+        outcome = check_model(model, model_knobs(model))
+    except (ModelError, TlcSetupError, TlcError) as err:
         return None, str(err)
+    result = outcome.result
     return result.seconds, f"{result.violated or 'no violation'} at depth {result.depth}"
 
 
@@ -157,13 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     bugs = [bug for bug in KNOWN_BUGS if not (args.quick and bug.straight_to_depth)]
     for bug in bugs:
         found = bug.run()
-        tlc_s, note = (None, "skipped") if args.no_tlc else tlc_seconds(f"MC{bug.model}")
+        tlc_s, note = (None, "skipped") if args.no_tlc else tlc_seconds(bug.model)
         versus = ratio(found.seconds, tlc_s) if tlc_s else "n/a"
         bmc_table.add_row(bug.label, found.invariant or "none", str(found.depth), f"{found.seconds:.1f}",
                           note, "" if tlc_s is None else f"{tlc_s:.1f}", versus)
         figures.append(Figure(NAME, f"BMC to {bug.invariant}, {bug.label}", found.seconds, "s", "faster than TLC",
                               None if tlc_s is None else found.seconds < tlc_s,
-                              f"TLC MC{bug.model}: {'n/a' if tlc_s is None else f'{tlc_s:.1f} s'}"))
+                              f"TLC {bug.model}: {'n/a' if tlc_s is None else f'{tlc_s:.1f} s'}"))
     clean = run_bmc(Knobs(), 4 if args.quick else 6, brokers=3)
     bmc_table.add_row("defaults (kip320)", "none" if not clean.found else str(clean.invariant), str(clean.depth),
                       f"{clean.seconds:.1f}", "", "", "")

@@ -37,17 +37,26 @@ class Abstraction:
         known_partitions: set[str],
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        self._store_delta(store, changed_paths, known_partitions, out)
+        if changed_paths:
+            self._store_delta(store, changed_paths, known_partitions, out)
         for broker, manager in managers.items():
             controller = controllers[broker]
-            roles = (manager.alive, manager.controller_epoch, controller.epoch)
             ctx = controller.ctx
-            quiet = not manager.dirty and not controller.resigned_partitions and (ctx is None or not ctx.dirty)
-            if quiet and self.roles.get(broker) == roles:
+            roles = (manager.alive, manager.controller_epoch, controller.epoch)
+            # `seen` holds the leaves of `roles` as last reported: while they stay, there is nothing to emit.
+            moved = self.roles.get(broker) != roles
+            if not (moved or manager.dirty or controller.resigned_partitions or (ctx is not None and ctx.dirty)):
                 continue
-            self.roles[broker] = roles
-            self._broker_delta(broker, manager, out)
-            self._controller_delta(broker, controller, out)
+            key = str(broker)
+            if moved:
+                self.roles[broker] = roles
+                self._emit(out, ("alive", key), manager.alive)
+                self._emit(out, ("broker_controller_epoch", key), manager.controller_epoch)
+            if manager.dirty:
+                self._broker_delta(key, manager, out)
+            if moved:
+                self._emit(out, ("acting_controller_epoch", key), controller.epoch)
+            self._controller_delta(key, controller, out)
         return out
 
     def snapshot(
@@ -128,10 +137,7 @@ class Abstraction:
 
     # -- brokers and controllers ---------------------------------------------------------------------------
 
-    def _broker_delta(self, broker: int, manager: ReplicaManager, out: dict[str, Any]) -> None:
-        key = str(broker)
-        self._emit(out, ("alive", key), manager.alive)
-        self._emit(out, ("broker_controller_epoch", key), manager.controller_epoch)
+    def _broker_delta(self, key: str, manager: ReplicaManager, out: dict[str, Any]) -> None:
         for partition in sorted(manager.dirty):
             replica = manager.replicas.get(partition)
             if replica is None:
@@ -139,15 +145,15 @@ class Abstraction:
                     for variable in REPLICA_VARS:
                         self._emit(out, (variable, key, partition), None)
                 continue
-            leader = replica.role == "leader"
+            role = replica.role
             current = (
-                replica.role,
+                role,
                 replica.leader_epoch,
-                replica.isr if replica.role is not None else None,
+                replica.isr if role is not None else None,
                 replica.log_version,
                 replica.hw,
                 replica.hw_checkpoint,
-                replica.epoch_start_offset if leader else None,
+                replica.epoch_start_offset if role == "leader" else None,
             )
             previous = self.replicas.get((key, partition))
             if previous == current:
@@ -158,31 +164,34 @@ class Abstraction:
                     continue
                 value: Leaf = current[index]
                 if variable == "log":
-                    value = [list(entry) for entry in replica.log]
+                    value = list(map(list, replica.log))
                 elif variable == "local_isr" and value is not None:
                     value = list(value)
                 self._emit(out, (variable, key, partition), value)
         manager.dirty.clear()
 
-    def _controller_delta(self, broker: int, controller: Controller, out: dict[str, Any]) -> None:
-        key = str(broker)
-        self._emit(out, ("acting_controller_epoch", key), controller.epoch)
-        for partition in sorted(controller.resigned_partitions):
-            self._emit(out, ("partition_state", key, partition), None)
-            self._replica_states_delta(key, partition, {}, out)
-        controller.resigned_partitions = set()
+    def _controller_delta(self, key: str, controller: Controller, out: dict[str, Any]) -> None:
+        if controller.resigned_partitions:
+            for partition in sorted(controller.resigned_partitions):
+                self._emit(out, ("partition_state", key, partition), None)
+                self._replica_states_delta(key, partition, {}, out)
+            controller.resigned_partitions = set()
         ctx = controller.ctx
-        if ctx is None:
+        if ctx is None or not ctx.dirty:
             return
+        # `_value_` rather than `value`: the enum property costs a Python call per read on 3.11.
         for partition in sorted(ctx.dirty):
             state = ctx.partition_states.get(partition)
-            self._emit(out, ("partition_state", key, partition), None if state is None else state.value)
-            replicas = {str(r): s.value for r, s in ctx.replica_states.get(partition, {}).items()}
-            self._replica_states_delta(key, partition, replicas, out)
+            self._emit(out, ("partition_state", key, partition), None if state is None else state._value_)
+            replicas = ctx.replica_states.get(partition)
+            states = {str(r): s._value_ for r, s in replicas.items()} if replicas else {}
+            self._replica_states_delta(key, partition, states, out)
         ctx.dirty.clear()
 
     def _replica_states_delta(self, key: str, partition: str, states: dict[str, str], out: dict[str, Any]) -> None:
         before = self.replica_seen.get((key, partition), {})
+        if before == states:
+            return
         for replica in sorted(set(before) | set(states), key=int):
             value = states.get(replica)
             if before.get(replica) != value:

@@ -370,9 +370,9 @@ class Cluster:
 def message_args(message: Message) -> dict[str, Any]:
     """A message as trace arguments: its fields, partition states as small objects."""
     out: dict[str, Any] = {}
-    for f in fields(message):
-        value = getattr(message, f.name)
-        if f.name == "partitions" and value and isinstance(value[0], PartitionLeaderState):
+    for name in _FIELD_NAMES[type(message)]:
+        value = getattr(message, name)
+        if name == "partitions" and value and isinstance(value[0], PartitionLeaderState):
             value = [
                 {"partition": s.partition, "leader": s.leader, "leader_epoch": s.leader_epoch, "isr": list(s.isr),
                  "replicas": list(s.replicas)}
@@ -380,5 +380,9 @@ def message_args(message: Message) -> dict[str, Any]:
             ]
         elif isinstance(value, tuple):
             value = [list(v) if isinstance(v, tuple) else v for v in value]
-        out[f.name] = value
+        out[name] = value
     return out
+
+
+# `dataclasses.fields` rebuilds its answer on every call; a message's fields never change.
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {kind: tuple(f.name for f in fields(kind)) for kind in ACTION_OF}

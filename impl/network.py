@@ -8,12 +8,16 @@ and a broker, reorder), and faults may duplicate any message and drop replicatio
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass
 
 from .messages import LOSSY, Envelope
 
+Connection = tuple[int, int]
 
-@dataclass(slots=True)
+
+# Compared by identity: a duplicate equals its original field for field, yet is a message of its own.
+@dataclass(slots=True, eq=False)
 class InFlight:
     envelope: Envelope
     ready_at: int
@@ -24,39 +28,65 @@ class Network:
         self.rng = rng
         self.max_delay = max_delay
         self.in_flight: list[InFlight] = []
+        # The same messages by connection, in send order: the deliverable ones are the connections'
+        # heads, found without scanning everything in flight at every step.
+        self._connections: dict[Connection, deque[InFlight]] = {}
 
     def send(self, envelopes: list[Envelope], now: int) -> None:
         for envelope in envelopes:
             delay = self.rng.randint(0, self.max_delay) if self.max_delay else 0
-            self.in_flight.append(InFlight(envelope, now + delay))
+            self._append(InFlight(envelope, now + delay))
 
     def ready(self, now: int) -> list[int]:
         """Indexes of the deliverable messages: the oldest of each connection, once its delay is over."""
-        heads: dict[tuple[int, int], int] = {}
-        for i, m in enumerate(self.in_flight):
-            heads.setdefault((m.envelope.src, m.envelope.dst), i)
-        return [i for i in heads.values() if self.in_flight[i].ready_at <= now]
+        in_flight = self.in_flight
+        heads = [in_flight.index(queue[0]) for queue in self._connections.values() if queue[0].ready_at <= now]
+        heads.sort()
+        return heads
 
     def lossy(self) -> list[int]:
         """Indexes of the messages a fault may drop."""
         return [i for i, m in enumerate(self.in_flight) if isinstance(m.envelope.message, LOSSY)]
 
     def take(self, index: int) -> Envelope:
-        return self.in_flight.pop(index).envelope
+        return self._remove(self.in_flight.pop(index))
 
     def take_oldest(self) -> Envelope | None:
         """FIFO delivery, ignoring delays: what a scripted scenario uses to run to quiescence."""
         if not self.in_flight:
             return None
-        return self.in_flight.pop(0).envelope
+        return self._remove(self.in_flight.pop(0))
 
     def duplicate(self, index: int, now: int) -> Envelope:
         original = self.in_flight[index]
-        self.in_flight.append(InFlight(original.envelope, now))
+        self._append(InFlight(original.envelope, now))
         return original.envelope
 
     def disconnect(self, broker: int) -> int:
         """A crashed broker's connections close: everything to or from it is lost."""
         before = len(self.in_flight)
         self.in_flight = [m for m in self.in_flight if broker not in (m.envelope.src, m.envelope.dst)]
+        for connection in [c for c in self._connections if broker in c]:
+            del self._connections[connection]
         return before - len(self.in_flight)
+
+    def _append(self, message: InFlight) -> None:
+        self.in_flight.append(message)
+        connection = (message.envelope.src, message.envelope.dst)
+        queue = self._connections.get(connection)
+        if queue is None:
+            self._connections[connection] = deque((message,))
+        else:
+            queue.append(message)
+
+    def _remove(self, message: InFlight) -> Envelope:
+        """Keeps a connection only while it has messages, so that every queue has a head."""
+        connection = (message.envelope.src, message.envelope.dst)
+        queue = self._connections[connection]
+        if queue[0] is message:
+            queue.popleft()
+        else:
+            queue.remove(message)
+        if not queue:
+            del self._connections[connection]
+        return message.envelope

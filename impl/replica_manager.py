@@ -349,6 +349,14 @@ class ReplicaManager:
             and replica.inflight_since is None
         )
 
+    def fetchable(self) -> list[str]:
+        """The partitions `wants_to_fetch` holds for, in the order of `replicas`; its test is inlined
+        because a call per replica would double the cost of the simulator's scan before every fetch."""
+        return [
+            p for p, r in self.replicas.items()
+            if r.role == FOLLOWER and r.leader_id != NO_LEADER and r.inflight_since is None
+        ]
+
     def send_fetch(self, partition: str, now: int) -> list[Envelope]:
         replica = self.replicas[partition]
         assert replica.leader_epoch is not None

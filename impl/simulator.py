@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 
 from .cluster import Cluster, Event, EventSink
-from .replica_manager import FOLLOWER, LEADER
+from .replica_manager import LEADER
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,26 +85,28 @@ class Simulator:
         return self.cluster.deliver(self.rng.choice(ready)) if ready else None
 
     def _controller(self) -> Event | None:
-        waiting = [b for b in self.cluster.live_brokers() if self.cluster.controllers[b].queue]
+        controllers = self.cluster.controllers
+        waiting = [b for b, m in self.cluster.managers.items() if m.alive and controllers[b].queue]
         return self.cluster.process_controller_event(self.rng.choice(waiting)) if waiting else None
 
-    def _replicas(self, role: str) -> list[tuple[int, str]]:
+    def _leaders(self) -> list[tuple[int, str]]:
         return [
             (b, p)
-            for b in self.cluster.live_brokers()
-            for p, r in self.cluster.managers[b].replicas.items()
-            if r.role == role
+            for b, m in self.cluster.managers.items()
+            if m.alive
+            for p, r in m.replicas.items()
+            if r.role == LEADER
         ]
 
     def _fetch(self) -> Event | None:
-        ready = [(b, p) for b, p in self._replicas(FOLLOWER) if self.cluster.managers[b].wants_to_fetch(p)]
+        ready = [(b, p) for b, m in self.cluster.managers.items() if m.alive for p in m.fetchable()]
         if not ready:
             return None
         broker, partition = self.rng.choice(ready)
         return self.cluster.send_fetch(broker, partition)
 
     def _produce(self) -> Event | None:
-        leaders = self._replicas(LEADER)
+        leaders = self._leaders()
         if not leaders:
             return None
         broker, partition = self.rng.choice(leaders)
@@ -116,7 +118,7 @@ class Simulator:
 
     def _shrink(self) -> Event | None:
         now = self.cluster.now
-        lagging = [(b, p) for b, p in self._replicas(LEADER) if self.cluster.managers[b].lagging_followers(p, now)]
+        lagging = [(b, p) for b, p in self._leaders() if self.cluster.managers[b].lagging_followers(p, now)]
         return self.cluster.shrink_isr(*self.rng.choice(lagging)) if lagging else None
 
     def _checkpoint(self) -> Event | None:

@@ -280,6 +280,9 @@ def _ordered(event: Event, file: str, line: int) -> Event:
 class TraceWriter:
     """Writes events as compact JSON lines, to a path (opened and closed here) or to a text stream."""
 
+    # One encoder for every line: `json.dumps` with separators builds a new encoder on every call.
+    _ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
+
     def __init__(self, target: str | Path | IO[str], validate: bool = False) -> None:
         if isinstance(target, str | Path):
             self.file = str(target)
@@ -297,12 +300,11 @@ class TraceWriter:
 
     def write(self, event: Event) -> None:
         line = self.lines + 1
-        if list(event) != list(KEY_ORDER[: len(event)]):
+        if tuple(event) != KEY_ORDER[: len(event)]:
             event = _ordered(event, self.file, line)
         if self._continuity is not None:
             self._continuity.check(event, line)
-        self._stream.write(json.dumps(event, separators=(",", ":"), sort_keys=False))
-        self._stream.write("\n")
+        self._stream.write(self._ENCODER.encode(event) + "\n")
         self.lines = line
 
     def close(self) -> None:

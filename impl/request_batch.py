@@ -47,15 +47,17 @@ class RequestBatch:
         return out
 
     def seal(self, ctx: ControllerContext) -> None:
+        if not (self.leader_and_isr or self.metadata_brokers or self.stop_replica):
+            return
         out = self.sealed
         controller_id = self.controller_id
         for broker, states in sorted(self.leader_and_isr.items()):
-            request = LeaderAndIsrRequest(controller_id, ctx.epoch, tuple(states[p] for p in sorted(states)))
+            request = LeaderAndIsrRequest(controller_id, ctx.epoch, tuple([states[p] for p in sorted(states)]))
             out.append(Envelope(controller_id, broker, request))
         if self.metadata_brokers:
             live = tuple(sorted(ctx.live_brokers))
             metadata = tuple(
-                state for p in sorted(self.metadata_partitions) if (state := ctx.leader_state(p)) is not None
+                [state for p in sorted(self.metadata_partitions) if (state := ctx.leader_state(p)) is not None]
             )
             for broker in sorted(self.metadata_brokers & ctx.live_brokers.keys()):
                 update = UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)

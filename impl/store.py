@@ -16,7 +16,7 @@ the store behind its back without bumping the version or firing a watch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, assert_never
 
 _ROOT = "/"
@@ -143,8 +143,7 @@ class CoordinationStore(Protocol):
 @dataclass(slots=True)
 class _Node:
     data: object
-    version: int
-    ephemeral_owner: int
+    stat: Stat  # immutable, so every read of an unchanged node shares one
     children: set[str] = field(default_factory=set)
 
 
@@ -179,7 +178,7 @@ class InMemoryStore:
     """
 
     def __init__(self) -> None:
-        self._nodes: dict[str, _Node] = {_ROOT: _Node(None, 0, _PERSISTENT)}
+        self._nodes: dict[str, _Node] = {_ROOT: _Node(None, Stat(0, _PERSISTENT))}
         self._sessions: dict[int, _Session] = {}
         self._next_session = 1
         self._data_watches: _WatchTable = {}
@@ -212,7 +211,7 @@ class InMemoryStore:
     def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]:
         node = self._read(path, watch)
         self._add_watch(self._data_watches, path, watch)
-        return node.data, _stat(node)
+        return node.data, node.stat
 
     def exists(self, path: str, *, watch: int | None = None) -> Stat | None:
         _check_path(path)
@@ -220,7 +219,7 @@ class InMemoryStore:
         # Registered even when the node is missing: that is how "created" gets observed.
         self._add_watch(self._data_watches, path, watch)
         node = self._nodes.get(path)
-        return None if node is None else _stat(node)
+        return None if node is None else node.stat
 
     def children(self, path: str, *, watch: int | None = None) -> list[str]:
         node = self._read(path, watch)
@@ -229,7 +228,7 @@ class InMemoryStore:
 
     def dump(self) -> dict[str, tuple[object, int]]:
         """Every node but the root, as path -> (data, version), in path order."""
-        return {path: (node.data, node.version) for path, node in sorted(self._nodes.items()) if path != _ROOT}
+        return {path: (node.data, node.stat.version) for path, node in sorted(self._nodes.items()) if path != _ROOT}
 
     # Writes
 
@@ -294,7 +293,7 @@ class InMemoryStore:
         node = self._nodes.get(path)
         if node is None:
             return None
-        return _Probe(node.version, node.ephemeral_owner, len(node.children))
+        return _Probe(node.stat.version, node.stat.ephemeral_owner, len(node.children))
 
     def _create_missing_ancestors(self, path: str) -> None:
         # Only the first missing ancestor can fail (its parent may be ephemeral); everything below it
@@ -323,7 +322,7 @@ class InMemoryStore:
             case SetData():
                 return self._update(op.path, op.data)
             case CheckVersion():
-                return _stat(self._nodes[op.path])
+                return self._nodes[op.path].stat
             case Delete():
                 self._remove(op.path)
                 return None
@@ -331,7 +330,7 @@ class InMemoryStore:
                 assert_never(op)
 
     def _insert(self, path: str, data: object, owner: int) -> None:
-        self._nodes[path] = _Node(data, 0, owner)
+        self._nodes[path] = _Node(data, Stat(0, owner))
         self._changed.add(path)
         parent, name = _split(path)
         self._nodes[parent].children.add(name)
@@ -343,18 +342,18 @@ class InMemoryStore:
     def _update(self, path: str, data: object) -> Stat:
         node = self._nodes[path]
         node.data = data
-        node.version += 1
+        node.stat = Stat(node.stat.version + 1, node.stat.ephemeral_owner)
         self._changed.add(path)
         self._fire(path, "changed", self._data_watches)
-        return _stat(node)
+        return node.stat
 
     def _remove(self, path: str) -> None:
         node = self._nodes.pop(path)
         self._changed.add(path)
         parent, name = _split(path)
         self._nodes[parent].children.discard(name)
-        if node.ephemeral_owner != _PERSISTENT:
-            self._sessions[node.ephemeral_owner].ephemerals.discard(path)
+        if node.stat.ephemeral_owner != _PERSISTENT:
+            self._sessions[node.stat.ephemeral_owner].ephemerals.discard(path)
         # A session holding both a data and a child watch hears one "deleted", as from ZooKeeper.
         self._fire(path, "deleted", self._data_watches, self._child_watches)
         self._fire(parent, "children", self._child_watches)
@@ -364,8 +363,11 @@ class InMemoryStore:
     ) -> None:
         sessions: set[int] = set()
         for table in tables:
-            sessions |= table.pop(path, set())
-        self._events.extend(WatchEvent(session, path, kind) for session in sorted(sessions))
+            watchers = table.pop(path, None)
+            if watchers:
+                sessions |= watchers
+        if sessions:
+            self._events.extend(WatchEvent(session, path, kind) for session in sorted(sessions))
 
     @staticmethod
     def _add_watch(table: _WatchTable, path: str, watch: int | None) -> None:
@@ -403,7 +405,7 @@ class _Overlay:
                 self._count_child(_split(op.path)[0], 1)
             case SetData():
                 node = self._existing(op.path)
-                self._changed[op.path] = replace(node, version=node.version + 1)
+                self._changed[op.path] = _Probe(node.version + 1, node.ephemeral_owner, node.child_count)
             case Delete():
                 self._changed[op.path] = None
                 self._count_child(_split(op.path)[0], -1)
@@ -414,7 +416,7 @@ class _Overlay:
 
     def _count_child(self, path: str, delta: int) -> None:
         node = self._existing(path)
-        self._changed[path] = replace(node, child_count=node.child_count + delta)
+        self._changed[path] = _Probe(node.version, node.ephemeral_owner, node.child_count + delta)
 
     def _existing(self, path: str) -> _Probe:
         node = self.lookup(path)
@@ -463,10 +465,18 @@ def _validate_delete(lookup: _Lookup, path: str, version: int) -> None:
 
 
 def _check_path(path: str) -> None:
+    """Every name after a `/` must be neither empty, `.` nor `..`; tested on the whole string, as
+    splitting the path costs more than the write it guards."""
     if path == _ROOT:
         return
-    names = path.split("/")
-    if not path.startswith("/") or "\0" in path or any(name in ("", ".", "..") for name in names[1:]):
+    if (
+        not path.startswith("/")
+        or path.endswith(("/", "/.", "/.."))
+        or "\0" in path
+        or "//" in path
+        or "/./" in path
+        or "/../" in path
+    ):
         raise ValueError(f"not an absolute ZooKeeper node path: {path!r}")
 
 
@@ -480,6 +490,3 @@ def _ancestors(path: str) -> list[str]:
     names = path.split("/")[1:-1]
     return ["/" + "/".join(names[: depth + 1]) for depth in range(len(names))]
 
-
-def _stat(node: _Node) -> Stat:
-    return Stat(node.version, node.ephemeral_owner)

@@ -13,6 +13,7 @@ from kcm.spec.vocabulary import NO_LEADER
 
 from . import zk_paths
 from .controller import Controller
+from .messages import Record
 from .replica_manager import ReplicaManager
 from .store import InMemoryStore, NoNodeError
 
@@ -27,6 +28,8 @@ class Abstraction:
         self.roles: dict[int, tuple[bool, int, int]] = {}
         self.replicas: dict[tuple[str, str], tuple[Leaf, ...]] = {}
         self.replica_seen: dict[tuple[str, str], dict[str, str]] = {}
+        # Per replica, the log's records when its leaf was last built, and that leaf.
+        self.logs: dict[tuple[str, str], tuple[list[Record], list[list[int]]]] = {}
 
     def delta(
         self,
@@ -141,6 +144,7 @@ class Abstraction:
         for partition in sorted(manager.dirty):
             replica = manager.replicas.get(partition)
             if replica is None:
+                self.logs.pop((key, partition), None)
                 if self.replicas.pop((key, partition), None) is not None:
                     for variable in REPLICA_VARS:
                         self._emit(out, (variable, key, partition), None)
@@ -164,11 +168,29 @@ class Abstraction:
                     continue
                 value: Leaf = current[index]
                 if variable == "log":
-                    value = list(map(list, replica.log))
+                    value = self._log_leaf((key, partition), replica.log)
                 elif variable == "local_isr" and value is not None:
                     value = list(value)
                 self._emit(out, (variable, key, partition), value)
         manager.dirty.clear()
+
+    def _log_leaf(self, replica: tuple[str, str], log: list[Record]) -> list[list[int]]:
+        """The log as a trace leaf: a new list, whose entries for the records that stayed since the last
+        leaf are that leaf's own. Leaves are never mutated (see `trace.apply_delta`), and a log mostly
+        grows at its end, so a step costs the records it added, not the whole log."""
+        cached = self.logs.get(replica)
+        if cached is None:
+            leaf = list(map(list, log))
+        else:
+            records, last = cached
+            kept = min(len(log), len(records))
+            if log[:kept] == records[:kept]:
+                leaf = last[:kept]
+                leaf.extend(map(list, log[kept:]))
+            else:
+                leaf = list(map(list, log))
+        self.logs[replica] = (log[:], leaf)
+        return leaf
 
     def _controller_delta(self, key: str, controller: Controller, out: dict[str, Any]) -> None:
         if controller.resigned_partitions:

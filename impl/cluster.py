@@ -34,6 +34,7 @@ Event = dict[str, Any]
 EventSink = Callable[[Event], None]
 ADMIN = 0
 CONTROLLER_REQUESTS = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
+TO_CONTROLLER = (ControlledShutdownRequest, StopReplicaResponse)
 
 
 class Cluster:
@@ -109,6 +110,8 @@ class Cluster:
                 self.partitions.add(zk_paths.partition_name(topic, index))
 
     def _route_watches(self) -> None:
+        if not self.store.has_watch_events():
+            return
         for fired in self.store.poll_watch_events():
             broker = self.session_owner.get(fired.session)
             if broker is not None and self.managers[broker].alive:
@@ -196,7 +199,7 @@ class Cluster:
         message = envelope.message
         action = ACTION_OF[type(message)]
         args = {"from": envelope.src, **message_args(message)}
-        if isinstance(message, ControlledShutdownRequest | StopReplicaResponse):
+        if isinstance(message, TO_CONTROLLER):
             return self._deliver_to_controller(envelope, action, args)
         manager = self.managers[envelope.dst]
         out, applied = manager.handle(envelope.src, message, self.now)

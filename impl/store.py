@@ -264,6 +264,10 @@ class InMemoryStore:
         events, self._events = self._events, []
         return events
 
+    def has_watch_events(self) -> bool:
+        """Whether `poll_watch_events` has anything, without swapping the queue: most steps fire none."""
+        return bool(self._events)
+
     def drain_changes(self) -> _PathSet:
         """Paths created, set or deleted since the last drain: what a trace's state delta must re-read."""
         changed, self._changed = self._changed, set()

@@ -4,6 +4,12 @@ eleven invariants of kcm on what each event changed. Exact definitions: docs/inv
 Checking is incremental: an event's delta names the partitions and replicas it touched, and only those
 are checked, so the cost of a step does not grow with the cluster. History the invariants need (leaders
 per epoch, committed records, the highest HW exposed) is kept here, not in the trace.
+
+Comparing logs is the one cost that grows with the run (a log holds up to a hundred records), so the
+checker also remembers, per pair of logs of a partition and per log against the committed records, a
+prefix length already found equal. A log that changes keeps those lengths only while its new value still
+starts with the verified part of its old one, so each record is compared about once, not at every check.
+This relies on leaf values being immutable once in a delta, as `apply_delta` already requires.
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ from kcm.impl.states import (
     valid_partition_transition,
     valid_replica_transition,
 )
-from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES
 
-from .trace import Event, apply_delta, empty_state
+from .trace import Event, empty_state, merge_variable
 
 # Which variables each invariant reads: with a partial trace, an invariant is checked only if the trace
 # observes all of them.
@@ -44,6 +50,27 @@ STORE_PARTITION_VARS: Final = ("assignment", "leader", "leader_epoch", "isr")
 REPLICA_VARS: Final = ("role", "local_leader_epoch", "log", "hw", "epoch_start_offset")
 MAX_VIOLATIONS: Final = 1000
 EPOCH_VARS: Final = frozenset({"controller_epoch", "broker_controller_epoch", "leader_epoch", "local_leader_epoch"})
+
+# How the checker merges each variable of a delta: a store partition variable and a replica variable
+# are merged where their keys are collected (see `_apply`), the log also updates the verified prefixes.
+_OTHER, _STORE, _REPLICA, _LOG = range(4)
+_MERGE: Final[dict[str, int]] = {
+    name: _STORE if name in STORE_PARTITION_VARS else _LOG if name == "log" else
+    _REPLICA if name in REPLICA_VARS else _OTHER
+    for name in VARIABLES
+}
+
+# The transition tables as (from, to) pairs of state names: a set lookup per transition instead of two
+# enum conversions.
+_VALID_PARTITION: Final = frozenset(
+    (src.value, dst.value) for src in PartitionState for dst in PartitionState if valid_partition_transition(src, dst)
+)
+_VALID_REPLICA: Final = frozenset(
+    (src.value, dst.value) for src in ReplicaState for dst in ReplicaState if valid_replica_transition(src, dst)
+)
+
+# The default of lookups into maps that may lack a broker or partition; never written to.
+_NONE: Final[dict[str, Any]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +109,28 @@ class InvariantChecker:
         self.report = CheckReport()
         self.seq = -1
         self._reset_history()
+        self._reset_state()
 
     def _reset_history(self) -> None:
         """A new run starts (its Init event): nothing an earlier run did is history for it."""
-        self.leader_of_epoch: dict[tuple[str, int], tuple[str, int]] = {}
+        self.leader_of_epoch: dict[str, dict[int, Any]] = {}  # partition -> epoch -> first leader named
         self.leader_hw: dict[tuple[str, str], tuple[int, int]] = {}
         self.exposed_hw: dict[str, int] = {}
         self.committed: dict[str, list[Any]] = {}
+        # partition -> broker -> a prefix length on which the log is known to hold the committed records
+        self._holds: dict[str, dict[str, int]] = {}
+
+    def _reset_state(self) -> None:
+        """The state starts empty (a `full` event), and with it what the checker derived from it."""
+        self.state = empty_state()
+        # partition -> broker -> log: the logs of each partition, brokers in sorted order
+        self._logs: dict[str, dict[str, list[Any]]] = {}
+        # partition -> broker -> broker -> a prefix length on which the two logs are known to agree
+        self._agreed: dict[str, dict[str, dict[str, int]]] = {}
+        # partition -> (its ISR, the ISR's brokers as sorted ids): the ISR changes far less often than
+        # the committed records are checked against its members
+        self._isr_names: dict[str, tuple[Any, list[str]]] = {}
+        self._holds = {}
 
     # -- driving -------------------------------------------------------------------------------------
 
@@ -108,182 +150,283 @@ class InvariantChecker:
             self.truncation = args.get("knobs", {}).get("truncation", self.truncation)
             self._reset_history()
         if event.get("full"):
-            self.state = empty_state()
+            self._reset_state()
+        transitions = args.get("transitions")
         actor_kind, _, actor_id = event["actor"].partition(":")
-        machines = bool(args.get("transitions")) or "partition_state" in delta or "replica_state" in delta
-        fencing = action in CONTROLLER_REQUESTS or actor_kind == "controller"
-        epochs = not EPOCH_VARS.isdisjoint(delta)
-        if not (delta or machines or fencing):
-            return found  # nothing changed and nothing claimed: no invariant can break here
-        before = self._before(args, delta, actor_id, machines) if machines or fencing or epochs else {}
-        apply_delta(self.state, delta)
+        state = self.state
+        if not (delta or transitions):
+            # Two thirds of the events change nothing; only the fencing of their actor can break.
+            if action in CONTROLLER_REQUESTS and "controller_epoch" in args:
+                self._request_fencing_check(event, state["broker_controller_epoch"].get(actor_id), found)
+            if actor_kind == "controller":
+                self.report.checks["StaleControllerFenced"] += 1
+            if found:
+                self._record(found)
+            return found
+        # The pre-step values the pair-of-states checks compare against, read before the delta lands.
+        controller_epoch = state["controller_epoch"]
+        epochs = None if EPOCH_VARS.isdisjoint(delta) else self._epochs_before(delta)
+        machines = bool(transitions) or "partition_state" in delta or "replica_state" in delta
+        chains = self._chains(transitions or (), actor_id) if machines else None
+        seen = state["broker_controller_epoch"].get(actor_id)
+        acting = state["acting_controller_epoch"].get(actor_id, 0)
+        partitions, replicas = self._apply(delta)
         self.report.observed.update(delta)
-        partitions, replicas = _touched(delta)
+        store_partitions = partitions
         if partitions:
             self._store_checks(partitions, delta, found)
         if replicas:
             self._replica_checks(replicas, found)
             partitions = partitions | {p for _, p in replicas}
-        if partitions:
-            self._data_checks(partitions, found)
-        if epochs:
-            self._epoch_checks(delta, before, found)
-        if fencing:
-            self._fencing_checks(event, delta, before, found)
-        if machines:
-            self._transition_checks(event, delta, before, found)
+        for p in sorted(partitions):
+            self._data_checks(p, found)
+        if epochs is not None:
+            self._epoch_checks(delta, controller_epoch, epochs, found)
+        if action in CONTROLLER_REQUESTS and "controller_epoch" in args:
+            self._request_fencing_check(event, seen, found)
+        if actor_kind == "controller":
+            self.report.checks["StaleControllerFenced"] += 1
+            if store_partitions and acting < controller_epoch:
+                self._violate(found, "StaleControllerFenced",
+                              f"deposed controller {actor_id} (epoch {acting}) wrote "
+                              f"{', '.join(sorted(store_partitions))} while controller epoch "
+                              f"{controller_epoch} is current")
+        if chains is not None:
+            self._transition_checks(action, delta, chains, actor_id, found)
         if found:
-            room = MAX_VIOLATIONS - len(self.report.violations)
-            self.report.violations.extend(found[:room])
+            self._record(found)
         return found
 
-    def _before(self, args: dict[str, Any], delta: dict[str, Any], actor_id: str, machines: bool) -> dict[str, Any]:
-        """The few pre-step values the pair-of-states checks compare against."""
+    def _record(self, found: list[Violation]) -> None:
+        room = MAX_VIOLATIONS - len(self.report.violations)
+        self.report.violations.extend(found[:room])
+
+    def _apply(self, delta: dict[str, Any]) -> tuple[set[str], set[tuple[str, str]]]:
+        """Merge the delta into the state (as `apply_delta`) and return the partitions of the store and the
+        replicas (broker, partition) it touched.
+
+        Store and replica variables are merged here rather than by `apply_delta`, so that one walk over
+        the delta both merges it and collects what it touched.
+        """
         state = self.state
-        pre: dict[str, Any] = {
-            "controller_epoch": state["controller_epoch"],
-            "broker_controller_epoch": {
-                b: state["broker_controller_epoch"].get(b)
-                for b in (actor_id, *delta.get("broker_controller_epoch", ()))
-            },
-            "acting": state["acting_controller_epoch"].get(actor_id, 0),
-        }
+        partitions: set[str] = set()
+        replicas: set[tuple[str, str]] = set()
+        for name, value in delta.items():
+            merge = _MERGE[name]
+            if merge == _OTHER:
+                merge_variable(state, name, value)
+            elif merge == _STORE:
+                target = state[name]
+                for p, v in value.items():
+                    if v is None:
+                        target.pop(p, None)
+                    else:
+                        target[p] = v
+                partitions.update(value)
+            else:
+                brokers = state[name]
+                for b, inner in value.items():
+                    into = brokers.get(b)
+                    if into is None:
+                        into = brokers[b] = {}
+                    for p, v in inner.items():
+                        replicas.add((b, p))
+                        if merge == _LOG:
+                            self._log_changed(b, p, into.get(p), v)
+                        if v is None:
+                            into.pop(p, None)
+                        else:
+                            into[p] = v
+        return partitions, replicas
+
+    def _log_changed(self, b: str, p: str, old: list[Any] | None, new: list[Any] | None) -> None:
+        """Index b's new log of p, and keep its verified prefixes only if the new log starts with their
+        longest one."""
+        logs = self._logs.get(p)
+        if new is None:
+            if logs:
+                logs.pop(b, None)
+        elif logs is None:
+            self._logs[p] = {b: new}
+        elif b in logs:
+            logs[b] = new
+        else:
+            logs[b] = new
+            self._logs[p] = dict(sorted(logs.items()))
+        agreed = self._agreed.get(p)
+        row = agreed.get(b) if agreed else None
+        holds = self._holds.get(p)
+        verified = max(row.values(), default=0) if row else 0
+        if holds:
+            verified = max(verified, holds.get(b, 0))
+        if not verified or (old is not None and new is not None and new[:verified] == old[:verified]):
+            return
+        if agreed and row:
+            del agreed[b]
+            for other in row:
+                agreed[other].pop(b, None)
+        if holds:
+            holds.pop(b, None)
+
+    def _epochs_before(self, delta: dict[str, Any]) -> dict[str, Any]:
+        """The pre-step epochs of the brokers, partitions and replicas the delta sets."""
+        state = self.state
+        pre: dict[str, Any] = {}
+        if "broker_controller_epoch" in delta:
+            seen = state["broker_controller_epoch"]
+            pre["broker_controller_epoch"] = {b: seen.get(b) for b in delta["broker_controller_epoch"]}
         if "leader_epoch" in delta:
             pre["leader_epoch"] = {p: state["leader_epoch"].get(p) for p in delta["leader_epoch"]}
         if "local_leader_epoch" in delta:
             local = state["local_leader_epoch"]
             pre["local_leader_epoch"] = {
-                (b, p): local.get(b, {}).get(p) for b, ps in delta["local_leader_epoch"].items() for p in ps
+                (b, p): local.get(b, _NONE).get(p) for b, ps in delta["local_leader_epoch"].items() for p in ps
             }
-        if machines:
-            pre.update(self._machine_states_before(args, delta, actor_id))
         return pre
 
-    def _machine_states_before(self, args: dict[str, Any], delta: dict[str, Any], actor_id: str) -> dict[str, Any]:
-        partition_states = self.state["partition_state"].get(actor_id, {})
-        replica_states = self.state["replica_state"].get(actor_id, {})
-        partitions = {p: partition_states.get(p) for p in delta.get("partition_state", {}).get(actor_id, {})}
-        replicas = {
-            (p, r): replica_states.get(p, {}).get(r)
-            for p, rs in delta.get("replica_state", {}).get(actor_id, {}).items()
-            for r in rs
-        }
-        for kind, partition, *rest in args.get("transitions") or []:
+    def _chains(self, transitions: Iterable[list[Any]], actor_id: str) -> dict[tuple[str, ...], Any]:
+        """The recorded transitions grouped per partition or replica, each group led by its pre-step state."""
+        partition_states = self.state["partition_state"].get(actor_id, _NONE)
+        replica_states = self.state["replica_state"].get(actor_id, _NONE)
+        chains: dict[tuple[str, ...], Any] = {}
+        for entry in transitions:
+            kind, partition, *rest = entry
             if kind == "partition":
-                partitions.setdefault(partition, partition_states.get(partition))
+                key: tuple[str, ...] = ("partition", partition)
+                src, dst = rest
+                chain = chains.get(key)
+                if chain is None:
+                    chain = chains[key] = [partition_states.get(partition)]
             else:
-                replicas.setdefault((partition, rest[0]), replica_states.get(partition, {}).get(rest[0]))
-        return {"partition_state": partitions, "replica_state": replicas}
+                key = ("replica", partition, rest[0])
+                src, dst = rest[1], rest[2]
+                chain = chains.get(key)
+                if chain is None:
+                    chain = chains[key] = [replica_states.get(partition, _NONE).get(rest[0])]
+            chain.append((src, dst))
+        return chains
 
     def _violate(self, found: list[Violation], invariant: str, message: str) -> None:
         found.append(Violation(invariant, self.seq, message))
-
-    def _count(self, invariant: str, n: int = 1) -> None:
-        self.report.checks[invariant] += n
 
     # -- the store's partition state -----------------------------------------------------------------------
 
     def _store_checks(self, partitions: set[str], delta: dict[str, Any], found: list[Violation]) -> None:
         s = self.state
+        checks = self.report.checks
         for p in sorted(partitions):
             assignment = s["assignment"].get(p)
             isr = s["isr"].get(p)
             leader = s["leader"].get(p)
             epoch = s["leader_epoch"].get(p)
-            if p in delta.get("assignment", {}) and assignment is None:
+            if assignment is None and p in delta.get("assignment", _NONE):
                 self._forget_partition(p)
             if isr is not None and assignment is not None:
-                self._count("IsrSubsetOfReplicas")
+                checks["IsrSubsetOfReplicas"] += 1
                 outside = sorted(set(isr) - set(assignment))
                 if outside:
                     self._violate(found, "IsrSubsetOfReplicas",
                                   f"{p}: ISR {isr} has {outside} outside the assignment {assignment}")
             if leader is not None and isr is not None:
-                self._count("LeaderInIsr")
+                checks["LeaderInIsr"] += 1
                 if leader != NO_LEADER and leader not in isr:
                     self._violate(found, "LeaderInIsr", f"{p}: leader {leader} is not in the ISR {isr}")
             if leader is not None and epoch is not None and leader != NO_LEADER:
-                self._claim(p, epoch, ("store", leader), found)
+                self._claim(p, epoch, leader, found)
 
-    def _claim(self, partition: str, epoch: int, who: tuple[str, int], found: list[Violation]) -> None:
-        self._count("OneLeaderPerEpoch")
-        key = (partition, epoch)
-        first = self.leader_of_epoch.setdefault(key, who)
-        if first[1] != who[1]:
+    def _claim(self, partition: str, epoch: int, broker: Any, found: list[Violation]) -> None:
+        self.report.checks["OneLeaderPerEpoch"] += 1
+        leaders = self.leader_of_epoch.get(partition)
+        if leaders is None:
+            self.leader_of_epoch[partition] = {epoch: broker}
+            return
+        first = leaders.setdefault(epoch, broker)
+        if first != broker:
             self._violate(found, "OneLeaderPerEpoch",
-                          f"{partition}: epoch {epoch} has two leaders, broker {first[1]} and broker {who[1]}")
+                          f"{partition}: epoch {epoch} has two leaders, broker {first} and broker {broker}")
 
     def _forget_partition(self, partition: str) -> None:
         """A deleted partition's history ends; a topic created again under the name starts afresh."""
-        for key in [k for k in self.leader_of_epoch if k[0] == partition]:
-            del self.leader_of_epoch[key]
+        self.leader_of_epoch.pop(partition, None)
         self.exposed_hw.pop(partition, None)
         self.committed.pop(partition, None)
+        self._holds.pop(partition, None)
 
     # -- each replica ------------------------------------------------------------------------------------
 
     def _replica_checks(self, replicas: set[tuple[str, str]], found: list[Violation]) -> None:
         s = self.state
-        for b, p in sorted(replicas):
-            role = s["role"].get(b, {}).get(p)
-            epoch = s["local_leader_epoch"].get(b, {}).get(p)
-            hw = s["hw"].get(b, {}).get(p)
+        roles, local_epochs, hws = s["role"], s["local_leader_epoch"], s["hw"]
+        leader_hw = self.leader_hw
+        for key in sorted(replicas):
+            b, p = key
+            role = roles.get(b, _NONE).get(p)
+            epoch = local_epochs.get(b, _NONE).get(p)
+            hw = hws.get(b, _NONE).get(p)
             if role != "leader" or epoch is None or hw is None:
-                self.leader_hw.pop((b, p), None)
+                leader_hw.pop(key, None)
                 continue
-            self._claim(p, epoch, ("broker", int(b)), found)
-            self._count(HW_PER_LEADER)
-            last = self.leader_hw.get((b, p))
+            self._claim(p, epoch, int(b), found)
+            self.report.checks[HW_PER_LEADER] += 1
+            last = leader_hw.get(key)
             if last is not None and last[0] == epoch and hw < last[1]:
                 self._violate(found, HW_PER_LEADER,
                               f"{p}: leader {b} moved its HW back from {last[1]} to {hw} within epoch {epoch}")
-            self.leader_hw[(b, p)] = (epoch, hw)
+            leader_hw[key] = (epoch, hw)
             self._commit(p, b, hw, found)
 
     def _commit(self, p: str, b: str, hw: int, found: list[Violation]) -> None:
         """Records below a leader's HW are committed; the committed records of a partition form a prefix."""
-        log = self.state["log"].get(b, {}).get(p) or []
-        prefix = log[: min(hw, len(log))]
-        committed = self.committed.setdefault(p, [])
-        if len(prefix) > len(committed):
-            if prefix[: len(committed)] != committed:
-                self._violate(found, "NoCommittedDataLoss",
-                              f"{p}: leader {b} commits a log that differs from the committed records "
-                              f"at offset {_first_difference(prefix, committed)}")
-            self.committed[p] = prefix
+        log = self._logs.get(p, _NONE).get(b) or []
+        n = min(hw, len(log))
+        if n < 0:
+            n = max(len(log) + n, 0)  # a negative HW cuts from the end, as the slice it stands for
+        committed = self.committed.get(p)
+        if committed is None:
+            committed = self.committed[p] = []
+        c = len(committed)
+        if n <= c:
+            return
+        holds = self._holds.get(p)
+        if holds is None:
+            holds = self._holds[p] = {}
+        verified = holds.get(b, 0)
+        if verified < c and log[verified:c] != committed[verified:]:
+            self._violate(found, "NoCommittedDataLoss",
+                          f"{p}: leader {b} commits a log that differs from the committed records "
+                          f"at offset {_first_difference(log[:n], committed)}")
+            holds.clear()  # the committed records change: what other logs were found to hold is void
+        self.committed[p] = log[:n]
+        holds[b] = n
 
     # -- logs and the HW across leaders ----------------------------------------------------------------
 
-    def _data_checks(self, partitions: set[str], found: list[Violation]) -> None:
-        for p in sorted(partitions):
-            self._exposed_hw_check(p, found)
-            self._committed_check(p, found)
-            self._agreement_check(p, found)
-
-    def _current_leader(self, p: str) -> str | None:
-        """The broker that leads p in the store's current epoch and knows it."""
+    def _data_checks(self, p: str, found: list[Violation]) -> None:
+        """The HW exposed across leaders, the committed records and the agreement of the logs of p."""
         s = self.state
+        logs = self._logs.get(p, _NONE)
         leader = s["leader"].get(p)
-        if not leader:
-            return None
-        b = str(leader)
-        if s["role"].get(b, {}).get(p) != "leader":
-            return None
-        if s["local_leader_epoch"].get(b, {}).get(p) != s["leader_epoch"].get(p):
-            return None
-        return b
+        current = None
+        if leader:
+            b = str(leader)
+            if (s["role"].get(b, _NONE).get(p) == "leader"
+                    and s["local_leader_epoch"].get(b, _NONE).get(p) == s["leader_epoch"].get(p)):
+                current = b  # it leads p in the store's current epoch and knows it
+                self._exposed_hw_check(p, b, found)
+        committed = self.committed.get(p)
+        if committed:
+            self._committed_check(p, current, logs, committed, found)
+        if len(logs) > 1:
+            self._agreement_check(p, logs, found)
 
-    def _exposed_hw_check(self, p: str, found: list[Violation]) -> None:
-        b = self._current_leader(p)
-        if b is None:
-            return
+    def _exposed_hw_check(self, p: str, b: str, found: list[Violation]) -> None:
         s = self.state
-        hw = s["hw"].get(b, {}).get(p)
+        hw = s["hw"].get(b, _NONE).get(p)
         if hw is None:
             return
-        if self.truncation == "kip320" and hw < s["epoch_start_offset"].get(b, {}).get(p, 0):
+        if self.truncation == "kip320" and hw < s["epoch_start_offset"].get(b, _NONE).get(p, 0):
             return  # KAFKA-2334 fix: a new leader withholds its HW until it reaches its epoch's start
-        self._count(HW_ACROSS_LEADERS)
+        self.report.checks[HW_ACROSS_LEADERS] += 1
         highest = self.exposed_hw.get(p, 0)
         if hw < highest:
             self._violate(found, HW_ACROSS_LEADERS,
@@ -292,125 +435,137 @@ class InvariantChecker:
         else:
             self.exposed_hw[p] = hw
 
-    def _committed_check(self, p: str, found: list[Violation]) -> None:
-        committed = self.committed.get(p)
-        if not committed:
-            return
-        s = self.state
-        holders = {str(r) for r in s["isr"].get(p) or ()}
-        leader = self._current_leader(p)
-        if leader is not None:
-            holders.add(leader)
-        for b in sorted(holders):
-            log = s["log"].get(b, {}).get(p)
+    def _committed_check(
+        self, p: str, leader: str | None, logs: dict[str, list[Any]], committed: list[Any], found: list[Violation]
+    ) -> None:
+        isr = self.state["isr"].get(p)
+        names = self._isr_names.get(p)
+        if names is None or names[0] is not isr:
+            names = self._isr_names[p] = (isr, sorted({str(r) for r in isr or ()}))
+        holders = names[1]
+        if leader is not None and leader not in holders:
+            holders = sorted([*holders, leader])
+        holds = self._holds.get(p)
+        if holds is None:
+            holds = self._holds[p] = {}
+        c = len(committed)
+        checked = 0
+        for b in holders:
+            log = logs.get(b)
             if log is None:
                 continue
-            self._count("NoCommittedDataLoss")
-            if log[: len(committed)] != committed:
-                offset = _first_difference(log, committed)
-                self._violate(found, "NoCommittedDataLoss",
-                              f"{p}: committed record {committed[offset]} at offset {offset} is "
-                              f"{'missing from' if offset >= len(log) else 'replaced in'} the log of broker {b}")
+            checked += 1
+            verified = holds.get(b, 0)
+            if verified >= c:
+                continue
+            if len(log) >= c and log[verified:c] == committed[verified:]:
+                holds[b] = c
+                continue
+            offset = _first_difference(log, committed)
+            self._violate(found, "NoCommittedDataLoss",
+                          f"{p}: committed record {committed[offset]} at offset {offset} is "
+                          f"{'missing from' if offset >= len(log) else 'replaced in'} the log of broker {b}")
+        if checked:
+            self.report.checks["NoCommittedDataLoss"] += checked
 
-    def _agreement_check(self, p: str, found: list[Violation]) -> None:
-        s = self.state
-        holders = sorted(b for b, logs in s["log"].items() if p in logs)
-        for i, b1 in enumerate(holders):
-            for b2 in holders[i + 1 :]:
-                log1, log2 = s["log"][b1][p], s["log"][b2][p]
-                k = min(s["hw"].get(b1, {}).get(p, 0), s["hw"].get(b2, {}).get(p, 0), len(log1), len(log2))
-                self._count("ReplicaLogsAgree")
-                if log1[:k] != log2[:k]:
+    def _agreement_check(self, p: str, logs: dict[str, list[Any]], found: list[Violation]) -> None:
+        hws = self.state["hw"]
+        agreed = self._agreed.get(p)
+        if agreed is None:
+            agreed = self._agreed[p] = {}
+        # Each log up to its broker's HW: a pair agrees up to the shorter of the two.
+        held = [(b, log, min(hws.get(b, _NONE).get(p, 0), len(log))) for b, log in logs.items()]
+        pairs = 0
+        try:
+            for i, (b1, log1, limit1) in enumerate(held):
+                row = agreed.get(b1, _NONE)
+                for b2, log2, limit2 in held[i + 1 :]:
+                    pairs += 1
+                    k = limit1 if limit1 < limit2 else limit2
+                    verified = row.get(b2, 0)
+                    if k > verified:
+                        if log1[verified:k] == log2[verified:k]:
+                            row = _agree(agreed, b1, b2, k)
+                            continue
+                    elif k >= 0 or log1[:k] == log2[:k]:
+                        continue  # a negative HW cuts from the end, as the slice it stands for
                     offset = _first_difference(log1[:k], log2[:k])
                     self._violate(found, "ReplicaLogsAgree",
                                   f"{p}: brokers {b1} and {b2} disagree at offset {offset} below both HWs "
                                   f"({log1[offset]} vs {log2[offset]})")
+        finally:
+            # Counted once per partition, yet only the pairs reached: a malformed HW can raise midway.
+            if pairs:
+                self.report.checks["ReplicaLogsAgree"] += pairs
 
     # -- epochs and fencing ------------------------------------------------------------------------------------
 
-    def _epoch_checks(self, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]) -> None:
+    def _epoch_checks(
+        self, delta: dict[str, Any], controller_epoch: int, before: dict[str, Any], found: list[Violation]
+    ) -> None:
         s = self.state
+        checks = self.report.checks
         if "controller_epoch" in delta:
-            self._count("ControllerEpochMonotonic")
-            if s["controller_epoch"] < before["controller_epoch"]:
-                old = before["controller_epoch"]
+            checks["ControllerEpochMonotonic"] += 1
+            if s["controller_epoch"] < controller_epoch:
                 self._violate(found, "ControllerEpochMonotonic",
-                              f"controller epoch went back from {old} to {s['controller_epoch']}")
-        for b, epoch in delta.get("broker_controller_epoch", {}).items():
-            old = before["broker_controller_epoch"].get(b)
-            restarted = b in delta.get("alive", {})
-            self._count("ControllerEpochMonotonic")
+                              f"controller epoch went back from {controller_epoch} to {s['controller_epoch']}")
+        for b, epoch in delta.get("broker_controller_epoch", _NONE).items():
+            old = before["broker_controller_epoch"][b]
+            restarted = b in delta.get("alive", _NONE)
+            checks["ControllerEpochMonotonic"] += 1
             if old is not None and epoch is not None and epoch < old and not restarted:
                 self._violate(found, "ControllerEpochMonotonic",
                               f"broker {b} went back from controller epoch {old} to {epoch}")
-        for p, old in before.get("leader_epoch", {}).items():
+        for p, old in before.get("leader_epoch", _NONE).items():
             new = s["leader_epoch"].get(p)
-            self._count("LeaderEpochMonotonic")
+            checks["LeaderEpochMonotonic"] += 1
             if old is not None and new is not None and new < old:
                 self._violate(found, "LeaderEpochMonotonic", f"{p}: leader epoch went back from {old} to {new}")
-        for (b, p), old in before.get("local_leader_epoch", {}).items():
-            new = s["local_leader_epoch"].get(b, {}).get(p)
-            self._count("LeaderEpochMonotonic")
+        for (b, p), old in before.get("local_leader_epoch", _NONE).items():
+            new = s["local_leader_epoch"].get(b, _NONE).get(p)
+            checks["LeaderEpochMonotonic"] += 1
             if old is not None and new is not None and new < old:
                 self._violate(found, "LeaderEpochMonotonic",
                               f"{p}: broker {b} went back from leader epoch {old} to {new}")
 
-    def _fencing_checks(
-        self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]
-    ) -> None:
-        actor_kind, _, actor_id = event["actor"].partition(":")
+    def _request_fencing_check(self, event: Event, seen: Any, found: list[Violation]) -> None:
         args = event["args"]
-        if event["action"] in CONTROLLER_REQUESTS and "controller_epoch" in args:
-            seen = before["broker_controller_epoch"].get(actor_id, 0)
-            self._count("StaleControllerFenced")
-            changed = any(actor_id in delta.get(var, {}) for var in REPLICA_VARS)
-            if args["controller_epoch"] < seen and (args.get("applied") or changed):
-                self._violate(found, "StaleControllerFenced",
-                              f"broker {actor_id} applied {event['action']} from controller epoch "
-                              f"{args['controller_epoch']} after seeing epoch {seen}")
-        if actor_kind == "controller":
-            touched = sorted({p for var in STORE_PARTITION_VARS for p in delta.get(var, {})})
-            self._count("StaleControllerFenced")
-            if touched and before["acting"] < before["controller_epoch"]:
-                self._violate(found, "StaleControllerFenced",
-                              f"deposed controller {actor_id} (epoch {before['acting']}) wrote "
-                              f"{', '.join(touched)} while controller epoch {before['controller_epoch']} is current")
+        actor_id = event["actor"].partition(":")[2]
+        delta = event["state"]
+        self.report.checks["StaleControllerFenced"] += 1
+        if args["controller_epoch"] < seen and (
+            args.get("applied") or any(actor_id in delta.get(var, _NONE) for var in REPLICA_VARS)
+        ):
+            self._violate(found, "StaleControllerFenced",
+                          f"broker {actor_id} applied {event['action']} from controller epoch "
+                          f"{args['controller_epoch']} after seeing epoch {seen}")
 
     # -- state machines -----------------------------------------------------------------------------------
 
     def _transition_checks(
-        self, event: Event, delta: dict[str, Any], before: dict[str, Any], found: list[Violation]
+        self, action: str, delta: dict[str, Any], chains: dict[tuple[str, ...], Any], actor_id: str,
+        found: list[Violation],
     ) -> None:
-        actor_id = event["actor"].partition(":")[2]
-        loading = event["action"] in CONTEXT_LOAD_ACTIONS
-        chains: dict[tuple[str, ...], list[tuple[Any, Any]]] = {}
-        for entry in event["args"].get("transitions") or []:
-            kind, partition, *rest = entry
-            if kind == "partition":
-                key: tuple[str, ...] = ("partition", partition)
-                src, dst = rest
-            else:
-                key = ("replica", partition, rest[0])
-                src, dst = rest[1], rest[2]
-            chains.setdefault(key, []).append((src, dst))
+        loading = action in CONTEXT_LOAD_ACTIONS
         for key, chain in chains.items():
-            self._check_chain(key, chain, loading, before, actor_id, found)
+            self._check_chain(key, chain, loading, actor_id, found)
         unloading = self.state["acting_controller_epoch"].get(actor_id, 0) == 0
         if not unloading:
             self._unexplained_changes(delta, chains, actor_id, found)
 
     def _check_chain(
-        self, key: tuple[str, ...], chain: list[tuple[Any, Any]], loading: bool, before: dict[str, Any],
-        actor_id: str, found: list[Violation],
+        self, key: tuple[str, ...], chain: list[Any], loading: bool, actor_id: str, found: list[Violation],
     ) -> None:
+        """A chain is the pre-step state followed by the (from, to) transitions recorded for it."""
         partition_kind = key[0] == "partition"
         invariant = "ValidPartitionTransitions" if partition_kind else "ValidReplicaTransitions"
         absent = "NonExistentPartition" if partition_kind else "NonExistentReplica"
+        valid = _VALID_PARTITION if partition_kind else _VALID_REPLICA
         what = key[1] if partition_kind else f"{key[1]} replica {key[2]}"
-        current = (before["partition_state"].get(key[1]) if partition_kind
-                   else before["replica_state"].get((key[1], key[2]))) or absent
-        for src, dst in chain:
-            self._count(invariant)
+        current = chain[0] or absent
+        self.report.checks[invariant] += len(chain) - 1
+        for src, dst in chain[1:]:
             if src is None:
                 if not loading:
                     self._violate(found, invariant, f"{what}: state loaded as {dst} outside a controller failover")
@@ -418,51 +573,49 @@ class InvariantChecker:
                 continue
             if src != current:
                 self._violate(found, invariant, f"{what}: transition from {src} but the state was {current}")
-            if not _valid(partition_kind, src, dst):
+            if not _valid(valid, src, dst):
                 self._violate(found, invariant, f"{what}: invalid transition {src} -> {dst}")
             current = dst
         state = self.state
         if partition_kind:
-            final = state["partition_state"].get(actor_id, {}).get(key[1]) or absent
+            final = state["partition_state"].get(actor_id, _NONE).get(key[1]) or absent
         else:
-            final = state["replica_state"].get(actor_id, {}).get(key[1], {}).get(key[2]) or absent
+            final = state["replica_state"].get(actor_id, _NONE).get(key[1], _NONE).get(key[2]) or absent
         if final != current:
             self._violate(found, invariant, f"{what}: transitions end in {current} but the state is {final}")
 
     def _unexplained_changes(
-        self, delta: dict[str, Any], chains: dict[tuple[str, ...], list[tuple[Any, Any]]], actor_id: str,
-        found: list[Violation],
+        self, delta: dict[str, Any], chains: dict[tuple[str, ...], Any], actor_id: str, found: list[Violation],
     ) -> None:
-        for b, partitions in delta.get("partition_state", {}).items():
-            for p in partitions:
-                if ("partition", p) not in chains and b == actor_id:
-                    self._violate(found, "ValidPartitionTransitions", f"{p}: state changed without a transition")
-        for b, partitions in delta.get("replica_state", {}).items():
-            for p, replicas in partitions.items():
-                for r in replicas:
-                    if ("replica", p, r) not in chains and b == actor_id:
-                        self._violate(found, "ValidReplicaTransitions",
-                                      f"{p} replica {r}: state changed without a transition")
+        # Only the actor's own state machines are its to explain.
+        for p in delta.get("partition_state", _NONE).get(actor_id, ()):
+            if ("partition", p) not in chains:
+                self._violate(found, "ValidPartitionTransitions", f"{p}: state changed without a transition")
+        for p, replicas in delta.get("replica_state", _NONE).get(actor_id, _NONE).items():
+            for r in replicas:
+                if ("replica", p, r) not in chains:
+                    self._violate(found, "ValidReplicaTransitions",
+                                  f"{p} replica {r}: state changed without a transition")
 
 
-def _valid(partition_kind: bool, src: str, dst: str) -> bool:
+def _agree(agreed: dict[str, dict[str, int]], b1: str, b2: str, length: int) -> dict[str, int]:
+    """Record that the logs of b1 and b2 agree below `length`; returns b1's row."""
+    row = agreed.get(b1)
+    if row is None:
+        row = agreed[b1] = {}
+    row[b2] = length
+    other = agreed.get(b2)
+    if other is None:
+        other = agreed[b2] = {}
+    other[b1] = length
+    return row
+
+
+def _valid(valid: frozenset[tuple[str, str]], src: Any, dst: Any) -> bool:
     try:
-        if partition_kind:
-            return valid_partition_transition(PartitionState(src), PartitionState(dst))
-        return valid_replica_transition(ReplicaState(src), ReplicaState(dst))
-    except ValueError:
+        return (src, dst) in valid
+    except TypeError:  # an unhashable state name is no state at all
         return False
-
-
-def _touched(delta: dict[str, Any]) -> tuple[set[str], set[tuple[str, str]]]:
-    partitions: set[str] = set()
-    for var in ("assignment", "leader", "leader_epoch", "isr"):
-        partitions.update(delta.get(var, ()))
-    replicas: set[tuple[str, str]] = set()
-    for var in REPLICA_VARS:
-        for b, ps in delta.get(var, {}).items():
-            replicas.update((b, p) for p in ps)
-    return partitions, replicas
 
 
 def _first_difference(a: list[Any], b: list[Any]) -> int:

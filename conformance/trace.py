@@ -224,17 +224,22 @@ def _merge3(target: dict[str, Any], delta: dict[str, Any]) -> None:
 _MERGES: Final = (None, _merge1, _merge2, _merge3)
 
 
+def merge_variable(state: dict[str, Any], name: str, value: Any) -> None:
+    """Merge one variable of a delta into a full state in place, at the variable's key depth."""
+    merge = _MERGES[VARIABLES[name]]
+    if merge is None:
+        state[name] = value
+    else:
+        merge(state[name], value)
+
+
 def apply_delta(state: dict[str, Any], delta: dict[str, Any]) -> None:
     """Merge a validated delta into a full state in place, at each variable's key depth.
 
     Leaf values (lists) are shared with the delta, not copied: treat both as immutable.
     """
     for name, value in delta.items():
-        merge = _MERGES[VARIABLES[name]]
-        if merge is None:
-            state[name] = value
-        else:
-            merge(state[name], value)
+        merge_variable(state, name, value)
 
 
 def apply_event(state: dict[str, Any], event: Event) -> None:

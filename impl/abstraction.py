@@ -15,6 +15,7 @@ from . import zk_paths
 from .controller import Controller
 from .messages import Record
 from .replica_manager import ReplicaManager
+from .states import ReplicaState
 from .store import InMemoryStore, NoNodeError
 
 Leaf = Any
@@ -27,7 +28,7 @@ class Abstraction:
         self.seen: dict[tuple[str, ...], Any] = {}
         self.roles: dict[int, tuple[bool, int, int]] = {}
         self.replicas: dict[tuple[str, str], tuple[Leaf, ...]] = {}
-        self.replica_seen: dict[tuple[str, str], dict[str, str]] = {}
+        self.replica_seen: dict[tuple[str, str], dict[int, ReplicaState]] = {}
         # Per replica, the log's records when its leaf was last built, and that leaf.
         self.logs: dict[tuple[str, str], tuple[list[Record], list[list[int]]]] = {}
 
@@ -141,13 +142,17 @@ class Abstraction:
     # -- brokers and controllers ---------------------------------------------------------------------------
 
     def _broker_delta(self, key: str, manager: ReplicaManager, out: dict[str, Any]) -> None:
+        """A replica's leaves are reported straight from the tuple of its last values, which stands in for
+        `seen`: a leaf is emitted when its raw value moved (the log: when its content did)."""
         for partition in sorted(manager.dirty):
             replica = manager.replicas.get(partition)
             if replica is None:
                 self.logs.pop((key, partition), None)
-                if self.replicas.pop((key, partition), None) is not None:
-                    for variable in REPLICA_VARS:
-                        self._emit(out, (variable, key, partition), None)
+                gone = self.replicas.pop((key, partition), None)
+                if gone is not None:
+                    for variable, last in zip(REPLICA_VARS, gone, strict=True):
+                        if last is not None:
+                            out.setdefault(variable, {}).setdefault(key, {})[partition] = None
                 continue
             role = replica.role
             current = (
@@ -164,14 +169,20 @@ class Abstraction:
                 continue
             self.replicas[(key, partition)] = current
             for index, variable in enumerate(REPLICA_VARS):
-                if previous is not None and previous[index] == current[index]:
-                    continue
                 value: Leaf = current[index]
+                if previous is None:
+                    if value is None:
+                        continue
+                elif previous[index] == value:
+                    continue
                 if variable == "log":
+                    built = self.logs.get((key, partition))
                     value = self._log_leaf((key, partition), replica.log)
+                    if built is not None and built[1] == value:
+                        continue
                 elif variable == "local_isr" and value is not None:
                     value = list(value)
-                self._emit(out, (variable, key, partition), value)
+                out.setdefault(variable, {}).setdefault(key, {})[partition] = value
         manager.dirty.clear()
 
     def _log_leaf(self, replica: tuple[str, str], log: list[Record]) -> list[list[int]]:
@@ -205,21 +216,24 @@ class Abstraction:
         for partition in sorted(ctx.dirty):
             state = ctx.partition_states.get(partition)
             self._emit(out, ("partition_state", key, partition), None if state is None else state._value_)
-            replicas = ctx.replica_states.get(partition)
-            states = {str(r): s._value_ for r, s in replicas.items()} if replicas else {}
-            self._replica_states_delta(key, partition, states, out)
+            self._replica_states_delta(key, partition, ctx.replica_states.get(partition, {}), out)
         ctx.dirty.clear()
 
-    def _replica_states_delta(self, key: str, partition: str, states: dict[str, str], out: dict[str, Any]) -> None:
+    def _replica_states_delta(
+        self, key: str, partition: str, states: dict[int, ReplicaState], out: dict[str, Any]
+    ) -> None:
+        """`replica_seen` holds a copy of the states last reported, compared as they are: no leaf is built
+        for a partition whose replica states did not move, which is most of those a step marks dirty."""
         before = self.replica_seen.get((key, partition), {})
         if before == states:
             return
-        for replica in sorted(set(before) | set(states), key=int):
-            value = states.get(replica)
-            if before.get(replica) != value:
-                out.setdefault("replica_state", {}).setdefault(key, {}).setdefault(partition, {})[replica] = value
+        for replica in sorted(before.keys() | states.keys()):
+            state = states.get(replica)
+            if before.get(replica) is not state:
+                leaves = out.setdefault("replica_state", {}).setdefault(key, {}).setdefault(partition, {})
+                leaves[str(replica)] = None if state is None else state._value_
         if states:
-            self.replica_seen[(key, partition)] = states
+            self.replica_seen[(key, partition)] = dict(states)
         else:
             self.replica_seen.pop((key, partition), None)
 

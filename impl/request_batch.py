@@ -32,7 +32,8 @@ class RequestBatch:
             return
         for broker in brokers & ctx.live_brokers.keys():
             self.leader_and_isr.setdefault(broker, {})[partition] = state
-        self.add_update_metadata(set(ctx.live_brokers), {partition})
+        self.metadata_brokers |= ctx.live_brokers.keys()
+        self.metadata_partitions.add(partition)
 
     def add_stop_replica(self, broker: int, partition: str, delete: bool) -> None:
         self.stop_replica.setdefault((broker, delete), []).append(partition)
@@ -59,8 +60,9 @@ class RequestBatch:
             metadata = tuple(
                 [state for p in sorted(self.metadata_partitions) if (state := ctx.leader_state(p)) is not None]
             )
+            # One request for every broker: messages are immutable values, so they may share it.
+            update = UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)
             for broker in sorted(self.metadata_brokers & ctx.live_brokers.keys()):
-                update = UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)
                 out.append(Envelope(controller_id, broker, update))
         for (broker, delete), partitions in sorted(self.stop_replica.items()):
             if broker in ctx.live_brokers:

@@ -53,20 +53,24 @@ EPOCH_VARS: Final = frozenset({"controller_epoch", "broker_controller_epoch", "l
 
 # How the checker merges each variable of a delta: a store partition variable and a replica variable
 # are merged where their keys are collected (see `_apply`), the log also updates the verified prefixes.
-_OTHER, _STORE, _REPLICA, _LOG = range(4)
+_OTHER, _STORE, _REPLICA, _HW, _LOG = range(5)
 _MERGE: Final[dict[str, int]] = {
-    name: _STORE if name in STORE_PARTITION_VARS else _LOG if name == "log" else
+    name: _STORE if name in STORE_PARTITION_VARS else _LOG if name == "log" else _HW if name == "hw" else
     _REPLICA if name in REPLICA_VARS else _OTHER
     for name in VARIABLES
 }
 
-# The transition tables as (from, to) pairs of state names: a set lookup per transition instead of two
-# enum conversions.
-_VALID_PARTITION: Final = frozenset(
-    (src.value, dst.value) for src in PartitionState for dst in PartitionState if valid_partition_transition(src, dst)
+# Each state machine's invariant, its state when absent, and its table as (from, to) pairs of state
+# names: a set lookup per transition instead of two enum conversions.
+_PARTITION_MACHINE: Final = (
+    "ValidPartitionTransitions", "NonExistentPartition",
+    frozenset((src.value, dst.value) for src in PartitionState for dst in PartitionState
+              if valid_partition_transition(src, dst)),
 )
-_VALID_REPLICA: Final = frozenset(
-    (src.value, dst.value) for src in ReplicaState for dst in ReplicaState if valid_replica_transition(src, dst)
+_REPLICA_MACHINE: Final = (
+    "ValidReplicaTransitions", "NonExistentReplica",
+    frozenset((src.value, dst.value) for src in ReplicaState for dst in ReplicaState
+              if valid_replica_transition(src, dst)),
 )
 
 # The default of lookups into maps that may lack a broker or partition; never written to.
@@ -130,6 +134,9 @@ class InvariantChecker:
         # partition -> (its ISR, the ISR's brokers as sorted ids): the ISR changes far less often than
         # the committed records are checked against its members
         self._isr_names: dict[str, tuple[Any, list[str]]] = {}
+        # partition -> (pairs checked, messages) of its last agreement check, until a log or HW of it
+        # changes: most events that touch a partition change neither
+        self._agreement: dict[str, tuple[int, list[str]]] = {}
         self._holds = {}
 
     # -- driving -------------------------------------------------------------------------------------
@@ -233,6 +240,8 @@ class InvariantChecker:
                         replicas.add((b, p))
                         if merge == _LOG:
                             self._log_changed(b, p, into.get(p), v)
+                        if merge >= _HW:
+                            self._agreement.pop(p, None)
                         if v is None:
                             into.pop(p, None)
                         else:
@@ -284,11 +293,11 @@ class InvariantChecker:
             }
         return pre
 
-    def _chains(self, transitions: Iterable[list[Any]], actor_id: str) -> dict[tuple[str, ...], Any]:
-        """The recorded transitions grouped per partition or replica, each group led by its pre-step state."""
+    def _chains(self, transitions: Iterable[list[Any]], actor_id: str) -> dict[tuple[str, ...], list[Any]]:
+        """The recorded transitions per partition or replica: its pre-step state, then (from, to) pairs."""
         partition_states = self.state["partition_state"].get(actor_id, _NONE)
         replica_states = self.state["replica_state"].get(actor_id, _NONE)
-        chains: dict[tuple[str, ...], Any] = {}
+        chains: dict[tuple[str, ...], list[Any]] = {}
         for entry in transitions:
             kind, partition, *rest = entry
             if kind == "partition":
@@ -469,6 +478,15 @@ class InvariantChecker:
             self.report.checks["NoCommittedDataLoss"] += checked
 
     def _agreement_check(self, p: str, logs: dict[str, list[Any]], found: list[Violation]) -> None:
+        memo = self._agreement.get(p)
+        if memo is None:
+            memo = self._agreement[p] = self._agreement_pairs(p, logs)
+        else:
+            self.report.checks["ReplicaLogsAgree"] += memo[0]
+        for message in memo[1]:
+            self._violate(found, "ReplicaLogsAgree", message)
+
+    def _agreement_pairs(self, p: str, logs: dict[str, list[Any]]) -> tuple[int, list[str]]:
         hws = self.state["hw"]
         agreed = self._agreed.get(p)
         if agreed is None:
@@ -476,6 +494,7 @@ class InvariantChecker:
         # Each log up to its broker's HW: a pair agrees up to the shorter of the two.
         held = [(b, log, min(hws.get(b, _NONE).get(p, 0), len(log))) for b, log in logs.items()]
         pairs = 0
+        messages: list[str] = []
         try:
             for i, (b1, log1, limit1) in enumerate(held):
                 row = agreed.get(b1, _NONE)
@@ -490,13 +509,13 @@ class InvariantChecker:
                     elif k >= 0 or log1[:k] == log2[:k]:
                         continue  # a negative HW cuts from the end, as the slice it stands for
                     offset = _first_difference(log1[:k], log2[:k])
-                    self._violate(found, "ReplicaLogsAgree",
-                                  f"{p}: brokers {b1} and {b2} disagree at offset {offset} below both HWs "
-                                  f"({log1[offset]} vs {log2[offset]})")
+                    messages.append(f"{p}: brokers {b1} and {b2} disagree at offset {offset} below both HWs "
+                                    f"({log1[offset]} vs {log2[offset]})")
         finally:
             # Counted once per partition, yet only the pairs reached: a malformed HW can raise midway.
             if pairs:
                 self.report.checks["ReplicaLogsAgree"] += pairs
+        return pairs, messages
 
     # -- epochs and fencing ------------------------------------------------------------------------------------
 
@@ -544,45 +563,49 @@ class InvariantChecker:
     # -- state machines -----------------------------------------------------------------------------------
 
     def _transition_checks(
-        self, action: str, delta: dict[str, Any], chains: dict[tuple[str, ...], Any], actor_id: str,
+        self, action: str, delta: dict[str, Any], chains: dict[tuple[str, ...], list[Any]], actor_id: str,
         found: list[Violation],
     ) -> None:
         loading = action in CONTEXT_LOAD_ACTIONS
+        state = self.state
+        partition_states = state["partition_state"].get(actor_id, _NONE)
+        replica_states = state["replica_state"].get(actor_id, _NONE)
+        counts = {"ValidPartitionTransitions": 0, "ValidReplicaTransitions": 0}
         for key, chain in chains.items():
-            self._check_chain(key, chain, loading, actor_id, found)
-        unloading = self.state["acting_controller_epoch"].get(actor_id, 0) == 0
+            if key[0] == "partition":
+                invariant, absent, valid = _PARTITION_MACHINE
+                final = partition_states.get(key[1]) or absent
+            else:
+                invariant, absent, valid = _REPLICA_MACHINE
+                final = replica_states.get(key[1], _NONE).get(key[2]) or absent
+            counts[invariant] += len(chain) - 1
+            current = chain[0] or absent
+            for src, dst in chain[1:]:
+                if src is None:
+                    if not loading:
+                        self._violate(found, invariant,
+                                      f"{_machine(key)}: state loaded as {dst} outside a controller failover")
+                    current = dst
+                    continue
+                if src != current:
+                    self._violate(found, invariant,
+                                  f"{_machine(key)}: transition from {src} but the state was {current}")
+                try:
+                    allowed = (src, dst) in valid
+                except TypeError:  # an unhashable state name is no state at all
+                    allowed = False
+                if not allowed:
+                    self._violate(found, invariant, f"{_machine(key)}: invalid transition {src} -> {dst}")
+                current = dst
+            if final != current:
+                self._violate(found, invariant,
+                              f"{_machine(key)}: transitions end in {current} but the state is {final}")
+        for invariant, count in counts.items():
+            if count:
+                self.report.checks[invariant] += count
+        unloading = state["acting_controller_epoch"].get(actor_id, 0) == 0
         if not unloading:
             self._unexplained_changes(delta, chains, actor_id, found)
-
-    def _check_chain(
-        self, key: tuple[str, ...], chain: list[Any], loading: bool, actor_id: str, found: list[Violation],
-    ) -> None:
-        """A chain is the pre-step state followed by the (from, to) transitions recorded for it."""
-        partition_kind = key[0] == "partition"
-        invariant = "ValidPartitionTransitions" if partition_kind else "ValidReplicaTransitions"
-        absent = "NonExistentPartition" if partition_kind else "NonExistentReplica"
-        valid = _VALID_PARTITION if partition_kind else _VALID_REPLICA
-        what = key[1] if partition_kind else f"{key[1]} replica {key[2]}"
-        current = chain[0] or absent
-        self.report.checks[invariant] += len(chain) - 1
-        for src, dst in chain[1:]:
-            if src is None:
-                if not loading:
-                    self._violate(found, invariant, f"{what}: state loaded as {dst} outside a controller failover")
-                current = dst
-                continue
-            if src != current:
-                self._violate(found, invariant, f"{what}: transition from {src} but the state was {current}")
-            if not _valid(valid, src, dst):
-                self._violate(found, invariant, f"{what}: invalid transition {src} -> {dst}")
-            current = dst
-        state = self.state
-        if partition_kind:
-            final = state["partition_state"].get(actor_id, _NONE).get(key[1]) or absent
-        else:
-            final = state["replica_state"].get(actor_id, _NONE).get(key[1], _NONE).get(key[2]) or absent
-        if final != current:
-            self._violate(found, invariant, f"{what}: transitions end in {current} but the state is {final}")
 
     def _unexplained_changes(
         self, delta: dict[str, Any], chains: dict[tuple[str, ...], Any], actor_id: str, found: list[Violation],
@@ -611,11 +634,9 @@ def _agree(agreed: dict[str, dict[str, int]], b1: str, b2: str, length: int) -> 
     return row
 
 
-def _valid(valid: frozenset[tuple[str, str]], src: Any, dst: Any) -> bool:
-    try:
-        return (src, dst) in valid
-    except TypeError:  # an unhashable state name is no state at all
-        return False
+def _machine(key: tuple[str, ...]) -> str:
+    """A chain's partition, or its partition and replica, as messages name them."""
+    return key[1] if key[0] == "partition" else f"{key[1]} replica {key[2]}"
 
 
 def _first_difference(a: list[Any], b: list[Any]) -> int:

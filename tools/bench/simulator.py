@@ -12,6 +12,9 @@ Baselines, same run:
   floor+file   the same plain dicts through `TraceWriter`;
   write only   the simulator's own events, captured beforehand, through `TraceWriter` alone (the share of
                the file mode that is JSON serialisation and I/O).
+Split, a separate run with the counting sink: the time inside `Controller.process` (the controller's own
+work, with the store writes and request batches it makes), timed by a wrapper on each controller, and
+what the simulator would run at without it.
 The events/s counts every event the sink receives (the Init event and the bootstrap's included).
 """
 
@@ -31,6 +34,7 @@ from rich.progress import Progress, TaskID
 
 from kcm.conformance.trace import TraceWriter
 from kcm.impl.cluster import Event, EventSink
+from kcm.impl.controller import StepResult
 from kcm.impl.simulator import SimConfig, Simulator
 from kcm.spec.vocabulary import Knobs
 
@@ -121,6 +125,32 @@ def floor_events(run: str, count: int, sink: EventSink) -> float:
     return time.perf_counter() - start
 
 
+def split_controller(seed: int, steps: int) -> tuple[float, float]:
+    """Seconds of a counting-sink run, and of `Controller.process` within it."""
+    spent = 0.0
+
+    def timed(process: Callable[[int], StepResult]) -> Callable[[int], StepResult]:
+        def wrapper(now: int) -> StepResult:
+            nonlocal spent
+            start = time.perf_counter()
+            try:
+                return process(now)
+            finally:
+                spent += time.perf_counter() - start
+
+        return wrapper
+
+    gc.collect()
+    start = time.perf_counter()
+    simulator = Simulator(seed, Knobs(), SimConfig(), CountingSink())
+    for controller in simulator.cluster.controllers.values():
+        # On the instance, so the class and every other run stay unwrapped.
+        controller.process = timed(controller.process)  # type: ignore[method-assign,assignment]
+    simulator.bootstrap()
+    simulator.run(steps)
+    return time.perf_counter() - start, spent
+
+
 def write_only(events: Sequence[Event], path: Path) -> float:
     gc.collect()
     start = time.perf_counter()
@@ -162,11 +192,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     }
     identical = True
+    split = [0.0, 0.0]  # seconds of the split runs, and of Controller.process within them
     with tempfile.TemporaryDirectory(prefix="kcm-bench-") as tmp, progress(out) as bar:
         folder = Path(tmp)
-        task: TaskID = bar.add_task("simulating", total=seeds * 3)
+        task: TaskID = bar.add_task("simulating", total=seeds * 4)
         for seed in range(seeds):
             _run_seed(seed, steps, folder, modes, bar, task)
+            total, controller = split_controller(seed, steps)
+            split[0] += total
+            split[1] += controller
+            bar.advance(task)
             identical &= _digest(folder / f"seed-{seed}.jsonl") == _digest(
                 folder / f"seed-{seed}-write.jsonl"
             )
@@ -206,6 +241,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"simulator to a file: {file.rate:,.0f} events/s; the file costs {ratio(memory.rate, file.rate)} the "
         f"in-memory run; serialising alone runs at {write.rate:,.0f} events/s "
         f"({sum(write.seconds) / sum(file.seconds):.0%} of the file mode's time)"
+    )
+    out.print(
+        f"split run: Controller.process takes {split[1] / split[0]:.0%} of the time; the rest alone would run at "
+        f"{sum(memory.events) / (split[0] - split[1]):,.0f} events/s, Controller.process alone caps the "
+        f"simulator at {sum(memory.events) / split[1]:,.0f}"
     )
     out.print(
         f"same seed, same bytes (file mode vs captured events written again): {'yes' if identical else 'NO'}"

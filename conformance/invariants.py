@@ -184,7 +184,7 @@ class InvariantChecker:
             self._store_checks(partitions, delta, found)
         if replicas:
             self._replica_checks(replicas, found)
-            partitions = partitions | {p for _, p in replicas}
+            partitions = partitions.union([p for _, p in replicas])
         for p in sorted(partitions):
             self._data_checks(p, found)
         if epochs is not None:
@@ -418,31 +418,27 @@ class InvariantChecker:
         current = None
         if leader:
             b = str(leader)
-            if (s["role"].get(b, _NONE).get(p) == "leader"
-                    and s["local_leader_epoch"].get(b, _NONE).get(p) == s["leader_epoch"].get(p)):
+            epoch = s["leader_epoch"].get(p)
+            if s["role"].get(b, _NONE).get(p) == "leader" and s["local_leader_epoch"].get(b, _NONE).get(p) == epoch:
                 current = b  # it leads p in the store's current epoch and knows it
-                self._exposed_hw_check(p, b, found)
+                hw = s["hw"].get(b, _NONE).get(p)
+                # KAFKA-2334 fix: a new leader withholds its HW until it reaches its epoch's start
+                if hw is not None and not (
+                    self.truncation == "kip320" and hw < s["epoch_start_offset"].get(b, _NONE).get(p, 0)
+                ):
+                    self.report.checks[HW_ACROSS_LEADERS] += 1
+                    highest = self.exposed_hw.get(p, 0)
+                    if hw < highest:
+                        self._violate(found, HW_ACROSS_LEADERS,
+                                      f"{p}: HW exposed by leader {b} (epoch {epoch}) is {hw}, "
+                                      f"below the {highest} exposed before")
+                    else:
+                        self.exposed_hw[p] = hw
         committed = self.committed.get(p)
         if committed:
             self._committed_check(p, current, logs, committed, found)
         if len(logs) > 1:
             self._agreement_check(p, logs, found)
-
-    def _exposed_hw_check(self, p: str, b: str, found: list[Violation]) -> None:
-        s = self.state
-        hw = s["hw"].get(b, _NONE).get(p)
-        if hw is None:
-            return
-        if self.truncation == "kip320" and hw < s["epoch_start_offset"].get(b, _NONE).get(p, 0):
-            return  # KAFKA-2334 fix: a new leader withholds its HW until it reaches its epoch's start
-        self.report.checks[HW_ACROSS_LEADERS] += 1
-        highest = self.exposed_hw.get(p, 0)
-        if hw < highest:
-            self._violate(found, HW_ACROSS_LEADERS,
-                          f"{p}: HW exposed by leader {b} (epoch {s['leader_epoch'].get(p)}) is {hw}, "
-                          f"below the {highest} exposed before")
-        else:
-            self.exposed_hw[p] = hw
 
     def _committed_check(
         self, p: str, leader: str | None, logs: dict[str, list[Any]], committed: list[Any], found: list[Violation]

@@ -51,13 +51,14 @@ REPLICA_VARS: Final = ("role", "local_leader_epoch", "log", "hw", "epoch_start_o
 MAX_VIOLATIONS: Final = 1000
 EPOCH_VARS: Final = frozenset({"controller_epoch", "broker_controller_epoch", "leader_epoch", "local_leader_epoch"})
 
-# How the checker merges each variable of a delta: a store partition variable and a replica variable
-# are merged where their keys are collected (see `_apply`), the log also updates the verified prefixes.
-_OTHER, _STORE, _REPLICA, _HW, _LOG = range(5)
+# How the checker merges each variable of a delta (see `_apply`): by `merge_variable` (a global value or
+# the replica states, three deep), a map (a store partition variable among them), or a map of maps per
+# broker (the replica variables among them, the HW and the log also void what was verified of them).
+_BY_TRACE, _MAP, _STORE, _BROKER_MAP, _REPLICA, _HW, _LOG = range(7)
 _MERGE: Final[dict[str, int]] = {
     name: _STORE if name in STORE_PARTITION_VARS else _LOG if name == "log" else _HW if name == "hw" else
-    _REPLICA if name in REPLICA_VARS else _OTHER
-    for name in VARIABLES
+    _REPLICA if name in REPLICA_VARS else _MAP if depth == 1 else _BROKER_MAP if depth == 2 else _BY_TRACE
+    for name, depth in VARIABLES.items()
 }
 
 # Each state machine's invariant, its state when absent, and its table as (from, to) pairs of state
@@ -148,7 +149,8 @@ class InvariantChecker:
 
     def step(self, event: Event) -> list[Violation]:
         self.seq = event["seq"]
-        self.report.events += 1
+        report = self.report
+        report.events += 1
         delta: dict[str, Any] = event["state"]
         args: dict[str, Any] = event["args"]
         action = event["action"]
@@ -160,39 +162,41 @@ class InvariantChecker:
             self._reset_state()
         transitions = args.get("transitions")
         actor_kind, _, actor_id = event["actor"].partition(":")
+        request = action in CONTROLLER_REQUESTS and "controller_epoch" in args
+        # The pre-step values the pair-of-states checks compare against, read before the delta lands.
         state = self.state
+        seen = state["broker_controller_epoch"].get(actor_id) if request else None
         if not (delta or transitions):
             # Two thirds of the events change nothing; only the fencing of their actor can break.
-            if action in CONTROLLER_REQUESTS and "controller_epoch" in args:
-                self._request_fencing_check(event, state["broker_controller_epoch"].get(actor_id), found)
+            if request:
+                self._request_fencing_check(event, actor_id, seen, found)
             if actor_kind == "controller":
-                self.report.checks["StaleControllerFenced"] += 1
+                report.checks["StaleControllerFenced"] += 1
             if found:
                 self._record(found)
             return found
-        # The pre-step values the pair-of-states checks compare against, read before the delta lands.
         controller_epoch = state["controller_epoch"]
+        acting = state["acting_controller_epoch"].get(actor_id, 0) if actor_kind == "controller" else 0
         epochs = None if EPOCH_VARS.isdisjoint(delta) else self._epochs_before(delta)
         machines = bool(transitions) or "partition_state" in delta or "replica_state" in delta
         chains = self._chains(transitions or (), actor_id) if machines else None
-        seen = state["broker_controller_epoch"].get(actor_id)
-        acting = state["acting_controller_epoch"].get(actor_id, 0)
-        partitions, replicas = self._apply(delta)
-        self.report.observed.update(delta)
-        store_partitions = partitions
+        store_partitions, replicas = self._apply(delta)
+        report.observed.update(delta)
+        partitions = store_partitions
         if partitions:
             self._store_checks(partitions, delta, found)
         if replicas:
             self._replica_checks(replicas, found)
-            partitions = partitions.union([p for _, p in replicas])
+            partitions = {p for _, p in replicas}
+            partitions.update(store_partitions)
         for p in sorted(partitions):
             self._data_checks(p, found)
         if epochs is not None:
             self._epoch_checks(delta, controller_epoch, epochs, found)
-        if action in CONTROLLER_REQUESTS and "controller_epoch" in args:
-            self._request_fencing_check(event, seen, found)
+        if request:
+            self._request_fencing_check(event, actor_id, seen, found)
         if actor_kind == "controller":
-            self.report.checks["StaleControllerFenced"] += 1
+            report.checks["StaleControllerFenced"] += 1
             if store_partitions and acting < controller_epoch:
                 self._violate(found, "StaleControllerFenced",
                               f"deposed controller {actor_id} (epoch {acting}) wrote "
@@ -212,24 +216,25 @@ class InvariantChecker:
         """Merge the delta into the state (as `apply_delta`) and return the partitions of the store and the
         replicas (broker, partition) it touched.
 
-        Store and replica variables are merged here rather than by `apply_delta`, so that one walk over
-        the delta both merges it and collects what it touched.
+        Maps are merged here rather than by `apply_delta`, so that one walk over the delta both merges it
+        and collects what it touched, without a call per variable and broker.
         """
         state = self.state
         partitions: set[str] = set()
         replicas: set[tuple[str, str]] = set()
         for name, value in delta.items():
             merge = _MERGE[name]
-            if merge == _OTHER:
+            if merge == _BY_TRACE:
                 merge_variable(state, name, value)
-            elif merge == _STORE:
+            elif merge < _BROKER_MAP:
                 target = state[name]
-                for p, v in value.items():
+                for key, v in value.items():
                     if v is None:
-                        target.pop(p, None)
+                        target.pop(key, None)
                     else:
-                        target[p] = v
-                partitions.update(value)
+                        target[key] = v
+                if merge == _STORE:
+                    partitions.update(value)
             else:
                 brokers = state[name]
                 for b, inner in value.items():
@@ -237,11 +242,12 @@ class InvariantChecker:
                     if into is None:
                         into = brokers[b] = {}
                     for p, v in inner.items():
-                        replicas.add((b, p))
-                        if merge == _LOG:
-                            self._log_changed(b, p, into.get(p), v)
-                        if merge >= _HW:
-                            self._agreement.pop(p, None)
+                        if merge >= _REPLICA:
+                            replicas.add((b, p))
+                            if merge == _LOG:
+                                self._log_changed(b, p, into.get(p), v)
+                            if merge != _REPLICA:
+                                self._agreement.pop(p, None)
                         if v is None:
                             into.pop(p, None)
                         else:
@@ -438,7 +444,13 @@ class InvariantChecker:
         if committed:
             self._committed_check(p, current, logs, committed, found)
         if len(logs) > 1:
-            self._agreement_check(p, logs, found)
+            memo = self._agreement.get(p)
+            if memo is None:
+                memo = self._agreement[p] = self._agreement_pairs(p, logs)
+            else:
+                self.report.checks["ReplicaLogsAgree"] += memo[0]
+            for message in memo[1]:
+                self._violate(found, "ReplicaLogsAgree", message)
 
     def _committed_check(
         self, p: str, leader: str | None, logs: dict[str, list[Any]], committed: list[Any], found: list[Violation]
@@ -473,16 +485,8 @@ class InvariantChecker:
         if checked:
             self.report.checks["NoCommittedDataLoss"] += checked
 
-    def _agreement_check(self, p: str, logs: dict[str, list[Any]], found: list[Violation]) -> None:
-        memo = self._agreement.get(p)
-        if memo is None:
-            memo = self._agreement[p] = self._agreement_pairs(p, logs)
-        else:
-            self.report.checks["ReplicaLogsAgree"] += memo[0]
-        for message in memo[1]:
-            self._violate(found, "ReplicaLogsAgree", message)
-
     def _agreement_pairs(self, p: str, logs: dict[str, list[Any]]) -> tuple[int, list[str]]:
+        """Check every pair of logs of p below both HWs: how many pairs, and a message per disagreement."""
         hws = self.state["hw"]
         agreed = self._agreed.get(p)
         if agreed is None:
@@ -544,9 +548,8 @@ class InvariantChecker:
                 self._violate(found, "LeaderEpochMonotonic",
                               f"{p}: broker {b} went back from leader epoch {old} to {new}")
 
-    def _request_fencing_check(self, event: Event, seen: Any, found: list[Violation]) -> None:
+    def _request_fencing_check(self, event: Event, actor_id: str, seen: Any, found: list[Violation]) -> None:
         args = event["args"]
-        actor_id = event["actor"].partition(":")[2]
         delta = event["state"]
         self.report.checks["StaleControllerFenced"] += 1
         if args["controller_epoch"] < seen and (

@@ -9,7 +9,8 @@ Comparing logs is the one cost that grows with the run (a log holds up to a hund
 checker also remembers, per pair of logs of a partition and per log against the committed records, a
 prefix length already found equal. A log that changes keeps those lengths only while its new value still
 starts with the verified part of its old one, so each record is compared about once, not at every check.
-This relies on leaf values being immutable once in a delta, as `apply_delta` already requires.
+The outcome of a partition's agreement check is reused until one of its logs or HWs changes. Both rely on
+leaf values being immutable once in a delta, as `apply_delta` already requires.
 """
 
 from __future__ import annotations

@@ -21,16 +21,18 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from hypothesis import HealthCheck, Verbosity, settings
+from hypothesis import HealthCheck, Verbosity, settings, target
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
     initialize,
+    invariant,
     multiple,
     precondition,
     rule,
@@ -41,6 +43,7 @@ from kcm.impl.cluster import Cluster
 from kcm.impl.replica_manager import FOLLOWER, LEADER
 from kcm.spec.vocabulary import INVARIANTS, NO_LEADER, Knobs
 
+from . import danger
 from .coverage import Coverage
 from .invariants import InvariantChecker, Violation
 from .stepcheck import StepValidator
@@ -76,6 +79,7 @@ class MachineConfig:
     machine: str = "protocol"  # a key of MACHINES
     # The invariants a violation of fails the example; None: all of them and the model step check.
     targets: frozenset[str] | None = None
+    steer: bool = True  # hand the danger scores to hypothesis.target (off: the unsteered baseline)
 
     def fails_on(self, name: str) -> bool:
         return self.targets is None or name.split("/")[0] in self.targets
@@ -131,6 +135,7 @@ class Tally:
     examples: int = 0
     steps: int = 0  # events checked after Init
     commands: int = 0
+    first_failure: int = 0  # the example that failed first (before shrinking); 0: none failed
     observers: list[Callable[[Event], None]] = field(default_factory=list)
     on_example: Callable[[], None] | None = None
 
@@ -204,6 +209,7 @@ class Harness:
         return names
 
     def _fail(self, invariant: str, message: str, seq: int) -> None:
+        self.tally.first_failure = self.tally.first_failure or self.tally.examples
         raise ConformanceFailure(Found(invariant, message, seq, self.config.knobs, list(self.commands),
                                        list(self.events)))
 
@@ -251,6 +257,7 @@ class ClusterMachine(RuleBasedStateMachine):
         super().__init__()
         self.h = Harness(self.config, self.tally)
         self.topic_count = 0
+        self.danger = dict.fromkeys(danger.LABELS, 0)
         self.tally.examples += 1
         if self.tally.on_example is not None:
             self.tally.on_example()
@@ -296,6 +303,18 @@ class ClusterMachine(RuleBasedStateMachine):
 
     def _queued(self) -> list[int]:
         return [b for b in self._live() if self.cluster.controllers[b].queue]
+
+    @invariant()
+    def measure_danger(self) -> None:
+        if not self.config.steer:
+            return
+        for label, score in danger.scores(self.cluster).items():
+            self.danger[label] = max(self.danger[label], score)
+
+    def teardown(self) -> None:
+        # Once per example, the run's peak: hypothesis then mutates the examples that came closest.
+        for label, score in self.danger.items():
+            target(score, label=label)
 
     # -- setting up -------------------------------------------------------------------------------------------
 
@@ -441,9 +460,38 @@ class ProtocolMachine(ClusterMachine):
     @precondition(lambda self: self._fetchers())
     @rule(index=PICK)
     def fetch(self, index: int) -> None:
+        self._send_fetch(index)
+
+    def _send_fetch(self, index: int) -> int:
+        broker: int
+        partition: str
         broker, partition = _pick(index, self._fetchers())
         self.step(f"fetch broker={broker} partition={partition}",
                    lambda: self.cluster.send_fetch(broker, partition))
+        return broker
+
+    @precondition(lambda self: self._fetchers())
+    @rule(index=PICK)
+    def fetch_round(self, index: int) -> None:
+        """A follower's whole exchange with its leader: the request sent, delivered, and the reply delivered,
+        as three commands. Histories like KAFKA-1211 hinge on which follower learned which high watermark;
+        drawn one delivery at a time, the dozen steps they need are too rare for search to meet."""
+        in_flight = self.cluster.network.in_flight
+        before = len(in_flight)
+        broker = self._send_fetch(index)
+        if len(in_flight) == before:
+            return  # the leader is down: the connection was refused
+        leader = in_flight[-1].envelope.dst
+        for src, dst in ((broker, leader), (leader, broker)):
+            sent = self._last_sent(src, dst)
+            if sent is None or sent not in self.cluster.network.ready(self.cluster.now):
+                return  # the connection holds an older message, or the leader answered nothing
+            self.step(f"deliver index={sent}", partial(self.cluster.deliver, sent))
+
+    def _last_sent(self, src: int, dst: int) -> int | None:
+        in_flight = self.cluster.network.in_flight
+        return next((i for i in range(len(in_flight) - 1, -1, -1)
+                     if (in_flight[i].envelope.src, in_flight[i].envelope.dst) == (src, dst)), None)
 
     @precondition(lambda self: self._laggards())
     @rule(index=PICK)
@@ -451,6 +499,30 @@ class ProtocolMachine(ClusterMachine):
         broker, partition = _pick(index, self._laggards())
         self.step(f"shrink-isr broker={broker} partition={partition}",
                    lambda: self.cluster.shrink_isr(broker, partition))
+
+
+@dataclass(frozen=True)
+class KnownBugSearch:
+    """A design flaw of the brief that search alone must find, with the budget it is given."""
+
+    name: str
+    knobs: Knobs
+    invariant: str
+    machine: str
+    examples: int
+
+    def config(self, steer: bool = True) -> MachineConfig:
+        return MachineConfig(self.knobs, machine=self.machine, step_check=False,
+                             targets=frozenset({self.invariant}), steer=steer)
+
+
+KNOWN_BUG_SEARCHES: Final = (
+    KnownBugSearch("unclean-protocol", Knobs(unclean_election=True), "NoCommittedDataLoss", "protocol", 1500),
+    KnownBugSearch("unclean-cluster", Knobs(unclean_election=True), "NoCommittedDataLoss", "cluster", 3000),
+    KnownBugSearch("hw-protocol", Knobs(truncation="hw"), "NoCommittedDataLoss", "protocol", 4000),
+    KnownBugSearch("fencing-off-protocol", Knobs(controller_epoch_fencing=False), "StaleControllerFenced",
+                   "protocol", 4000),
+)
 
 
 MACHINES: Final[dict[str, type[ClusterMachine]]] = {"cluster": ClusterMachine, "protocol": ProtocolMachine}

@@ -12,9 +12,11 @@ from test_scenarios import Scenario
 
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.stateful import (
+    KNOWN_BUG_SEARCHES,
     ConformanceFailure,
     Found,
     Harness,
+    KnownBugSearch,
     MachineConfig,
     Tally,
     campaign_settings,
@@ -122,13 +124,13 @@ def test_step_validator_rejects_a_step_the_model_cannot_explain() -> None:
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("machine,examples", [("protocol", 1500), ("cluster", 3000)])
-def test_unclean_election_is_found_by_search(machine: str, examples: int, tmp_path: Path) -> None:
-    config = MachineConfig(UNCLEAN, machine=machine)
-    found = run_machine(config, campaign_settings("ci", examples, 40))
-    assert found is not None and found.invariant == "NoCommittedDataLoss", found and found.scenario()
+@pytest.mark.parametrize("search", KNOWN_BUG_SEARCHES, ids=lambda s: s.name)
+def test_a_known_bug_is_found_by_search(search: KnownBugSearch, tmp_path: Path) -> None:
+    """Search alone, steered by the danger scores, finds the bug; its shrunk scenario and trace replay."""
+    found = run_machine(search.config(), campaign_settings("ci", search.examples, 40))
+    assert found is not None and found.invariant.split("/")[0] == search.invariant, found and found.scenario()
     scenario, trace = found.write(tmp_path, "found")
     runner = Scenario()
     run_file(scenario, runner, rewrite=False)
     runner.finish()
-    assert InvariantChecker().check_all(load_trace(trace)).verdict("NoCommittedDataLoss") == "violated"
+    assert InvariantChecker().check_all(load_trace(trace)).verdict(search.invariant) == "violated"

@@ -4,6 +4,10 @@ measured in the same run on the very same examples: the `ci` profile is derandom
 generate the same commands); and the wall time of the `ci` profile as the default test run uses it.
 
 Run it with `python -m kcm.tools.bench.conform` (`--quick` for a smaller campaign).
+
+`--search` measures instead how fast search alone finds each known bug of `KNOWN_BUG_SEARCHES`: examples
+and CPU seconds to the first failure and through shrinking, steered by the danger scores, against the same
+search unsteered (the baseline, same run, twice the budget). `--search NAME` runs one of them.
 """
 
 from __future__ import annotations
@@ -13,9 +17,13 @@ import sys
 import time
 from collections.abc import Sequence
 
+from rich.console import Console
+
 from kcm.conformance.stateful import (
+    KNOWN_BUG_SEARCHES,
     MACHINES,
     Campaign,
+    KnownBugSearch,
     MachineConfig,
     Tally,
     campaign_settings,
@@ -53,14 +61,53 @@ def _ci_profile_seconds() -> tuple[float, float]:
     return time.perf_counter() - started, time.process_time() - cpu
 
 
+def _search(search: KnownBugSearch, steer: bool) -> tuple[Tally, float, bool]:
+    """One search as the `long` test runs it: the tally, its CPU seconds, and whether it found the bug."""
+    tally = Tally()
+    cpu = time.process_time()
+    budget = search.examples * (1 if steer else 2)
+    found = run_machine(search.config(steer), campaign_settings("ci", budget, 40), tally)
+    hit = found is not None and found.invariant.split("/")[0] == search.invariant
+    return tally, time.process_time() - cpu, hit
+
+
+def _searches(out: Console, only: str) -> list[Figure]:
+    result = table("known bugs found by search (CPU seconds)", ["search", "steered: first failure", "with shrinking",
+                                                                "CPU s", "unsteered: first failure",
+                                                                "with shrinking", "CPU s"])
+    figures: list[Figure] = []
+    for search in KNOWN_BUG_SEARCHES:
+        if only not in ("all", search.name):
+            continue
+        runs = [_search(search, steer) for steer in (True, False)]
+        cells: list[str] = []
+        for tally, cpu, hit in runs:
+            first = f"{tally.first_failure:,}" if hit else f"not found in {tally.examples:,}"
+            cells += [first, f"{tally.examples:,}", f"{cpu:.1f}"]
+        result.add_row(search.name, *cells)
+        (_, cpu_on, hit), (_, cpu_off, hit_off) = runs
+        baseline = f"{ratio(cpu_on, cpu_off)} the unsteered search's CPU" if hit_off else "unsteered: not found"
+        figures.append(Figure(NAME, f"search {search.name}: CPU to find and shrink", cpu_on, "s", "found", hit,
+                              baseline))
+    out.print(result)
+    return figures
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = base_parser(NAME, __doc__ or "")
     parser.add_argument("--examples", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--search", nargs="?", const="all", default=None,
+                        help="time search alone on the known bugs (all, or one by name)")
     args = parser.parse_args(argv)
     argv_list = list(sys.argv[1:] if argv is None else argv)
     out = console()
     print_header(out, "kcm conformance benchmark", command_line(NAME, argv_list))
+    if args.search is not None:
+        figures = _searches(out, args.search)
+        print_footer(out)
+        write_summary(args.summary, figures)
+        return 0
     examples = args.examples if args.examples is not None else (30 if args.quick else 120)
     steps = args.steps if args.steps is not None else 30
     out.print(f"campaign: {examples} examples of at most {steps} rules, both machines, safe knobs")

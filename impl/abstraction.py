@@ -15,7 +15,7 @@ from . import zk_paths
 from .controller import Controller
 from .messages import Record
 from .replica_manager import ReplicaManager
-from .states import ReplicaState
+from .states import PartitionState, ReplicaState
 from .store import InMemoryStore, NoNodeError
 
 Leaf = Any
@@ -29,6 +29,7 @@ class Abstraction:
         self.roles: dict[int, tuple[bool, int, int]] = {}
         self.replicas: dict[tuple[str, str], tuple[Leaf, ...]] = {}
         self.replica_seen: dict[tuple[str, str], dict[int, ReplicaState]] = {}
+        self.partition_seen: dict[tuple[str, str], PartitionState] = {}
         # Per replica, the log's records when its leaf was last built, and that leaf.
         self.logs: dict[tuple[str, str], tuple[list[Record], list[list[int]]]] = {}
 
@@ -206,18 +207,30 @@ class Abstraction:
     def _controller_delta(self, key: str, controller: Controller, out: dict[str, Any]) -> None:
         if controller.resigned_partitions:
             for partition in sorted(controller.resigned_partitions):
-                self._emit(out, ("partition_state", key, partition), None)
+                self._partition_state_delta(key, partition, None, out)
                 self._replica_states_delta(key, partition, {}, out)
             controller.resigned_partitions = set()
         ctx = controller.ctx
         if ctx is None or not ctx.dirty:
             return
-        # `_value_` rather than `value`: the enum property costs a Python call per read on 3.11.
         for partition in sorted(ctx.dirty):
-            state = ctx.partition_states.get(partition)
-            self._emit(out, ("partition_state", key, partition), None if state is None else state._value_)
+            self._partition_state_delta(key, partition, ctx.partition_states.get(partition), out)
             self._replica_states_delta(key, partition, ctx.replica_states.get(partition, {}), out)
         ctx.dirty.clear()
+
+    def _partition_state_delta(
+        self, key: str, partition: str, state: PartitionState | None, out: dict[str, Any]
+    ) -> None:
+        """Like `_emit`, against `partition_seen`, the states last reported, compared as they are: a
+        failover marks every partition dirty, and most keep their state."""
+        if self.partition_seen.get((key, partition)) is state:
+            return
+        if state is None:
+            del self.partition_seen[(key, partition)]
+        else:
+            self.partition_seen[(key, partition)] = state
+        # `_value_` rather than `value`: the enum property costs a Python call per read on 3.11.
+        out.setdefault("partition_state", {}).setdefault(key, {})[partition] = None if state is None else state._value_
 
     def _replica_states_delta(
         self, key: str, partition: str, states: dict[int, ReplicaState], out: dict[str, Any]

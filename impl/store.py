@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, assert_never
+from typing import Any, Literal, NamedTuple, Protocol, assert_never
 
 _ROOT = "/"
 _ANY_VERSION = -1
@@ -154,9 +154,9 @@ class _Session:
     ephemerals: set[str] = field(default_factory=set)
 
 
-@dataclass(frozen=True, slots=True)
-class _Probe:
-    """The part of a node that validation reads; a multi fakes these for nodes its earlier ops touch."""
+class _Probe(NamedTuple):
+    """The part of a node that validation reads; a multi fakes these for nodes its earlier ops touch.
+    A named tuple: several are built per op, and a frozen dataclass costs three times as much to build."""
 
     version: int
     ephemeral_owner: int

@@ -493,7 +493,8 @@ class InvariantChecker:
         if agreed is None:
             agreed = self._agreed[p] = {}
         # Each log up to its broker's HW: a pair agrees up to the shorter of the two.
-        held = [(b, log, min(hws.get(b, _NONE).get(p, 0), len(log))) for b, log in logs.items()]
+        # A negative HW (only a broken implementation makes one) holds nothing below it.
+        held = [(b, log, max(0, min(hws.get(b, _NONE).get(p, 0), len(log)))) for b, log in logs.items()]
         pairs = 0
         messages: list[str] = []
         try:
@@ -503,12 +504,11 @@ class InvariantChecker:
                     pairs += 1
                     k = limit1 if limit1 < limit2 else limit2
                     verified = row.get(b2, 0)
-                    if k > verified:
-                        if log1[verified:k] == log2[verified:k]:
-                            row = _agree(agreed, b1, b2, k)
-                            continue
-                    elif k >= 0 or log1[:k] == log2[:k]:
-                        continue  # a negative HW cuts from the end, as the slice it stands for
+                    if k <= verified:
+                        continue
+                    if log1[verified:k] == log2[verified:k]:
+                        row = _agree(agreed, b1, b2, k)
+                        continue
                     offset = _first_difference(log1[:k], log2[:k])
                     messages.append(f"{p}: brokers {b1} and {b2} disagree at offset {offset} below both HWs "
                                     f"({log1[offset]} vs {log2[offset]})")
@@ -552,6 +552,8 @@ class InvariantChecker:
     def _request_fencing_check(self, event: Event, actor_id: str, seen: Any, found: list[Violation]) -> None:
         args = event["args"]
         delta = event["state"]
+        if seen is None:
+            return  # a partial trace that does not observe the broker's controller epoch: nothing to judge
         self.report.checks["StaleControllerFenced"] += 1
         if args["controller_epoch"] < seen and (
             args.get("applied") or any(actor_id in delta.get(var, _NONE) for var in REPLICA_VARS)

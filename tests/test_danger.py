@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from kcm.conformance.danger import deposed_controller_work, unacknowledged_commits
+from dataclasses import replace
+
+from kcm.conformance.danger import (
+    deposed_controller_work,
+    divergent_records,
+    superseded_requests,
+    unacknowledged_commits,
+)
 from kcm.impl.cluster import Cluster, Event
+from kcm.impl.messages import Envelope, LeaderAndIsrRequest
 from kcm.spec.vocabulary import Knobs
 
 
@@ -53,3 +61,35 @@ def test_a_deposed_controller_counts_until_it_resigns() -> None:
     assert deposed_controller_work(cluster) >= 1 + len(cluster.controllers[holder].queue)
     cluster.stabilize()
     assert deposed_controller_work(cluster) == 0
+
+
+def test_divergent_records_count_the_offsets_where_two_logs_differ() -> None:
+    cluster = _cluster()
+    cluster.produce(1, "t0-0", -1)
+    cluster.stabilize()
+    assert divergent_records(cluster) == 0  # replication made the three logs equal
+    # A record only the old leader wrote in epoch 0, against a new leader's record of epoch 1 at offset 1.
+    cluster.managers[2].replicas["t0-0"].log.append((0, 90))
+    cluster.managers[3].replicas["t0-0"].log.append((1, 91))
+    assert divergent_records(cluster) == 1
+    cluster.managers[1].replicas["t0-0"].log.append((1, 92))
+    assert divergent_records(cluster) == 3
+
+
+def test_a_leader_and_isr_in_flight_counts_when_its_receiver_knows_or_gets_a_newer_epoch() -> None:
+    cluster = _cluster()
+    cluster.crash(3)
+    cluster.process_controller_event(1)  # the ISR shrinks: LeaderAndIsr of leader epoch 1 to brokers 1 and 2
+    sent = [m.envelope for m in cluster.network.in_flight if isinstance(m.envelope.message, LeaderAndIsrRequest)]
+    to_two = next(e for e in sent if e.dst == 2)
+    assert superseded_requests(cluster) == 0  # newer than what its receivers know
+    request = to_two.message
+    assert isinstance(request, LeaderAndIsrRequest)
+    stale = replace(request, partitions=tuple(replace(s, leader_epoch=0) for s in request.partitions))
+    cluster.network.send([Envelope(to_two.src, 2, stale)], cluster.now)
+    assert superseded_requests(cluster) == 1  # epoch 0 behind epoch 1 on the way to broker 2
+    cluster.deliver(cluster.network.in_flight.index(next(m for m in cluster.network.in_flight if m.envelope is to_two)))
+    assert cluster.managers[2].replicas["t0-0"].leader_epoch == 1
+    assert superseded_requests(cluster) == 1  # and still older than what broker 2 now knows
+    cluster.stabilize()
+    assert superseded_requests(cluster) == 0

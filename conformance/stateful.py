@@ -517,7 +517,7 @@ class KnownBugSearch:
 
 
 KNOWN_BUG_SEARCHES: Final = (
-    KnownBugSearch("unclean-protocol", Knobs(unclean_election=True), "NoCommittedDataLoss", "protocol", 1500),
+    KnownBugSearch("unclean-protocol", Knobs(unclean_election=True), "NoCommittedDataLoss", "protocol", 4000),
     KnownBugSearch("unclean-cluster", Knobs(unclean_election=True), "NoCommittedDataLoss", "cluster", 3000),
     KnownBugSearch("hw-protocol", Knobs(truncation="hw"), "NoCommittedDataLoss", "protocol", 4000),
     KnownBugSearch("fencing-off-protocol", Knobs(controller_epoch_fencing=False), "StaleControllerFenced",

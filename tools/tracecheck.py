@@ -41,6 +41,7 @@ _ABSENT: Final[dict[str, Any]] = {
     "local_isr": frozenset(), "log": (), "hw": 0, "hw_checkpoint": 0, "epoch_start_offset": 0,
 }
 _SETS: Final = frozenset({"isr", "local_isr"})
+BATCHED_REQUESTS: Final = frozenset({"LeaderAndIsr", "StopReplica"})
 
 
 @dataclass
@@ -151,8 +152,54 @@ def _actor_id(actor: str) -> int:
     return int(ident) if kind in ("broker", "controller") and ident.isdigit() else 0
 
 
+def _partition_scoped(delta: dict[str, Any], partition: str, first: bool) -> dict[str, Any]:
+    """The part of an event's delta that concerns one partition (and, in the first part, the rest)."""
+    scoped: dict[str, Any] = {}
+    for name, value in delta.items():
+        depth = VARIABLES[name]
+        if depth == 0 or name in _BROKER_KEYED:
+            if first:
+                scoped[name] = value
+        elif depth == 1:
+            if partition in value:
+                scoped[name] = {partition: value[partition]}
+        else:
+            part = {b: {partition: cell[partition]} for b, cell in value.items() if partition in cell}
+            if part:
+                scoped[name] = part
+    return scoped
+
+
+def _batch(event: Event) -> list[str]:
+    """The partitions of an event the specification takes as one step per partition: the implementation
+    creates a topic's partitions at once and batches a controller's requests per broker, while the
+    model's topics have one partition and its requests carry one each."""
+    if event["action"] == "CreateTopic":
+        return sorted(event["state"].get("assignment", {}))
+    if event["action"] in BATCHED_REQUESTS:
+        # LeaderAndIsr lists partition states, StopReplica partition names.
+        return [entry if isinstance(entry, str) else entry["partition"] for entry in event["args"]["partitions"]]
+    return []
+
+
+def model_steps(events: list[Event]) -> list[tuple[int, Event]]:
+    """The trace as the specification's steps: (index of the event, step) with batches split by partition;
+    the state after a batch's last step is the event's."""
+    steps: list[tuple[int, Event]] = []
+    for index, event in enumerate(events):
+        partitions = _batch(event)
+        if len(partitions) < 2:
+            steps.append((index, event))
+            continue
+        for number, partition in enumerate(partitions):
+            state = _partition_scoped(event["state"], partition, number == 0)
+            steps.append((index, {**event, "state": state}))
+    return steps
+
+
 def trace_module(events: list[Event]) -> tuple[str, dict[str, str]]:
-    """The generated module's text and the constants it defines for the configuration."""
+    """The generated module's text and the constants it defines for the configuration (`events` as the
+    specification's steps, see `model_steps`)."""
     observed = [name for name in VARIABLES if any(name in e["state"] for e in events)]
     if "role" in observed and "log" not in observed:
         raise ValueError("a trace observing role must observe log too (a replica's existence is read from it)")
@@ -212,7 +259,8 @@ def validate_with_tlc(events: list[Event], heap_mb: int = 2048,
         knobs = Knobs.from_dict(dict(init["args"].get("knobs", {})))
     except ValueError as err:
         raise ValueError(f"Init event: args.knobs: {err}") from None
-    text, constants = trace_module(events)
+    steps = model_steps(events)
+    text, constants = trace_module([step for _, step in steps])
     update_metadata = any(e["action"] == "UpdateMetadata" for e in events)
     with tempfile.TemporaryDirectory(prefix="kcm-trace-") as folder:
         work = Path(folder)
@@ -224,8 +272,10 @@ def validate_with_tlc(events: list[Event], heap_mb: int = 2048,
         config.write_text(trace_config(knobs, constants, update_metadata))
         result = run_tlc(module, config, heap_mb=heap_mb, on_progress=on_progress, extra_args=("-deadlock",))
     accepted = result.violated == ACCEPTED
-    matched = len(events) if accepted else result.depth
-    return TraceCheck(accepted, len(events), matched, None if accepted else events[min(matched, len(events) - 1)],
+    # TLC's depth counts the steps matched; the event of the first step not matched is the culprit.
+    first_bad = None if accepted else steps[min(result.depth, len(steps) - 1)][0]
+    matched = len(events) if first_bad is None else first_bad
+    return TraceCheck(accepted, len(events), matched, None if first_bad is None else events[first_bad],
                       result.distinct_states, time.perf_counter() - started)
 
 

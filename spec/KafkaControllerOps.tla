@@ -202,7 +202,7 @@ OpsFailoverWork(K) ==
                                      !.rs = [r \in Brokers |-> IF del /\ L.rs[r] = "OfflineReplica"
                                                                THEN "ReplicaDeletionIneligible" ELSE L.rs[r]]]
                      W1 == IF del THEN W0 ELSE RsmAll(W0, SetOf(W0.asg) \cap LiveOf(K), "OnlineReplica", K)
-                     W2 == TriggerOnline(W1, K)
+                     W2 == TriggerOnline(Seal(W1), K)
                      req == reassign_req[p]
                      W3 == IF req = <<>> \/ del \/ req = W2.asg THEN W2 ELSE Reassign([W2 EXCEPT !.tgt = req], K)
                      W4 == DeletionResume(W3, K)
@@ -227,7 +227,6 @@ OpsElected(b, live) ==
 
 OpsControllerElect(b) ==
     /\ alive[b]
-    /\ ~reregister[b]
     /\ controller = NoLeader
     /\ controller_epoch < MaxControllerEpoch
     /\ OpsElected(b, registered)
@@ -242,6 +241,9 @@ OpsBrokerReregister(b) ==
        IN /\ registered' = live
           /\ IF controller = NoLeader /\ controller_epoch < MaxControllerEpoch
              THEN OpsElected(b, live)
+             ELSE IF controller = b
+             THEN UNCHANGED <<ctl_vars, opsctx_vars, controller, controller_epoch, assignment, leader, leader_epoch,
+                              isr, partition_controller_epoch, partition_version, ctl_msgs, h_flags, admin_vars>>
              ELSE /\ ResignVars(b)
                   /\ ctl_shutting' = [ctl_shutting EXCEPT ![b] = {}]
                   /\ ctl_reassign' = [ctl_reassign EXCEPT ![b] = [p \in Partitions |-> <<>>]]
@@ -478,12 +480,13 @@ StopReplica(b) ==
                   /\ truncating' = [truncating EXCEPT ![b][p] = FALSE]
                   /\ inflight' = [inflight EXCEPT ![b][p] = FALSE]
              ELSE /\ role' = [role EXCEPT ![b][p] = "none"]
+                  /\ local_isr' = [local_isr EXCEPT ![b][p] = {}]
                   /\ epoch_start_offset' = [epoch_start_offset EXCEPT ![b][p] = 0]
                   /\ follower_leo' = [follower_leo EXCEPT ![b][p] = [f \in Brokers |-> -2]]
                   /\ local_version' = [local_version EXCEPT ![b][p] = -1]
                   /\ truncating' = [truncating EXCEPT ![b][p] = FALSE]
                   /\ inflight' = [inflight EXCEPT ![b][p] = FALSE]
-                  /\ UNCHANGED <<local_leader_epoch, local_leader, local_isr, log, hw, hw_checkpoint>>
+                  /\ UNCHANGED <<local_leader_epoch, local_leader, log, hw, hw_checkpoint>>
     /\ UNCHANGED <<store_vars, ctl_vars, alive, session, reregister, msgs, bound_vars, ops_vars>>
     /\ HistoryNext
 
@@ -551,10 +554,11 @@ ReassignPartitions(p, target) ==
     /\ UNCHANGED <<proto_vars, h_flags, preferred_req, delete_req, opsctx_vars, cs_requested>>
     /\ HistoryNext
 
-PreferredElection(p) ==
-    /\ assignment[p] # <<>>
+PreferredElection(S) ==
+    /\ S # {}
+    /\ \A p \in S : assignment[p] # <<>>
     /\ preferred_req = {}
-    /\ preferred_req' = {p}
+    /\ preferred_req' = S
     /\ UNCHANGED <<proto_vars, h_flags, reassign_req, delete_req, opsctx_vars, cs_requested>>
     /\ HistoryNext
 
@@ -607,7 +611,7 @@ OpsControlNext ==
     \/ \E b \in Brokers : OpsBrokerRestart(b)
     \/ \E b \in Brokers : CoreStep(SessionExpire(b))
     \/ \E p \in Partitions, t \in ReassignTargets : ReassignPartitions(p, t)
-    \/ \E p \in Partitions : PreferredElection(p)
+    \/ \E p \in Partitions : PreferredElection({p})
     \/ \E p \in Partitions : DeleteTopic(p)
     \/ \E p \in Partitions : OpsCreateTopic(p)
 

@@ -411,7 +411,7 @@ NoLai == [n |-> NoNode, asg |-> <<>>]
 Work(c, p) ==
     [node |-> StoreNode(p), cache |-> ctl_cache[c][p], ps |-> partition_state[c][p],
      rs |-> replica_state[c][p], asg |-> assignment[p], del |-> FALSE, inel |-> FALSE, tgt |-> <<>>,
-     lai |-> [b \in Brokers |-> NoLai], stop |-> [b \in Brokers |-> {}],
+     lai |-> [b \in Brokers |-> NoLai], sealed |-> {}, stop |-> [b \in Brokers |-> {}],
      wrote |-> FALSE, asgw |-> FALSE, badp |-> FALSE, badr |-> FALSE, refused |-> FALSE]
 
 Ctx(live, shutting, ce) == [live |-> live, shutting |-> shutting, ce |-> ce]
@@ -432,6 +432,19 @@ AddLai(W, recipients, K) ==
     THEN [W EXCEPT !.lai = TLCEval([b \in Brokers |->
               IF b \in recipients \cap LiveOf(K) THEN [n |-> W.cache, asg |-> W.asg] ELSE W.lai[b]])]
     ELSE W
+
+\* RequestBatch.seal: with SealRequests, the LeaderAndIsr requests collected so far go out as they
+\* are and a later state-machine call of the same event sends its own: a partition elected after
+\* the replica state machine's pass (failover, broker startup) sends its replicas the old
+\* leadership first, then the new one, as the implementation and Kafka do.  Model checking keeps
+\* the last request per broker and partition only (SealRequests = FALSE): controllers here take
+\* their pending events in any order, and with sealed requests that freedom admits a loss the
+\* implementation's FIFO queue excludes (docs/spec.md).  Trace validation seals.
+SealRequests == FALSE
+Seal(W) ==
+    IF ~SealRequests THEN W
+    ELSE [W EXCEPT !.sealed = @ \cup {<<b, W.lai[b]>> : b \in {x \in Brokers : HasNode(W.lai[x].n)}},
+                   !.lai = [b \in Brokers |-> NoLai]]
 
 \* RequestBatch.add_stop_replica (sent when the batch is flushed, to live brokers only).
 AddStop(W, r, delete, K) ==
@@ -527,7 +540,7 @@ RsmAll(W, rs, to, K) ==
 \* _on_broker_startup / _on_broker_failure for one partition (deletion and reassignment hooks are
 \* added by KafkaControllerOps).
 Startup(W, brokers, K) ==
-    TriggerOnline(IF W.del THEN W ELSE RsmAll(W, Range(W.asg) \cap brokers, "OnlineReplica", K), K)
+    TriggerOnline(Seal(IF W.del THEN W ELSE RsmAll(W, Range(W.asg) \cap brokers, "OnlineReplica", K)), K)
 
 Failure(W, brokers, K) ==
     LET W1 == IF HasNode(W.cache) /\ W.cache.leader \in brokers /\ ~W.del THEN PsmTo(W, "OfflinePartition") ELSE W
@@ -556,6 +569,9 @@ EventMsgs(c, K, Wf) ==
     UmMsgs(c, K) \cup
     {CtlMsg("LeaderAndIsr", c, b, K.ce, p, Wf[p].lai[b].n, Wf[p].lai[b].asg, FALSE) :
         <<b, p>> \in {<<x, q>> \in Brokers \X Partitions : HasNode(Wf[q].lai[x].n) /\ alive[x]}}
+    \cup
+    UNION {{CtlMsg("LeaderAndIsr", c, x[1], K.ce, q, x[2].n, x[2].asg, FALSE) : x \in {y \in Wf[q].sealed : alive[y[1]]}} :
+           q \in Partitions}
     \cup
     {CtlMsg("StopReplica", c, t[1], K.ce, t[2], NoNode, <<>>, t[3]) :
         t \in {<<x, q, d>> \in Brokers \X Partitions \X BOOLEAN : d \in Wf[q].stop[x] /\ alive[x]}}
@@ -643,7 +659,7 @@ LoadWork(p, K) ==
         rs |-> [r \in Brokers |-> IF r \notin Range(asg) THEN "NonExistentReplica"
                                   ELSE IF r \in liveSet THEN "OnlineReplica" ELSE "OfflineReplica"],
         asg |-> asg, del |-> FALSE, inel |-> FALSE, tgt |-> <<>>,
-        lai |-> [x \in Brokers |-> NoLai], stop |-> [x \in Brokers |-> {}],
+        lai |-> [x \in Brokers |-> NoLai], sealed |-> {}, stop |-> [x \in Brokers |-> {}],
         wrote |-> FALSE, asgw |-> FALSE, badp |-> FALSE, badr |-> FALSE, refused |-> FALSE]
 
 FailoverWork(K) ==
@@ -652,7 +668,7 @@ FailoverWork(K) ==
             THEN [Work(CtlId, p) EXCEPT !.cache = NoNode, !.ps = "NonExistentPartition",
                                         !.rs = [r \in Brokers |-> "NonExistentReplica"]]
             ELSE LET W0 == LoadWork(p, K)
-                 IN TriggerOnline(RsmAll(W0, Range(W0.asg) \cap LiveOf(K), "OnlineReplica", K), K)
+                 IN TriggerOnline(Seal(RsmAll(W0, Range(W0.asg) \cap LiveOf(K), "OnlineReplica", K)), K)
     IN TLCEval([p \in Partitions |-> One(p)])
 
 \* Become controller with epoch controller_epoch + 1 and run the failover (with fresh context).
@@ -666,15 +682,15 @@ Elected(b, live) ==
        /\ ApplyEvent(b, K, Wf, FALSE)
 
 (* ControllerElect(b) -- actor broker:b.
-   When: b is up, /controller is empty and b has no Reregister event queued (which would come
-   first: see BrokerReregister) -- b takes its ControllerChange event.
+   When: b is up and /controller is empty -- b takes its ControllerChange event.  b may have a
+   Reregister event queued behind it (its session expired after the watch fired): it then runs
+   under its new session, not registered yet, and BrokerReregister later keeps its role.
    Does: if b still acts as a (deposed) controller it resigns first; the multi-op creates
    /controller and bumps /controller_epoch; b loads a fresh context and runs the failover:
    every live replica Online -> Online (a LeaderAndIsr to each), an election for every New or
    Offline partition. *)
 ControllerElect(b) ==
     /\ alive[b]
-    /\ ~reregister[b]
     /\ controller = NoLeader
     /\ controller_epoch < MaxControllerEpoch
     /\ Elected(b, registered)
@@ -848,8 +864,9 @@ SessionExpire(b) ==
 
 (* BrokerReregister(b) -- actor broker:b.
    When: b is up and has a Reregister event queued.
-   Does: b resigns if it acts as controller, registers /brokers/ids/b with its new session and, if
-   /controller is empty, runs for controller (as ControllerElect). *)
+   Does: b registers /brokers/ids/b with its new session; if /controller is empty it runs for
+   controller (as ControllerElect); if it holds /controller (won under the new session) it keeps
+   its role; otherwise it resigns if it acts as controller. *)
 BrokerReregister(b) ==
     /\ alive[b]
     /\ reregister[b]
@@ -858,7 +875,7 @@ BrokerReregister(b) ==
        IN /\ registered' = live
           /\ IF controller = NoLeader /\ controller_epoch < MaxControllerEpoch
              THEN Elected(b, live)
-             ELSE /\ ResignVars(b)
+             ELSE /\ IF controller = b THEN UNCHANGED ctl_vars ELSE ResignVars(b)
                   /\ UNCHANGED <<controller, controller_epoch, assignment, leader, leader_epoch, isr,
                                  partition_controller_epoch, partition_version, ctl_msgs, h_flags>>
     /\ UNCHANGED <<alive, session, broker_controller_epoch, replica_vars, msgs, bound_vars>>

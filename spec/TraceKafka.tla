@@ -31,6 +31,10 @@ EXTENDS TruncationHW, TruncationKIP101, TruncationKIP279, TruncationKIP320
 
 CONSTANT TraceLog
 
+\* The controller's requests as the implementation sends them (see Seal): the configuration
+\* binds SealRequests <- TraceSealRequests.
+TraceSealRequests == TRUE
+
 VARIABLE l    \* the number of trace events matched so far
 
 trace_vars == <<vars, l>>
@@ -92,20 +96,22 @@ SpecAction(name, a) ==
       [] name = "Tick" -> \E b \in Brokers, p \in Partitions : Tick(b, p)
       [] OTHER -> FALSE
 
-\* An event that changed no observed variable may be a step that changed nothing at all.
-Stutter(i) == Observed(i) = Observed(i - 1) /\ UNCHANGED vars
+\* Match the next event with an action of the specification named by Action(name, actor), or, if
+\* the event changed no observed variable, with a step that changes none of `unchanged` either.
+\* (TraceKafkaOps uses it with the operations' actions and variables.)
+MatchNext(Action(_, _), unchanged) ==
+    /\ l < Len(TraceLog)
+    /\ l' = l + 1
+    /\ \/ Action(TraceLog[l + 1].action, TraceLog[l + 1].actor)
+       \/ Observed(l + 1) = Observed(l) /\ UNCHANGED unchanged
+    /\ MatchesNext(l + 1)
 
 TraceInit ==
     /\ l = 1
     /\ InitEmpty
     /\ Matches(1)
 
-TraceNext ==
-    /\ l < Len(TraceLog)
-    /\ l' = l + 1
-    /\ \/ SpecAction(TraceLog[l + 1].action, TraceLog[l + 1].actor)
-       \/ Stutter(l + 1)
-    /\ MatchesNext(l + 1)
+TraceNext == MatchNext(SpecAction, vars)
 
 TraceSpec == TraceInit /\ [][TraceNext]_trace_vars
 

@@ -11,10 +11,12 @@ from kcm.conformance.trace import Event, TraceWriter
 from kcm.impl.simulator import SimConfig, Simulator
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
-from kcm.tools.tracecheck import model_steps, trace_module, validate_with_tlc
+from kcm.tools.tracecheck import model_steps, trace_config, trace_module, uses_operations, validate_with_tlc
 
 SMALL = SimConfig(brokers=2, partitions=1, replication_factor=2, admin=0.0)
 TWO_PARTITIONS = SimConfig(brokers=2, partitions=2, replication_factor=2, admin=0.0)
+OPERATIONS = SimConfig(brokers=2, partitions=2, replication_factor=2)
+ONE_PARTITION_OPERATIONS = SimConfig(brokers=2, partitions=1, replication_factor=2)
 
 
 def simulate(seed: int, steps: int, config: SimConfig = SMALL) -> list[Event]:
@@ -54,9 +56,46 @@ def test_batched_events_become_one_model_step_per_partition_ending_in_the_events
                                            if e["action"] == "LeaderAndIsr" and len(e["args"]["partitions"]) > 1) + 1
 
 
+def test_operator_commands_select_the_specification_with_operations() -> None:
+    core = simulate(1, 40, TWO_PARTITIONS)
+    assert not uses_operations(core)
+    assert "EXTENDS TraceKafka\n" in trace_module(core)[0]
+    events = simulate(17, 50, OPERATIONS)
+    assert uses_operations(events)
+    text, constants = trace_module(events)
+    assert "EXTENDS TraceKafkaOps\n" in text
+    assert "RunTargets == {<<1, 2>>}" in text and constants["ReassignTargets"] == "RunTargets"
+    config = trace_config(Knobs(), constants, update_metadata=True)
+    assert "INIT OpsTraceInit" in config and "NEXT OpsTraceNext" in config
+    assert "INIT TraceInit" in trace_config(Knobs(), trace_module(core)[1], update_metadata=True)
+
+
+def test_deleting_a_topic_is_one_model_step_per_partition_it_has() -> None:
+    events = simulate(35, 50, OPERATIONS)
+    delete = next(i for i, e in enumerate(events) if e["action"] == "DeleteTopic")
+    assert events[delete]["args"]["topic"] == "t0"
+    # t0 has two partitions; t1 (created before the deletion) is not touched.
+    assert sum(1 for index, _ in model_steps(events) if index == delete) == 2
+
+
+def elected_before_reregistering(events: list[Event]) -> bool:
+    """A broker wins the controller election between its session expiry and its re-registration."""
+    expired: set[str] = set()
+    for event in events:
+        if event["action"] == "SessionExpire":
+            expired.add(f"broker:{event['args']['broker']}")
+        elif event["action"] == "BrokerReregister":
+            expired.discard(event["actor"])
+        elif event["action"] == "ControllerElect" and event["args"].get("elected") and event["actor"] in expired:
+            return True
+    return False
+
+
 @pytest.mark.tlc
-def test_a_simulator_trace_is_explained_by_the_specification() -> None:
-    events = simulate(1, 40)
+@pytest.mark.parametrize("seed", [1, 5], ids=["seed1", "seed5-elected-before-reregistering"])
+def test_a_simulator_trace_is_explained_by_the_specification(seed: int) -> None:
+    events = simulate(seed, 40)
+    assert elected_before_reregistering(events) == (seed == 5)
     check = validate_with_tlc(events)
     assert check.accepted, check.to_json()
     assert check.matched == len(events)
@@ -79,6 +118,27 @@ def test_a_batch_wrong_in_one_partition_is_rejected_at_that_event() -> None:
     assert not check.accepted
     assert check.first_unexplained is victim
     assert check.matched == victim["seq"]
+
+
+@pytest.mark.tlc
+def test_a_trace_with_operator_commands_is_explained_by_the_specification_with_operations() -> None:
+    events = simulate(3, 30, ONE_PARTITION_OPERATIONS)
+    actions = {e["action"] for e in events}
+    assert {"ReassignPartitions", "PartitionReassignment", "PreferredElection", "RequestControlledShutdown",
+            "ControlledShutdownRequest"} <= actions
+    check = validate_with_tlc(events)
+    assert check.accepted, check.to_json()
+
+
+@pytest.mark.tlc
+def test_a_reassignment_moving_the_wrong_replica_is_rejected_at_that_event() -> None:
+    events = simulate(3, 30, ONE_PARTITION_OPERATIONS)
+    victim = next(e for e in events if e["action"] == "PartitionReassignment" and "assignment" in e["state"])
+    partition = next(iter(victim["state"]["assignment"]))
+    victim["state"]["assignment"][partition] = [*reversed(victim["state"]["assignment"][partition]), 9]
+    check = validate_with_tlc(events)
+    assert not check.accepted
+    assert check.first_unexplained is victim
 
 
 @pytest.mark.tlc

@@ -313,8 +313,8 @@ def run_bmc(
     # One query at a single depth: the finite-domain solver answers it faster (measured 3-9 s against 9-11 s
     # for the KAFKA-1211 counterexample; Z3's default solver took longer on the KIP-320 case); depth by depth,
     # the incremental bit-vector solver does better.
-    one_query = min_depth >= max_depth
-    unrolling = Unrolling(cfg, "QF_FD" if one_query else "QF_BV", None if actions is None else frozenset(actions))
+    unrolling = Unrolling(cfg, "QF_FD" if min_depth >= max_depth else "QF_BV",
+                          None if actions is None else frozenset(actions))
     solver = unrolling.solver
     order = [n for n in BMC_INVARIANTS if n in names]
     for k in range(1, max_depth + 1):
@@ -325,13 +325,11 @@ def run_bmc(
         if k < min_depth:
             result.per_depth.append(time.perf_counter() - began)
             continue
-        if not one_query:
-            solver.push()
+        solver.push()
         solver.add(or_all(broken.values()))
         verdict = solver.check()
         model = solver.model() if verdict == z3.sat else None
-        if not one_query:
-            solver.pop()
+        solver.pop()
         if model is not None:
             _name_violation(result, unrolling, model, broken, order, run)
         result.per_depth.append(time.perf_counter() - began)

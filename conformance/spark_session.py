@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Final
 
 from pyspark.sql import SparkSession
@@ -16,11 +17,25 @@ from pyspark.sql import SparkSession
 DEFAULT_MASTER: Final = "local[*]"
 # Within the 4 GiB the pipeline is allowed: local mode runs executors inside the driver's JVM.
 DRIVER_MEMORY: Final = "3g"
+# log4j2.properties at level error: without it Spark's defaults print WARN lines around kcm's own output.
+CONF_DIR: Final = Path(__file__).parent / "spark_conf"
 
 
 def use_this_interpreter() -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+def quiet_local_jvm(master: str | None) -> None:
+    """Spark logs at level error and, on a local master, binds to loopback; a user's own settings win.
+
+    Both only take effect for a JVM this process starts: under spark-submit the JVM (and its logging) is
+    the submitter's.
+    """
+    os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
+    if master is not None and master.startswith("local"):
+        # Without it Spark resolves the host name, finds loopback, and warns that it picked another address.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
 def spark_session(master: str | None = DEFAULT_MASTER, app: str = "kcm-pipeline",
@@ -31,6 +46,7 @@ def spark_session(master: str | None = DEFAULT_MASTER, app: str = "kcm-pipeline"
     compiling them costs minutes that a corpus of less than millions of events never wins back.
     """
     use_this_interpreter()
+    quiet_local_jvm(master)
     builder = SparkSession.builder.appName(app)
     if master is not None:
         builder = builder.master(master)

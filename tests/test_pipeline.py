@@ -265,3 +265,15 @@ def test_spark_submit_runs_the_entry_point_unchanged(tmp_path: Path) -> None:
     assert done.returncode == pl.EXIT_QUARANTINED, done.stderr[-2000:]
     assert "read 9 = accepted 7 + quarantined 2" in done.stdout
     assert len(read_parquet(out / pl.EVENTS)) == 8
+
+
+def test_a_stage_prints_kcm_lines_not_spark_logging(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "SPARK_LOCAL_IP")}
+    done = subprocess.run(
+        [sys.executable, "-m", "kcm.tools.cli", "pipeline", "generate", "--runs", "1", "--steps", "20",
+         "--master", "local[1]", "--out", str(tmp_path / "corpus")],
+        capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "generated 1 runs" in done.stdout
+    # Spark's own WARN and INFO lines (loopback address, default log level, native Hadoop) are gone.
+    assert not [line for line in done.stderr.splitlines() if " WARN " in line or "log level" in line], done.stderr

@@ -177,10 +177,30 @@ def print_header(out: Console, title: str, command: str) -> None:
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and of the children it has waited for: TLC runs in a JVM of its own, and a
-    benchmark of it that counted only Python's time would report an idle core."""
+    """CPU time of this process and of its children: TLC runs in a JVM of its own, and a benchmark of it
+    that counted only Python's time would report an idle core. Children it has waited for are in
+    `os.times`; those still running (PySpark's JVM lives as long as the driver) are read from /proc, so a
+    child is counted once whether or not it ended in between."""
     times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
+    return times.user + times.system + times.children_user + times.children_system + _running_children_cpu()
+
+
+def _running_children_cpu() -> float:
+    me = str(os.getpid())
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        # After the command name in parentheses: state, ppid, ..., utime and stime (fields 14 and 15).
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 12 and fields[1] == me:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
 
 
 def cpu_share() -> float:

@@ -273,7 +273,9 @@ def profile_top(profiler: cProfile.Profile, limit: int = 15) -> str:
 def ratio(numerator: float, denominator: float) -> str:
     if denominator <= 0 or numerator != numerator or denominator != denominator:
         return "n/a"
-    return f"{numerator / denominator:.2f}x"
+    value = numerator / denominator
+    # Two decimals where they matter; a ratio in the thousands reads better whole.
+    return f"{value:,.0f}x" if value >= 100 else f"{value:.2f}x"
 
 
 def table(title: str, columns: Sequence[str], text_columns: int = 1) -> Table:

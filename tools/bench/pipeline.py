@@ -16,10 +16,11 @@ Then, each once:
                   the copies are the same events;
   TLC             `validate_with_tlc` on a sample of the same traces: the first `--tlc-events` events of
                   the first `--tlc-traces` base runs. TLC cannot validate whole runs here in any useful
-                  time (its cost per event grows with the trace: on a default run, 51 events took 61 s
-                  and 101 events had not finished after 27 minutes), so its traces/s for whole runs is
-                  extrapolated from its events/s on the prefixes, linearly: an upper bound on TLC's
-                  rate, hence a lower bound on how far ahead Spark is.
+                  time (its cost per event grows with the trace, as the states the trace leaves open
+                  multiply: on a default run, 51 events took 4.5 s, 101 took 9.2 s, and 1,002 had not
+                  finished after 10 minutes), so its traces/s for whole runs is extrapolated from its
+                  events/s on the prefixes, linearly: an upper bound on TLC's rate, hence a lower
+                  bound on how far ahead Spark is.
 """
 
 from __future__ import annotations

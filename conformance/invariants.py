@@ -9,8 +9,9 @@ Comparing logs is the one cost that grows with the run (a log holds up to a hund
 checker also remembers, per pair of logs of a partition and per log against the committed records, a
 prefix length already found equal. A log that changes keeps those lengths only while its new value still
 starts with the verified part of its old one, so each record is compared about once, not at every check.
-The outcome of a partition's agreement check is reused until one of its logs or HWs changes. Both rely on
-leaf values being immutable once in a delta, as `apply_delta` already requires.
+The outcome of a partition's agreement check is reused while its logs and HWs move without taking any pair
+past its verified prefix (a leader appending and raising its HW, most often). Both rely on leaf values being
+immutable once in a delta, as `apply_delta` already requires.
 """
 
 from __future__ import annotations
@@ -79,6 +80,17 @@ _REPLICA_MACHINE: Final = (
 _NONE: Final[dict[str, Any]] = {}
 
 
+@dataclass(slots=True)
+class _Agreement:
+    """A partition's last check of ReplicaLogsAgree: pairs checked, a message per disagreement, each log's
+    limit (its HW capped by its length) then, and the brokers whose HW or log has moved since."""
+
+    pairs: int
+    messages: list[str]
+    limits: dict[str, int]
+    moved: set[str] = field(default_factory=set)
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     invariant: str
@@ -114,6 +126,8 @@ class InvariantChecker:
         self.truncation = truncation
         self.report = CheckReport()
         self.seq = -1
+        # actor -> (kind, id): a trace has a handful of actors, each named in thousands of events
+        self._actors: dict[str, tuple[str, str]] = {}
         self._reset_history()
         self._reset_state()
 
@@ -136,9 +150,8 @@ class InvariantChecker:
         # partition -> (its ISR, the ISR's brokers as sorted ids): the ISR changes far less often than
         # the committed records are checked against its members
         self._isr_names: dict[str, tuple[Any, list[str]]] = {}
-        # partition -> (pairs checked, messages) of its last agreement check, until a log or HW of it
-        # changes: most events that touch a partition change neither
-        self._agreement: dict[str, tuple[int, list[str]]] = {}
+        # partition -> its last agreement check, kept while every pair stays verified below both HWs
+        self._agreement: dict[str, _Agreement] = {}
         self._holds = {}
 
     # -- driving -------------------------------------------------------------------------------------
@@ -162,7 +175,12 @@ class InvariantChecker:
         if event.get("full"):
             self._reset_state()
         transitions = args.get("transitions")
-        actor_kind, _, actor_id = event["actor"].partition(":")
+        actor = event["actor"]
+        names = self._actors.get(actor)
+        if names is None:
+            kind, _, ident = actor.partition(":")
+            names = self._actors[actor] = (kind, ident)
+        actor_kind, actor_id = names
         request = action in CONTROLLER_REQUESTS and "controller_epoch" in args
         # The pre-step values the pair-of-states checks compare against, read before the delta lands.
         state = self.state
@@ -181,15 +199,12 @@ class InvariantChecker:
         epochs = None if EPOCH_VARS.isdisjoint(delta) else self._epochs_before(delta)
         machines = bool(transitions) or "partition_state" in delta or "replica_state" in delta
         chains = self._chains(transitions or (), actor_id) if machines else None
-        store_partitions, replicas = self._apply(delta)
+        store_partitions, replicas, partitions = self._apply(delta)
         report.observed.update(delta)
-        partitions = store_partitions
-        if partitions:
-            self._store_checks(partitions, delta, found)
+        if store_partitions:
+            self._store_checks(store_partitions, delta, found)
         if replicas:
             self._replica_checks(replicas, found)
-            partitions = {p for _, p in replicas}
-            partitions.update(store_partitions)
         for p in sorted(partitions):
             self._data_checks(p, found)
         if epochs is not None:
@@ -213,9 +228,9 @@ class InvariantChecker:
         room = MAX_VIOLATIONS - len(self.report.violations)
         self.report.violations.extend(found[:room])
 
-    def _apply(self, delta: dict[str, Any]) -> tuple[set[str], set[tuple[str, str]]]:
+    def _apply(self, delta: dict[str, Any]) -> tuple[set[str], set[tuple[str, str]], set[str]]:
         """Merge the delta into the state (as `apply_delta`) and return the partitions of the store and the
-        replicas (broker, partition) it touched.
+        replicas (broker, partition) it touched, and the partitions of both.
 
         Maps are merged here rather than by `apply_delta`, so that one walk over the delta both merges it
         and collects what it touched, without a call per variable and broker.
@@ -223,6 +238,7 @@ class InvariantChecker:
         state = self.state
         partitions: set[str] = set()
         replicas: set[tuple[str, str]] = set()
+        touched: set[str] = set()
         for name, value in delta.items():
             merge = _MERGE[name]
             if merge == _BY_TRACE:
@@ -236,6 +252,7 @@ class InvariantChecker:
                         target[key] = v
                 if merge == _STORE:
                     partitions.update(value)
+                    touched.update(value)
             else:
                 brokers = state[name]
                 for b, inner in value.items():
@@ -245,15 +262,18 @@ class InvariantChecker:
                     for p, v in inner.items():
                         if merge >= _REPLICA:
                             replicas.add((b, p))
+                            touched.add(p)
                             if merge == _LOG:
                                 self._log_changed(b, p, into.get(p), v)
                             if merge != _REPLICA:
-                                self._agreement.pop(p, None)
+                                memo = self._agreement.get(p)
+                                if memo is not None:
+                                    memo.moved.add(b)
                         if v is None:
                             into.pop(p, None)
                         else:
                             into[p] = v
-        return partitions, replicas
+        return partitions, replicas, touched
 
     def _log_changed(self, b: str, p: str, old: list[Any] | None, new: list[Any] | None) -> None:
         """Index b's new log of p, and keep its verified prefixes only if the new log starts with their
@@ -262,6 +282,7 @@ class InvariantChecker:
         if new is None:
             if logs:
                 logs.pop(b, None)
+            self._agreement.pop(p, None)  # one pair fewer
         elif logs is None:
             self._logs[p] = {b: new}
         elif b in logs:
@@ -269,6 +290,7 @@ class InvariantChecker:
         else:
             logs[b] = new
             self._logs[p] = dict(sorted(logs.items()))
+            self._agreement.pop(p, None)  # pairs more
         agreed = self._agreed.get(p)
         row = agreed.get(b) if agreed else None
         holds = self._holds.get(p)
@@ -281,6 +303,7 @@ class InvariantChecker:
             del agreed[b]
             for other in row:
                 agreed[other].pop(b, None)
+            self._agreement.pop(p, None)
         if holds:
             holds.pop(b, None)
 
@@ -446,11 +469,11 @@ class InvariantChecker:
             self._committed_check(p, current, logs, committed, found)
         if len(logs) > 1:
             memo = self._agreement.get(p)
-            if memo is None:
+            if memo is None or (memo.moved and not self._still_agreed(p, logs, memo)):
                 memo = self._agreement[p] = self._agreement_pairs(p, logs)
             else:
-                self.report.checks["ReplicaLogsAgree"] += memo[0]
-            for message in memo[1]:
+                self.report.checks["ReplicaLogsAgree"] += memo.pairs
+            for message in memo.messages:
                 self._violate(found, "ReplicaLogsAgree", message)
 
     def _committed_check(
@@ -486,7 +509,35 @@ class InvariantChecker:
         if checked:
             self.report.checks["NoCommittedDataLoss"] += checked
 
-    def _agreement_pairs(self, p: str, logs: dict[str, list[Any]]) -> tuple[int, list[str]]:
+    def _still_agreed(self, p: str, logs: dict[str, list[Any]], memo: _Agreement) -> bool:
+        """Whether the last agreement check of p still stands after its brokers in `memo.moved` changed a
+        HW or extended a log: it found no disagreement, and every pair with a moved broker is still
+        verified up to the shorter of the two logs' limits."""
+        if memo.messages:
+            return False
+        hws = self.state["hw"]
+        agreed = self._agreed.get(p, _NONE)
+        limits = memo.limits
+        for b in memo.moved:
+            log = logs.get(b)
+            if log is None:
+                continue  # a HW without a log is in no pair
+            hw = hws.get(b, _NONE).get(p, 0)
+            if type(hw) is not int:
+                return False  # the full check reports what a malformed HW does
+            n = len(log)
+            limit = hw if hw < n else n
+            if limit < 0:
+                limit = 0
+            row = agreed.get(b, _NONE)
+            for other, other_limit in limits.items():
+                if other != b and (limit if limit < other_limit else other_limit) > row.get(other, 0):
+                    return False
+            limits[b] = limit
+        memo.moved.clear()
+        return True
+
+    def _agreement_pairs(self, p: str, logs: dict[str, list[Any]]) -> _Agreement:
         """Check every pair of logs of p below both HWs: how many pairs, and a message per disagreement."""
         hws = self.state["hw"]
         agreed = self._agreed.get(p)
@@ -516,7 +567,7 @@ class InvariantChecker:
             # Counted once per partition, yet only the pairs reached: a malformed HW can raise midway.
             if pairs:
                 self.report.checks["ReplicaLogsAgree"] += pairs
-        return pairs, messages
+        return _Agreement(pairs, messages, {b: limit for b, _, limit in held})
 
     # -- epochs and fencing ------------------------------------------------------------------------------------
 

@@ -182,10 +182,20 @@ def _cpu_seconds() -> float:
     `os.times`; those still running (PySpark's JVM lives as long as the driver) are read from /proc, so a
     child is counted once whether or not it ended in between."""
     times = os.times()
-    return times.user + times.system + times.children_user + times.children_system + _running_children_cpu()
+    return (times.user + times.system + times.children_user + times.children_system + running_children_cpu()
+            + _grandchildren_cpu[0])
 
 
-def _running_children_cpu() -> float:
+# CPU seconds of grandchildren the OS never reports here: a worker process's JVM, orphaned when the
+# worker exits, is reaped by init.
+_grandchildren_cpu: list[float] = [0.0]
+
+
+def add_grandchild_cpu(seconds: float) -> None:
+    _grandchildren_cpu[0] += seconds
+
+
+def running_children_cpu() -> float:
     me = str(os.getpid())
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0

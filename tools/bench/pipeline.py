@@ -9,8 +9,9 @@ until it holds at least `--events` events. Copies are checked exactly like disti
 is per run); they only save the hours the simulator would take to make 20 million fresh events.
 Then, each once:
   spark local[N]  `check_invariants` over the whole corpus read from Parquet, every violation produced
-                  (Spark's `noop` sink), on a fresh session with N cores; also on the base runs alone,
-                  so that the fixed cost of a job and the per-event rate can be told apart;
+                  (Spark's `noop` sink), in a fresh process and JVM held to N CPUs (CPU affinity); also
+                  on the base runs alone, so that the fixed cost of a job and the per-event rate can be
+                  told apart;
   checker         `InvariantChecker.step` over the base runs' events (parsed beforehand, as in the
                   checker benchmark); its time on the corpus is that of one copy times the copies, since
                   the copies are the same events;
@@ -25,12 +26,15 @@ Then, each once:
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.parquet import read_parquet
@@ -41,6 +45,7 @@ from kcm.spec.vocabulary import Knobs
 
 from ._common import (
     Figure,
+    add_grandchild_cpu,
     base_parser,
     command_line,
     console,
@@ -48,6 +53,7 @@ from ._common import (
     print_footer,
     print_header,
     ratio,
+    running_children_cpu,
     table,
     write_summary,
 )
@@ -80,18 +86,50 @@ def _jvm_peak_mib() -> float:
     return peak
 
 
-def _timed_check(master: str, corpus: Path, codegen: bool) -> tuple[float, int, float]:
-    """Seconds of the invariant stage over the corpus, events checked, JVM peak RSS (MiB)."""
+class Check(NamedTuple):
+    seconds: float
+    events: int
+    jvm_peak_mib: float
+    cores_used: float  # CPU seconds of the JVM and the driver over the wall time of the invariant stage
+    jvm_cpu: float  # CPU seconds of the JVM over its life
+
+
+def _cores(master: str) -> int:
+    inside = master.removeprefix("local[").removesuffix("]")
+    return int(inside) if inside.isdigit() else len(os.sched_getaffinity(0))
+
+
+def _timed_check(master: str, corpus: Path, codegen: bool) -> Check:
+    """The invariant stage over the corpus in a process of its own, with its JVM, held to as many CPUs as
+    the master has cores.
+
+    Unconfined, `local[1]` is not one core: the JVM's compiler and collector threads run beside the task
+    thread and took 1.5 of this machine's 2 CPUs, which made `local[1]` look faster and the scaling to
+    `local[2]` smaller than they are. A fresh JVM per measurement also keeps one run's warm-up and heap
+    out of the next."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        check = pool.submit(_confined_check, master, str(corpus), codegen).result()
+    add_grandchild_cpu(check.jvm_cpu)
+    return check
+
+
+def _confined_check(master: str, corpus: str, codegen: bool) -> Check:
+    cpus = sorted(os.sched_getaffinity(0))[: _cores(master)]
+    os.sched_setaffinity(0, cpus)  # inherited by the JVM this process starts
     spark = spark_session(master, app=f"kcm-bench-{master}", codegen=codegen)
     try:
-        frame = spark.read.parquet(str(corpus))
+        frame = spark.read.parquet(corpus)
         events = frame.count()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _process_cpu()
         check_invariants(frame).write.format("noop").mode("overwrite").save()
         seconds = time.perf_counter() - started
-        return seconds, events, _jvm_peak_mib()
+        return Check(seconds, events, _jvm_peak_mib(), (_process_cpu() - cpu) / seconds, running_children_cpu())
     finally:
         spark.stop()
+
+
+def _process_cpu() -> float:
+    return time.process_time() + running_children_cpu()
 
 
 def _replicate(base: Path, corpus: Path, copies: int) -> None:
@@ -172,19 +210,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{copies} copies: {counts.read * copies:,} events in {base_runs * copies:,} runs")
         checker_seconds, checker_events = _checker_rate(base / EVENTS)
         checker_rate = checker_events / checker_seconds
-        small_seconds, small_events, _ = _timed_check("local[2]", base / EVENTS, args.codegen)
-        results: dict[str, tuple[float, int, float]] = {}
+        small_seconds, small_events, *_ = _timed_check("local[2]", base / EVENTS, args.codegen)
+        results: dict[str, Check] = {}
         for master in ("local[1]", "local[2]"):
-            results[master] = _timed_check(master, corpus, args.codegen)
-            out.print(f"measured: {master} {results[master][1]:,} events in {results[master][0]:.1f} s")
+            results[master] = check = _timed_check(master, corpus, args.codegen)
+            out.print(f"measured: {master} {check.events:,} events in {check.seconds:.1f} s, on "
+                      f"{_cores(master)} CPU(s): {check.cores_used:.2f} cores busy")
         tlc_events_rate, tlc_note = _tlc_rate(base / EVENTS, args.tlc_traces, args.tlc_events)
     one, two = results["local[1]"], results["local[2]"]
-    rate1, rate2 = one[1] / one[0], two[1] / two[0]
+    rate1, rate2 = one.events / one.seconds, two.events / two.seconds
     # Two sizes on local[2] give the fixed cost of a check and its per-event cost; the checker has no fixed cost.
-    per_event = (two[0] - small_seconds) / max(two[1] - small_events, 1)
-    fixed = max(two[0] - per_event * two[1], 0.0)
+    per_event = (two.seconds - small_seconds) / max(two.events - small_events, 1)
+    fixed = max(two.seconds - per_event * two.events, 0.0)
     crossover = fixed / (1 / checker_rate - per_event) if per_event < 1 / checker_rate else float("inf")
-    spark_traces = base_runs * copies / two[0]
+    spark_traces = base_runs * copies / two.seconds
     run_events = counts.read / base_runs
     tlc_rate = tlc_events_rate / run_events  # whole runs at the prefixes' rate: an upper bound
     rows = table("invariant stage", ("what", "events", "seconds", "events/s", "vs checker"))
@@ -192,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  f"{checker_rate:,.0f}", "1.00x")
     rows.add_row("spark local[2], base runs only", f"{small_events:,}", f"{small_seconds:.1f}",
                  f"{small_events / small_seconds:,.0f}", ratio(small_events / small_seconds, checker_rate))
-    for master, (seconds, events, _) in results.items():
+    for master, (seconds, events, *_) in results.items():
         rows.add_row(f"spark {master}", f"{events:,}", f"{seconds:.1f}", f"{events / seconds:,.0f}",
                      ratio(events / seconds, checker_rate))
     out.print(rows)
@@ -203,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{run_events:,.0f} events takes at least {1 / tlc_rate:,.0f} s: at most {tlc_rate:.5f} traces/s. "
               f"Spark local[2]: {spark_traces:.2f} traces/s of the same runs ({ratio(spark_traces, tlc_rate)} TLC, "
               f"at least)")
-    out.print(f"memory  : JVM peak RSS {max(one[2], two[2]):,.0f} MiB (driver and executors, spark.driver.memory 3g); "
+    jvm_peak = max(one.jvm_peak_mib, two.jvm_peak_mib)
+    out.print(f"memory  : JVM peak RSS {jvm_peak:,.0f} MiB (driver and executors, spark.driver.memory 3g); "
               f"python {peak_rss_mib():,.0f} MiB")
     figures += [
         Figure(NAME, "invariant stage, local[1]", rate1, "events/s", f"{TARGET_PER_CORE:,}", rate1 >= TARGET_PER_CORE,

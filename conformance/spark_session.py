@@ -17,7 +17,8 @@ from pyspark.sql import SparkSession
 DEFAULT_MASTER: Final = "local[*]"
 # Within the 4 GiB the pipeline is allowed: local mode runs executors inside the driver's JVM.
 DRIVER_MEMORY: Final = "3g"
-# log4j2.properties at level error: without it Spark's defaults print WARN lines around kcm's own output.
+# log4j2.properties at level error: without it Spark's defaults print WARN lines around kcm's own output;
+# spark-defaults.conf picks the JVM's throughput collector.
 CONF_DIR: Final = Path(__file__).parent / "spark_conf"
 
 

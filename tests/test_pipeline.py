@@ -21,7 +21,7 @@ from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.parquet import ARROW_SCHEMA, read_parquet, write_parquet
 from kcm.conformance.pipeline_ingest import ingest
 from kcm.conformance.spark_invariants import check_invariants
-from kcm.conformance.spark_session import spark_session
+from kcm.conformance.spark_session import CONF_DIR, spark_session
 from kcm.conformance.trace import Event, TraceWriter, apply_event, empty_state, make_event
 from kcm.impl.simulator import SimConfig, Simulator
 from kcm.spec.vocabulary import Knobs
@@ -265,6 +265,14 @@ def test_spark_submit_runs_the_entry_point_unchanged(tmp_path: Path) -> None:
     assert done.returncode == pl.EXIT_QUARANTINED, done.stderr[-2000:]
     assert "read 9 = accepted 7 + quarantined 2" in done.stdout
     assert len(read_parquet(out / pl.EVENTS)) == 8
+
+
+def test_the_local_jvm_collects_garbage_for_throughput(spark: SparkSession) -> None:
+    if os.environ.get("SPARK_CONF_DIR") != str(CONF_DIR):
+        pytest.skip("SPARK_CONF_DIR is the user's own: its spark-defaults.conf applies")
+    jvm: Any = spark.sparkContext._jvm
+    collectors = {bean.getName() for bean in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
+    assert collectors == {"PS Scavenge", "PS MarkSweep"}  # the parallel collector, not G1
 
 
 def test_a_stage_prints_kcm_lines_not_spark_logging(tmp_path: Path) -> None:

@@ -22,6 +22,13 @@ Then, each once:
                   finished after 10 minutes), so its traces/s for whole runs is extrapolated from its
                   events/s on the prefixes, linearly: an upper bound on TLC's rate, hence a lower
                   bound on how far ahead Spark is.
+Spark's floors, in the `local[1]` process after its check (a warm JVM, so the floors err fast): the least
+work any invariant stage over this layout must do, each over the whole corpus to Spark's `noop` sink:
+  read            every column of the events table;
+  parse           the `state` column through `from_json` (the state is JSON text in the layout);
+  order           one window over each run's events by `seq` (one sort of the corpus).
+The stage's time over the `order` floor's says how many sorts of the corpus it costs; the plan's own
+`Sort` operators are counted too (those of the tables it checkpoints on the way not included).
 """
 
 from __future__ import annotations
@@ -36,10 +43,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from rich.table import Table
+
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.parquet import read_parquet
 from kcm.conformance.pipeline import EVENTS, generate
-from kcm.conformance.spark_invariants import check_invariants
+from kcm.conformance.spark_invariants import STATE_SCHEMA, check_invariants
 from kcm.conformance.spark_session import spark_session
 from kcm.spec.vocabulary import Knobs
 
@@ -92,6 +103,8 @@ class Check(NamedTuple):
     jvm_peak_mib: float
     cores_used: float  # CPU seconds of the JVM and the driver over the wall time of the invariant stage
     jvm_cpu: float  # CPU seconds of the JVM over its life
+    floors: dict[str, float]  # seconds of each of Spark's floors on the same corpus, when asked for
+    sorts: int  # Sort operators in the stage's final plan
 
 
 def _cores(master: str) -> int:
@@ -99,7 +112,7 @@ def _cores(master: str) -> int:
     return int(inside) if inside.isdigit() else len(os.sched_getaffinity(0))
 
 
-def _timed_check(master: str, corpus: Path, codegen: bool) -> Check:
+def _timed_check(master: str, corpus: Path, codegen: bool, floors: bool = False) -> Check:
     """The invariant stage over the corpus in a process of its own, with its JVM, held to as many CPUs as
     the master has cores.
 
@@ -108,12 +121,12 @@ def _timed_check(master: str, corpus: Path, codegen: bool) -> Check:
     `local[2]` smaller than they are. A fresh JVM per measurement also keeps one run's warm-up and heap
     out of the next."""
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        check = pool.submit(_confined_check, master, str(corpus), codegen).result()
+        check = pool.submit(_confined_check, master, str(corpus), codegen, floors).result()
     add_grandchild_cpu(check.jvm_cpu)
     return check
 
 
-def _confined_check(master: str, corpus: str, codegen: bool) -> Check:
+def _confined_check(master: str, corpus: str, codegen: bool, floors: bool) -> Check:
     cpus = sorted(os.sched_getaffinity(0))[: _cores(master)]
     os.sched_setaffinity(0, cpus)  # inherited by the JVM this process starts
     spark = spark_session(master, app=f"kcm-bench-{master}", codegen=codegen)
@@ -121,11 +134,38 @@ def _confined_check(master: str, corpus: str, codegen: bool) -> Check:
         frame = spark.read.parquet(corpus)
         events = frame.count()
         started, cpu = time.perf_counter(), _process_cpu()
-        check_invariants(frame).write.format("noop").mode("overwrite").save()
+        violations = check_invariants(frame)
+        _drain(violations)
         seconds = time.perf_counter() - started
-        return Check(seconds, events, _jvm_peak_mib(), (_process_cpu() - cpu) / seconds, running_children_cpu())
+        cores_used = (_process_cpu() - cpu) / seconds
+        plan = violations._jdf.queryExecution().executedPlan().toString()
+        sorts = sum(line.lstrip(" :+-*(0123456789)").startswith("Sort ") for line in plan.splitlines())
+        floor_seconds = _floors(frame) if floors else {}
+        return Check(seconds, events, _jvm_peak_mib(), cores_used, running_children_cpu(), floor_seconds, sorts)
     finally:
         spark.stop()
+
+
+FLOORS = ("read", "parse", "order")
+
+
+def _floors(frame: DataFrame) -> dict[str, float]:
+    run_order = Window.partitionBy("run").orderBy("seq").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    plans = {
+        "read": frame,
+        "parse": frame.select(F.from_json("state", STATE_SCHEMA).alias("st")),
+        "order": frame.select("run", "seq", F.count("seq").over(run_order).alias("n")),
+    }
+    seconds: dict[str, float] = {}
+    for name in FLOORS:
+        started = time.perf_counter()
+        _drain(plans[name])
+        seconds[name] = time.perf_counter() - started
+    return seconds
+
+
+def _drain(frame: DataFrame) -> None:
+    frame.write.format("noop").mode("overwrite").save()
 
 
 def _process_cpu() -> float:
@@ -135,8 +175,6 @@ def _process_cpu() -> float:
 def _replicate(base: Path, corpus: Path, copies: int) -> None:
     spark = spark_session("local[2]", app="kcm-bench-replicate")
     try:
-        from pyspark.sql import functions as F
-
         frame = spark.read.parquet(str(base))
         copy = spark.range(copies).withColumnRenamed("id", "copy")
         out = frame.crossJoin(copy).withColumn("run", F.concat("run", F.lit("-c"), F.col("copy").cast("string")))
@@ -182,6 +220,19 @@ def _tlc_rate(base: Path, traces: int, prefix: int) -> tuple[float, str]:
                                  f"{validated:,} events in {seconds:.0f} s")
 
 
+def _floor_table(check: Check) -> Table:
+    """Spark's floors on one CPU beside the invariant stage: what the per-core target asks of each."""
+    rows = table(f"Spark's floors on 1 CPU, same corpus (the stage's plan has {check.sorts} Sort operators "
+                 "besides its checkpointed tables)", ("work", "seconds", "events/s", "vs the target per core",
+                                                      "the stage costs"))
+    stage = {"invariant stage (local[1])": check.seconds}
+    for name, seconds in {**check.floors, **stage}.items():
+        rate = check.events / seconds
+        rows.add_row(name, f"{seconds:.1f}", f"{rate:,.0f}", ratio(rate, TARGET_PER_CORE),
+                     f"{check.seconds / seconds:.1f}x this")
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = base_parser(NAME, __doc__ or "")
     parser.add_argument("--events", type=int, default=None, help="corpus size (default 20,000,000; --quick 200,000)")
@@ -213,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         small_seconds, small_events, *_ = _timed_check("local[2]", base / EVENTS, args.codegen)
         results: dict[str, Check] = {}
         for master in ("local[1]", "local[2]"):
-            results[master] = check = _timed_check(master, corpus, args.codegen)
+            results[master] = check = _timed_check(master, corpus, args.codegen, floors=master == "local[1]")
             out.print(f"measured: {master} {check.events:,} events in {check.seconds:.1f} s, on "
                       f"{_cores(master)} CPU(s): {check.cores_used:.2f} cores busy")
         tlc_events_rate, tlc_note = _tlc_rate(base / EVENTS, args.tlc_traces, args.tlc_events)
@@ -235,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.add_row(f"spark {master}", f"{events:,}", f"{seconds:.1f}", f"{events / seconds:,.0f}",
                      ratio(events / seconds, checker_rate))
     out.print(rows)
+    out.print(_floor_table(one))
     out.print(f"scaling local[1] -> local[2]: {ratio(rate2, rate1)}; fixed cost of a check on local[2] "
               f"~{fixed:.0f} s, then {1 / per_event if per_event > 0 else float('inf'):,.0f} events/s; "
               f"crossover with the checker at ~{crossover:,.0f} events")
@@ -256,8 +308,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                spark_traces >= TARGET_TLC * tlc_rate if tlc_rate == tlc_rate else None,
                f"{ratio(spark_traces, tlc_rate)} TLC at most {tlc_rate:.5f} traces/s ({tlc_note})"),
     ]
+    order_rate = one.events / one.floors["order"]
+    figures.append(Figure(NAME, "Spark floor on 1 CPU: one sort of the corpus by run and seq", order_rate, "events/s",
+                          f"{TARGET_PER_CORE:,} per core needs it", order_rate >= TARGET_PER_CORE,
+                          f"the invariant stage costs {one.seconds / one.floors['order']:.1f} such sorts"))
     print_footer(out)
-    write_summary(args.summary, figures, {"scaling": rate2 / rate1, "crossover_events": crossover})
+    write_summary(args.summary, figures, {"scaling": rate2 / rate1, "crossover_events": crossover,
+                                          "floors_local1_seconds": one.floors, "plan_sorts": one.sorts})
     return 0
 
 

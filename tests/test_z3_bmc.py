@@ -10,7 +10,7 @@ import pytest
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.trace import Event, TraceWriter, load_trace
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.bmc import BMC_INVARIANTS, BmcResult, diff_states, run_bmc
+from kcm.spec.z3.bmc import BMC_INVARIANTS, KNOWN_BUGS, BmcResult, diff_states, run_bmc
 from kcm.spec.z3.validate import validate_events
 
 
@@ -108,3 +108,26 @@ def test_a_reproduction_subset_of_actions_still_finds_the_bug() -> None:
     assert {e["action"] for e in result.events[1:]} <= {"BrokerCrash", "SessionExpire", "IsrShrink",
                                                          "ControllerElect", "BrokerChange", "LeaderAndIsr",
                                                          "Produce"}
+
+
+def test_the_search_starts_from_the_controller_asked_for(tmp_path: Path) -> None:
+    # Broker 2 controls and broker 1 leads: a crash of the leader needs no controller election.
+    result = run_bmc(Knobs(unclean_election=True), 4, brokers=2, controller=2,
+                     actions=["BrokerCrash", "SessionExpire", "IsrShrink", "BrokerChange", "LeaderAndIsr", "Produce"])
+    first = result.events[0]["state"]
+    assert first["controller"] == 2 and first["acting_controller_epoch"] == {"1": 0, "2": 1}
+    assert first["leader"] == {"t0-0": 1}
+    assert result.invariant == "NoCommittedDataLoss"
+    assert "controller:2" in {e["actor"] for e in result.events}
+    assert checker_invariants(written(tmp_path, result)) == {"NoCommittedDataLoss"}
+    with pytest.raises(ValueError, match="controller must be one of the brokers"):
+        run_bmc(Knobs(), 2, brokers=2, controller=3)
+
+
+@pytest.mark.long  # about 30 s: depth by depth to 13 with 3 brokers
+def test_the_kip279_case_is_found_from_its_reproduction_models_start(tmp_path: Path) -> None:
+    bug = next(b for b in KNOWN_BUGS if b.model == "kip101")
+    result = bug.run()
+    assert result.invariant == "ReplicaLogsAgree" and result.depth == bug.depth == 13
+    assert "ReplicaLogsAgree" in checker_invariants(written(tmp_path, result))
+    assert not {"ControllerElect"} & {e["action"] for e in result.events}

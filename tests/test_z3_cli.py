@@ -83,6 +83,7 @@ def test_validate_names_the_first_unexplained_step(tmp_path: Path, capsys: pytes
     ["prove", "--bmc", "2", "--invariant", "Nonsense"],
     ["prove", "--only", "induction", "--invariant", "ReplicaLogsAgree"],
     ["prove", "--bmc", "2", "--actions", "Produce,Teleport"], ["prove", "--bmc", "2", "--actions", ","],
+    ["prove", "--bmc", "2", "--controller", "4"],
 ])
 def test_user_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, _, err = kcm(capsys, *argv)

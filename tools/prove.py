@@ -42,6 +42,8 @@ def register(subparsers: Any) -> None:
     prove.add_argument("--capacity", type=int, default=2, help="with --bmc: log capacity (records per replica)")
     prove.add_argument("--actions", metavar="A,B,...",
                        help="with --bmc: only these actions, as a reproduction model of spec/ restricts its Next")
+    prove.add_argument("--controller", type=int, default=1, metavar="B",
+                       help="with --bmc: the broker that controls the bootstrapped cluster (default 1, the leader)")
     prove.add_argument("--out", default=DEFAULT_OUT, help=f"with --bmc: counterexample trace (default {DEFAULT_OUT})")
     prove.set_defaults(handler=cmd_prove)
 
@@ -189,7 +191,7 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
     if args.only:
         raise _usage("--only does not go with --bmc")
     result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
-                     invariants=args.invariant, actions=_bmc_actions(args.actions))
+                     invariants=args.invariant, actions=_bmc_actions(args.actions), controller=args.controller)
     name = ", ".join(args.invariant) if args.invariant else "all invariants"
     row: dict[str, Any] = {
         "property": f"bmc: {name} up to depth {args.bmc} ({knobs.describe()})",

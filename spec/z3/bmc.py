@@ -54,7 +54,8 @@ class BmcResult:
 
 
 class Unrolling:
-    def __init__(self, cfg: Config, logic: str = "QF_BV", actions: frozenset[str] | None = None) -> None:
+    def __init__(self, cfg: Config, logic: str = "QF_BV", actions: frozenset[str] | None = None,
+                 controller: int = 1) -> None:
         self.cfg = cfg
         # Like a reproduction model's Next in spec/MC*.tla: only these actions (all when None).
         self.actions = actions
@@ -64,7 +65,7 @@ class Unrolling:
         # Bounded integers are bit-vectors: the bit-vector solver, incremental across depths, is several
         # times faster here than linear integer arithmetic (measured: 4.6 s against 33 s at depth 5).
         self.solver = z3.SolverFor(logic) if cfg.width is not None else z3.Solver()
-        self.solver.add(initial(self.states[0]))
+        self.solver.add(initial(self.states[0], controller))
 
     @property
     def depth(self) -> int:
@@ -290,8 +291,10 @@ def run_bmc(
     on_depth: Callable[[int, float], None] | None = None,
     min_depth: int = 1,
     actions: Iterable[str] | None = None,
+    controller: int = 1,
 ) -> BmcResult:
-    """Shortest counterexample to any of `invariants` (default: all the model checks) up to `max_depth`.
+    """Shortest counterexample to any of `invariants` (default: all the model checks) up to `max_depth`,
+    from the bootstrapped cluster with broker `controller` as its controller.
 
     Depths below `min_depth` are unrolled but not asked about (a counterexample shorter than that is not
     looked for): a way to go straight to a depth known to matter."""
@@ -306,6 +309,8 @@ def run_bmc(
         raise ValueError("the model needs at least 2 brokers")
     if capacity < 1:
         raise ValueError("the log capacity must be at least 1")
+    if not 1 <= controller <= brokers:
+        raise ValueError(f"the controller must be one of the brokers 1..{brokers}")
     cfg = Config(brokers=brokers, knobs=knobs, logs="content", capacity=capacity, history="states",
                  width=bits_for(max_depth, capacity))
     start = time.perf_counter()
@@ -314,7 +319,7 @@ def run_bmc(
     # for the KAFKA-1211 counterexample; Z3's default solver took longer on the KIP-320 case); depth by depth,
     # the incremental bit-vector solver does better.
     unrolling = Unrolling(cfg, "QF_FD" if min_depth >= max_depth else "QF_BV",
-                          None if actions is None else frozenset(actions))
+                          None if actions is None else frozenset(actions), controller)
     solver = unrolling.solver
     order = [n for n in BMC_INVARIANTS if n in names]
     for k in range(1, max_depth + 1):
@@ -369,8 +374,10 @@ def _name_violation(result: BmcResult, unrolling: Unrolling, model: Any, broken:
 @dataclass(frozen=True)
 class KnownBug:
     """A known bug as BMC reaches it: the design's knob settings, the invariant it breaks, the TLA+ reproduction
-    model of spec/ (MC<model>) that shows it under TLC, and the bounds and actions of the search (those of
-    the reproduction model, where searching the whole model would take too long)."""
+    model of spec/ (MC<model>) that shows it under TLC, and the bounds of the search. Where searching the
+    whole model would take too long, the search has the reproduction model's actions and initial
+    controller: its `ReproNext` and `InitStable`, renamed to the Z3 model's preference order (brokers by
+    id)."""
 
     label: str
     settings: tuple[str, ...]
@@ -380,23 +387,30 @@ class KnownBug:
     brokers: int = 2
     capacity: int = 2
     actions: tuple[str, ...] | None = None
-    straight_to_depth: bool = False  # one query at `depth`: faster when the depth is known
+    controller: int = 1
+    deep: bool = False  # a search of three brokers that takes seconds to minutes: not in `--quick` runs
 
     def run(self) -> BmcResult:
         return run_bmc(Knobs().with_settings(list(self.settings)), self.depth, brokers=self.brokers,
                        capacity=self.capacity, invariants=[self.invariant], actions=self.actions,
-                       min_depth=self.depth if self.straight_to_depth else 1)
+                       controller=self.controller)
 
 
+# The reproduction models allow one controller election, the one that made the initial controller
+# (MaxControllerEpoch = 1): ControllerElect never fires in them.
+_KAFKA1211_STORY: Final = ("Produce", "Fetch", "FetchResponse", "BrokerCrash", "BrokerRestart", "ControllerResign",
+                           "BrokerChange", "LeaderAndIsr")
 _REPLICATION_STORY: Final = ("Produce", "Fetch", "FetchResponse", "OffsetsForLeaderEpochResponse", "BrokerCrash",
-                             "BrokerRestart", "BrokerChange", "ControllerElect", "LeaderAndIsr")
+                             "BrokerRestart", "BrokerChange", "LeaderAndIsr")
 KNOWN_BUGS: Final = (
     KnownBug("KAFKA-1211: truncation to the HW", ("truncation=hw",), "NoCommittedDataLoss", "kafka1211", 7,
-             brokers=3, capacity=1, straight_to_depth=True),
-    KnownBug("the KIP-279 case: logs diverge", ("truncation=kip101",), "ReplicaLogsAgree", "kip101", 14,
-             brokers=3, capacity=1, actions=_REPLICATION_STORY, straight_to_depth=True),
-    KnownBug("the KIP-320 case: a stale follower", ("truncation=kip279",), "ReplicaLogsAgree", "kip279", 17,
-             brokers=3, capacity=1, actions=_REPLICATION_STORY, straight_to_depth=True),
+             brokers=3, capacity=1, actions=_KAFKA1211_STORY, deep=True),
+    # MCkip101 and MCkip279 assign <<2, 3, 1>> with broker 1 as controller: the last broker in preference
+    # order controls, and the leader is another broker.
+    KnownBug("the KIP-279 case: logs diverge", ("truncation=kip101",), "ReplicaLogsAgree", "kip101", 13,
+             brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
+    KnownBug("the KIP-320 case: a stale follower", ("truncation=kip279",), "ReplicaLogsAgree", "kip279", 15,
+             brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
     KnownBug("KAFKA-2334: the HW goes back", ("truncation=kip279",), HW_ACROSS_LEADERS, "kafka2334", 7),
     KnownBug("unclean election", ("unclean_election=true",), "NoCommittedDataLoss", "unclean", 4),
     KnownBug("zombie controller", ("controller_epoch_fencing=false",), "StaleControllerFenced", "zombie", 4),

@@ -143,13 +143,14 @@ STEP_INVARIANTS: Final[dict[str, Callable[[State, State], Expr]]] = {
 # -- the initial state -------------------------------------------------------------------------------------
 
 
-def initial(s: State) -> Expr:
-    """The cluster once bootstrapped: broker 1 is controller in epoch 1 and leads the partition (assigned
-    to every broker) in leader epoch 0; every broker has applied that decision; logs are empty."""
+def initial(s: State, controller: int = 1) -> Expr:
+    """The cluster once bootstrapped: broker `controller` is controller in epoch 1, broker 1 leads the
+    partition (assigned to every broker) in leader epoch 0; every broker has applied that decision; logs
+    are empty."""
     cfg = s.cfg
     ids = cfg.ids
     parts: list[Expr] = [
-        s["controller"] == 1, s["controller_epoch"] == 1, s["assigned"], s["node"],
+        s["controller"] == controller, s["controller_epoch"] == 1, s["assigned"], s["node"],
         s["leader"] == 1, s["leader_epoch"] == 0, s["partition_controller_epoch"] == 1, s["partition_version"] == 0,
     ]
     for r in ids:
@@ -158,7 +159,7 @@ def initial(s: State) -> Expr:
         leader = b == 1
         parts += [
             s.b("alive", b), s.b("registered", b), not_(s.b("bounced", b)), s.b("horizon", b) == 0,
-            s.b("acting_controller_epoch", b) == (1 if leader else 0), s.b("broker_controller_epoch", b) == 1,
+            s.b("acting_controller_epoch", b) == (1 if b == controller else 0), s.b("broker_controller_epoch", b) == 1,
             s.b("replica", b), s.b("role", b) == (ROLE_LEADER if leader else 2), s.b("local_leader_epoch", b) == 0,
             s.b("log_len", b) == 0, s.b("hw", b) == 0, s.b("hw_checkpoint", b) == 0, s.b("epoch_start_offset", b) == 0,
             s.b("leader_id", b) == 1, s.b("known_version", b) == 0, not_(s.b("truncating", b)),

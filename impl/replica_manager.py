@@ -157,7 +157,9 @@ class ReplicaManager:
         if not self._accept_controller_epoch(request.controller_epoch, request.controller_id):
             return False
         for state in request.partitions:
-            if self.broker_id not in state.replicas:
+            if self.broker_id not in state.replicas or state.leader == NO_LEADER:
+                # Kafka's makeFollowers leaves a partition whose new leader is unavailable as it is: no
+                # new epoch, and above all no truncation towards a leader that does not exist.
                 continue
             replica = self.replicas.get(state.partition)
             if replica is None:

@@ -914,7 +914,8 @@ AdvancedHw(b, lg, hwv, isrSet, fleo) ==
    When: a LeaderAndIsr request m for b is in flight and b is up.
    Does: with ControllerEpochFencing, a request from a controller epoch older than the newest b has
    seen is rejected whole.  Otherwise b records the epoch; the partition is applied only if b is an
-   assigned replica and (with LeaderEpochCheck) the request's leader epoch is newer than the one b
+   assigned replica, the request names a leader (Kafka's makeFollowers skips a partition whose leader
+   is unavailable) and (with LeaderEpochCheck) the request's leader epoch is newer than the one b
    knows.  Becoming leader: adopt epoch/ISR/version, epoch start offset := log end, follower positions
    unknown, advance the HW.  Becoming follower: adopt, then truncate by the era's rule: to the own HW
    at once (TruncateOnBecomeFollower) or by an OffsetsForLeaderEpoch exchange first (truncating). *)
@@ -928,7 +929,7 @@ HandleLeaderAndIsr(b, m) ==
            fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
            stale == role[b][p] # "absent" /\ LeaderEpochCheck /\ local_leader_epoch[b][p] # -1
                     /\ m.le <= local_leader_epoch[b][p]
-           apply == ~fenced /\ b \in Range(m.replicas) /\ ~stale
+           apply == ~fenced /\ b \in Range(m.replicas) /\ ~stale /\ m.leader # NoLeader
            lg == log[b][p]
            becomeLeader == m.leader = b
            newLog == IF ~becomeLeader /\ TruncateOnBecomeFollower THEN Prefix(lg, hw[b][p]) ELSE lg

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kcm.spec.vocabulary import NO_LEADER
+
 from ._z3 import (
     FALSE,
     TRUE,
@@ -441,7 +443,8 @@ class Relations:
         replica = s.b("replica", b)
         known = s.b("local_leader_epoch", b)
         stale = and_(replica, known != NO_EPOCH, epoch <= known) if self.knobs.leader_epoch_check else FALSE
-        apply = and_(accepted, included, replicas[b], not_(stale))
+        # A partition whose new leader is unavailable is left as it is (Kafka's makeFollowers skips it).
+        apply = and_(accepted, included, replicas[b], not_(stale), leader != NO_LEADER)
         new = not_(replica)
         length = s.b("log_len", b)
         len0 = ite(new, 0, length)

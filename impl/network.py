@@ -3,6 +3,9 @@
 Each (sender, receiver) pair is one connection and delivers in order, as Kafka's TCP connections do;
 messages on different connections interleave freely (so requests of two controllers, or of a controller
 and a broker, reorder), and faults may duplicate any message and drop replication traffic (see messages.LOSSY).
+A duplicate travels right behind its original: Kafka resends a request only over a new connection and before
+anything queued after it (the controller's send thread has one request out per broker, a follower one fetch
+per leader), so a copy never overtakes what was sent later.
 """
 
 from __future__ import annotations
@@ -59,7 +62,10 @@ class Network:
 
     def duplicate(self, index: int, now: int) -> Envelope:
         original = self.in_flight[index]
-        self._append(InFlight(original.envelope, now))
+        copy = InFlight(original.envelope, now)
+        self.in_flight.insert(index + 1, copy)
+        queue = self._connections[(original.envelope.src, original.envelope.dst)]
+        queue.insert(queue.index(original) + 1, copy)
         return original.envelope
 
     def disconnect(self, broker: int) -> int:

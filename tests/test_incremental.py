@@ -94,3 +94,13 @@ def test_network_queues_follow_every_change_of_the_messages_in_flight() -> None:
         else:
             now += 1
         assert network.ready(now) == _naive_ready(network, now)
+
+
+def test_a_duplicate_travels_right_behind_its_original() -> None:
+    """A resent request never overtakes what its sender queued after it (the deviation seed 1098 showed:
+    a LeaderAndIsr copy arriving after its topic's StopReplica recreated a deleted replica)."""
+    network = Network(random.Random(1), max_delay=0)
+    first, second = (Envelope(1, 2, StopReplicaResponse(1, 1, (p,), False, "")) for p in ("a-0", "b-0"))
+    network.send([first, second], 0)
+    network.duplicate(0, 0)
+    assert [network.take(network.ready(0)[0]) for _ in range(3)] == [first, first, second]

@@ -658,18 +658,21 @@ class InvariantChecker:
                 self.report.checks[invariant] += count
         unloading = state["acting_controller_epoch"].get(actor_id, 0) == 0
         if not unloading:
-            self._unexplained_changes(delta, chains, actor_id, found)
+            self._unexplained_changes(delta, chains, actor_id, loading, found)
 
     def _unexplained_changes(
-        self, delta: dict[str, Any], chains: dict[tuple[str, ...], Any], actor_id: str, found: list[Violation],
+        self, delta: dict[str, Any], chains: dict[tuple[str, ...], Any], actor_id: str, loading: bool,
+        found: list[Violation],
     ) -> None:
-        # Only the actor's own state machines are its to explain.
-        for p in delta.get("partition_state", _NONE).get(actor_id, ()):
-            if ("partition", p) not in chains:
+        # Only the actor's own state machines are its to explain. A context load replaces the controller's
+        # states wholesale (a re-elected controller first drops what it held), so a state it does not load
+        # again is gone without a transition.
+        for p, value in delta.get("partition_state", _NONE).get(actor_id, _NONE).items():
+            if ("partition", p) not in chains and not (loading and value is None):
                 self._violate(found, "ValidPartitionTransitions", f"{p}: state changed without a transition")
         for p, replicas in delta.get("replica_state", _NONE).get(actor_id, _NONE).items():
-            for r in replicas:
-                if ("replica", p, r) not in chains:
+            for r, value in replicas.items():
+                if ("replica", p, r) not in chains and not (loading and value is None):
                     self._violate(found, "ValidReplicaTransitions",
                                   f"{p} replica {r}: state changed without a transition")
 

@@ -349,6 +349,8 @@ def _unexplained(ev: DataFrame, entries: DataFrame) -> DataFrame:
     machines = F.col("st.partition_state").isNotNull() | F.col("st.replica_state").isNotNull()
     changed = _machine_values(ev.filter(machines))
     own = changed.join(ev.select("run", "seq", F.col("actor_id").alias("b"), "action"), ["run", "seq", "b"])
+    # A context load replaces the controller's states wholesale: one it does not load again just goes.
+    own = own.filter(~(F.col("action").isin(*CONTEXT_LOAD_ACTIONS) & F.col("ms").isNull()))
     explained = entries.select("run", "seq", "kind", "p", "r").distinct()
     lone = own.join(explained, ["run", "seq", "kind", "p", "r"], "left_anti")
     acting = ev.select("run", "fseg", "seq", F.explode("st.acting_controller_epoch").alias("b", "acting"))

@@ -23,6 +23,7 @@ from kcm.conformance.pipeline_ingest import ingest
 from kcm.conformance.spark_invariants import check_invariants
 from kcm.conformance.spark_session import CONF_DIR, spark_session
 from kcm.conformance.trace import Event, TraceWriter, apply_event, empty_state, make_event
+from kcm.impl.cluster import Cluster
 from kcm.impl.simulator import SimConfig, Simulator
 from kcm.spec.vocabulary import Knobs
 
@@ -285,3 +286,21 @@ def test_a_stage_prints_kcm_lines_not_spark_logging(tmp_path: Path) -> None:
     assert "generated 1 runs" in done.stdout
     # Spark's own WARN and INFO lines (loopback address, default log level, native Hadoop) are gone.
     assert not [line for line in done.stderr.splitlines() if " WARN " in line or "log level" in line], done.stderr
+
+
+def test_a_reloaded_context_may_drop_states_without_transitions(spark: SparkSession, tmp_path: Path) -> None:
+    """tests/scenarios/reelected_controller_reloads.txt through Spark: no state-machine violation either."""
+    events: list[Event] = []
+    cluster = Cluster(3, Knobs(), events.append)
+    cluster.create_topic("t0", {0: (1, 2)})
+    cluster.stabilize()
+    cluster.expire_session(1)
+    cluster.reassign({"t0-0": (2,)})
+    cluster.process_controller_event(3)
+    cluster.crash_controller()
+    cluster.stabilize()
+    assert any(e["action"] == "BrokerReregister" and e["args"].get("elected") for e in events)
+    write_parquet(events, tmp_path / pl.EVENTS)
+    found = {(r["run"], r["seq"], r["invariant"]) for r in check_invariants(
+        spark.read.parquet(str(tmp_path / pl.EVENTS))).select("run", "seq", "invariant").distinct().collect()}
+    assert found == _reference(events) == set()

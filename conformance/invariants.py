@@ -632,7 +632,7 @@ class InvariantChecker:
                 invariant, absent, valid = _REPLICA_MACHINE
                 final = replica_states.get(key[1], _NONE).get(key[2]) or absent
             counts[invariant] += len(chain) - 1
-            current = chain[0] or absent
+            current = absent if loading else chain[0] or absent  # a context load starts afresh
             for src, dst in chain[1:]:
                 if src is None:
                     if not loading:

@@ -308,7 +308,9 @@ def _transitions(ev: DataFrame) -> list[DataFrame]:
     before = asof(entries, values, keys, ["ms"], same_seq=False).withColumnRenamed("ms", "before")
     chain = Window.partitionBy("run", "seq", "kind", "p", "r").orderBy("pos")
     absent = F.when(F.col("kind") == "partition", F.lit("NonExistentPartition")).otherwise(F.lit("NonExistentReplica"))
-    rows = before.withColumn("current", F.coalesce(F.lag("dst").over(chain), F.col("before"), absent)) \
+    # A context load starts afresh: what the controller held before does not count.
+    held = F.when(~F.col("action").isin(*CONTEXT_LOAD_ACTIONS), F.col("before"))
+    rows = before.withColumn("current", F.coalesce(F.lag("dst").over(chain), held, absent)) \
         .withColumn("last", F.lead("pos").over(chain).isNull())
     invariant = F.when(F.col("kind") == "partition", F.lit("ValidPartitionTransitions")).otherwise(
         F.lit("ValidReplicaTransitions"))

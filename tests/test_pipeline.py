@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
+from histories import reelected_controller
 from pyspark.sql import SparkSession
 
 from kcm.conformance import pipeline as pl
@@ -23,7 +24,6 @@ from kcm.conformance.pipeline_ingest import ingest
 from kcm.conformance.spark_invariants import check_invariants
 from kcm.conformance.spark_session import CONF_DIR, spark_session
 from kcm.conformance.trace import Event, TraceWriter, apply_event, empty_state, make_event
-from kcm.impl.cluster import Cluster
 from kcm.impl.simulator import SimConfig, Simulator
 from kcm.spec.vocabulary import Knobs
 
@@ -288,28 +288,8 @@ def test_a_stage_prints_kcm_lines_not_spark_logging(tmp_path: Path) -> None:
     assert not [line for line in done.stderr.splitlines() if " WARN " in line or "log level" in line], done.stderr
 
 
-def _reelected_controller(run: str, back: bool) -> list[Event]:
-    """tests/scenarios/reelected_controller_reloads.txt: controller 1 re-elected after retiring replica 1
-    unnoticed, with the partition reassigned back to broker 1 before (`back`) or not."""
-    events: list[Event] = []
-    cluster = Cluster(3, Knobs(), events.append)
-    cluster.create_topic("t0", {0: (1, 2)})
-    cluster.stabilize()
-    cluster.expire_session(1)
-    cluster.reassign({"t0-0": (2,)})
-    cluster.process_controller_event(3)
-    if back:
-        cluster.reassign({"t0-0": (1,)})
-    cluster.crash_controller()
-    cluster.stabilize()
-    assert any(e["action"] == "BrokerReregister" and e["args"].get("elected") for e in events)
-    for event in events:
-        event["run"] = run
-    return events
-
-
 def test_a_context_load_starts_the_state_machines_afresh(spark: SparkSession, tmp_path: Path) -> None:
-    events = _reelected_controller("dropped", back=False) + _reelected_controller("back", back=True)
+    events = reelected_controller("dropped", back=False) + reelected_controller("back", back=True)
     write_parquet(events, tmp_path / pl.EVENTS)
     found = {(r["run"], r["seq"], r["invariant"]) for r in check_invariants(
         spark.read.parquet(str(tmp_path / pl.EVENTS))).select("run", "seq", "invariant").distinct().collect()}

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from histories import reelected_controller
 
 from kcm.conformance.trace import Event, apply_event, empty_state
 from kcm.impl.simulator import SimConfig, Simulator
@@ -192,3 +193,11 @@ def test_unknown_brokers_are_named() -> None:
     assert failure is not None and "broker 9" in failure.reason
     with pytest.raises(ValidationError):
         validate_events([])
+
+
+@pytest.mark.parametrize("back", [False, True])
+def test_a_context_load_starts_the_state_machines_afresh(back: bool) -> None:
+    """tests/scenarios/reelected_controller_reloads.txt: a re-elected controller's first transitions are
+    judged against no state, not against the context it dropped."""
+    report = validate_events(reelected_controller("run", back))
+    assert report.ok, report.failure

@@ -702,15 +702,16 @@ class Validator:
         out: list[tuple[str, Expr]] = []
         for key, chain in chains.items():
             if key[0] == "partition":
-                codes, pairs, state_pre, state_post, what = (
+                codes, pairs, state_pre, state_post, what, absent = (
                     tables.PARTITION_CODE, self._partition_pairs, s.b("partition_state", c),
-                    t.b("partition_state", c), f"{p}")
+                    t.b("partition_state", c), f"{p}", "NonExistentPartition")
             else:
                 r = self.projection.mid(int(key[1]), "a transition")
-                codes, pairs, state_pre, state_post, what = (
+                codes, pairs, state_pre, state_post, what, absent = (
                     tables.REPLICA_CODE, self._replica_pairs, s[f"replica_state.{c}.{r}"],
-                    t[f"replica_state.{c}.{r}"], f"{p} replica {key[1]}")
-            current: Expr = state_pre
+                    t[f"replica_state.{c}.{r}"], f"{p} replica {key[1]}", "NonExistentReplica")
+            # A context load starts afresh: what the controller held before does not count.
+            current: Expr = z3.IntVal(codes[absent]) if loading else state_pre
             for src, dst in chain:
                 if dst not in codes or (src is not None and src not in codes):
                     out.append((f"unknown state in transition {src} -> {dst} of {what}", z3.BoolVal(False)))

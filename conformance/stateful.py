@@ -527,8 +527,6 @@ KNOWN_BUG_SEARCHES: Final = (
     KnownBugSearch("hw-protocol", Knobs(truncation="hw"), "NoCommittedDataLoss", "protocol", 4000),
     KnownBugSearch("fencing-off-protocol", Knobs(controller_epoch_fencing=False), "StaleControllerFenced",
                    "protocol", 4000),
-    KnownBugSearch("leader-epoch-check-off-protocol", Knobs(leader_epoch_check=False), "LeaderEpochMonotonic",
-                   "protocol", 4000),
     KnownBugSearch("kafka2334-kip279-protocol", Knobs(truncation="kip279"), "HighWatermarkMonotonic", "protocol",
                    8000),
 )

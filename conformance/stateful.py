@@ -42,7 +42,7 @@ from hypothesis.stateful import (
 )
 
 from kcm.impl.cluster import Cluster
-from kcm.impl.replica_manager import FOLLOWER, LEADER
+from kcm.impl.replica_manager import FOLLOWER, LEADER, REQUEST_TIMEOUT_TICKS
 from kcm.spec.vocabulary import INVARIANTS, NO_LEADER, Knobs
 
 from . import danger
@@ -85,6 +85,8 @@ class MachineConfig:
     # The invariants a violation of fails the example; None: all of them and the model step check.
     targets: frozenset[str] | None = None
     steer: bool = True  # hand the danger scores to hypothesis.target (off: the unsteered baseline)
+    # The replication machine's slow links (off: its faults are crashes and the leader changes they cause).
+    slow_links: bool = True
 
     def fails_on(self, name: str) -> bool:
         return self.targets is None or name.split("/")[0] in self.targets
@@ -106,6 +108,9 @@ class Found:
         lines = [f"# Found by kcm conform: {self.invariant} at event {self.seq}: {self.message}".replace("\n", " "),
                  "# Expected outputs: KCM_REWRITE=1 .venv/bin/pytest tests/test_scenarios.py -k <this file>"]
         for command, expected in self.commands:
+            if command.startswith("#"):
+                lines.append(command)  # a fault the network applies from here on, not a command
+                continue
             lines += [command, "----", ""]
             if expected:
                 lines += [f"expect-violation {' '.join(expected)}", "----", ""]
@@ -247,22 +252,19 @@ REPLICAS: Final = st.tuples(st.permutations([1, 2, 3, 4]), st.integers(1, 3))
 ACKS: Final = st.sampled_from([-1, 1])
 
 
-class ClusterMachine(RuleBasedStateMachine):
-    """The cluster seen at the operators' grain: admin commands, clients, faults, the clock, and the protocol
-    run to quiescence (`stabilize`) as one step. Few rules, so short runs reach deep failure histories.
-    `machine_class` makes one per config."""
+class Machine(RuleBasedStateMachine):
+    """What every machine shares: the harness, the cluster's candidates for a rule, the danger scores handed
+    to `hypothesis.target`, and a follower's fetch round. Rules live in the subclasses. `machine_class` makes
+    one per config."""
 
     config: ClassVar[MachineConfig] = MachineConfig()
     tally: ClassVar[Tally] = Tally()
-
-    brokers = Bundle("brokers")
-    topics = Bundle("topics")
+    labels: ClassVar[tuple[str, ...]] = danger.LABELS
 
     def __init__(self) -> None:
         super().__init__()
         self.h = Harness(self.config, self.tally)
-        self.topic_count = 0
-        self.danger = dict.fromkeys(danger.LABELS, 0)
+        self.danger: dict[str, float] = dict.fromkeys(self.labels, 0)
         self.tally.examples += 1
         if self.tally.on_example is not None:
             self.tally.on_example()
@@ -270,6 +272,80 @@ class ClusterMachine(RuleBasedStateMachine):
     @property
     def cluster(self) -> Cluster:
         return self.h.cluster
+
+    def step(self, command: str, action: Callable[[], object]) -> None:
+        self.h.run(command, action)
+
+    def scores(self) -> dict[str, int]:
+        return danger.scores(self.cluster)
+
+    def _live(self) -> list[int]:
+        return self.cluster.live_brokers()
+
+    def _replicas_in(self, role: str) -> list[tuple[int, str]]:
+        return [(b, p) for b in self._live() for p, r in sorted(self.cluster.managers[b].replicas.items())
+                if r.role == role]
+
+    def _fetchers(self) -> list[tuple[int, str]]:
+        return [(b, p) for b, p in self._replicas_in(FOLLOWER) if self.cluster.managers[b].wants_to_fetch(p)]
+
+    def _queued(self) -> list[int]:
+        return [b for b in self._live() if self.cluster.controllers[b].queue]
+
+    def _deliverable(self) -> list[int]:
+        """The messages a rule may deliver now: the heads of their connections."""
+        return self.cluster.network.ready(self.cluster.now)
+
+    @invariant()
+    def measure_danger(self) -> None:
+        if self.config.steer:
+            self.observe(self.scores())
+
+    def observe(self, scores: dict[str, int]) -> None:
+        for label, score in scores.items():
+            self.danger[label] = max(self.danger[label], score)
+
+    def teardown(self) -> None:
+        # Once per example, the run's peak: hypothesis then mutates the examples that came closest.
+        for label, score in self.danger.items():
+            target(score, label=label)
+
+    def _send_fetch(self, broker: int, partition: str) -> None:
+        self.step(f"fetch broker={broker} partition={partition}",
+                   lambda: self.cluster.send_fetch(broker, partition))
+
+    def _fetch_round(self, broker: int, partition: str) -> None:
+        """A follower's whole exchange with its leader: the request sent, delivered, and the reply delivered,
+        as three commands. Histories like KAFKA-1211 hinge on which follower learned which high watermark;
+        drawn one delivery at a time, the dozen steps they need are too rare for search to meet."""
+        in_flight = self.cluster.network.in_flight
+        before = len(in_flight)
+        self._send_fetch(broker, partition)
+        if len(in_flight) == before:
+            return  # the leader is down: the connection was refused
+        leader = in_flight[-1].envelope.dst
+        for src, dst in ((broker, leader), (leader, broker)):
+            sent = self._last_sent(src, dst)
+            if sent is None or sent not in self._deliverable():
+                return  # the connection holds an older message, or the leader answered nothing
+            self.step(f"deliver index={sent}", partial(self.cluster.deliver, sent))
+
+    def _last_sent(self, src: int, dst: int) -> int | None:
+        in_flight = self.cluster.network.in_flight
+        return next((i for i in range(len(in_flight) - 1, -1, -1)
+                     if (in_flight[i].envelope.src, in_flight[i].envelope.dst) == (src, dst)), None)
+
+
+class ClusterMachine(Machine):
+    """The cluster seen at the operators' grain: admin commands, clients, faults, the clock, and the protocol
+    run to quiescence (`stabilize`) as one step. Few rules, so short runs reach deep failure histories."""
+
+    brokers = Bundle("brokers")
+    topics = Bundle("topics")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.topic_count = 0
 
     def step(self, command: str, action: Callable[[], object]) -> None:
         """One operation, then the protocol run to quiescence, as an operator sees the cluster between two
@@ -291,35 +367,10 @@ class ClusterMachine(RuleBasedStateMachine):
         known = self._partitions_of(topic)
         return _pick(index, known) if known else f"{topic}-0"
 
-    def _live(self) -> list[int]:
-        return self.cluster.live_brokers()
-
-    def _replicas_in(self, role: str) -> list[tuple[int, str]]:
-        return [(b, p) for b in self._live() for p, r in sorted(self.cluster.managers[b].replicas.items())
-                if r.role == role]
-
-    def _fetchers(self) -> list[tuple[int, str]]:
-        return [(b, p) for b, p in self._replicas_in(FOLLOWER) if self.cluster.managers[b].wants_to_fetch(p)]
-
     def _laggards(self) -> list[tuple[int, str]]:
         now = self.cluster.now
         return [(b, p) for b, p in self._replicas_in(LEADER)
                 if self.cluster.managers[b].lagging_followers(p, now)]
-
-    def _queued(self) -> list[int]:
-        return [b for b in self._live() if self.cluster.controllers[b].queue]
-
-    @invariant()
-    def measure_danger(self) -> None:
-        if not self.config.steer:
-            return
-        for label, score in danger.scores(self.cluster).items():
-            self.danger[label] = max(self.danger[label], score)
-
-    def teardown(self) -> None:
-        # Once per example, the run's peak: hypothesis then mutates the examples that came closest.
-        for label, score in self.danger.items():
-            target(score, label=label)
 
     # -- setting up -------------------------------------------------------------------------------------------
 
@@ -465,38 +516,12 @@ class ProtocolMachine(ClusterMachine):
     @precondition(lambda self: self._fetchers())
     @rule(index=PICK)
     def fetch(self, index: int) -> None:
-        self._send_fetch(index)
-
-    def _send_fetch(self, index: int) -> int:
-        broker: int
-        partition: str
-        broker, partition = _pick(index, self._fetchers())
-        self.step(f"fetch broker={broker} partition={partition}",
-                   lambda: self.cluster.send_fetch(broker, partition))
-        return broker
+        self._send_fetch(*_pick(index, self._fetchers()))
 
     @precondition(lambda self: self._fetchers())
     @rule(index=PICK)
     def fetch_round(self, index: int) -> None:
-        """A follower's whole exchange with its leader: the request sent, delivered, and the reply delivered,
-        as three commands. Histories like KAFKA-1211 hinge on which follower learned which high watermark;
-        drawn one delivery at a time, the dozen steps they need are too rare for search to meet."""
-        in_flight = self.cluster.network.in_flight
-        before = len(in_flight)
-        broker = self._send_fetch(index)
-        if len(in_flight) == before:
-            return  # the leader is down: the connection was refused
-        leader = in_flight[-1].envelope.dst
-        for src, dst in ((broker, leader), (leader, broker)):
-            sent = self._last_sent(src, dst)
-            if sent is None or sent not in self.cluster.network.ready(self.cluster.now):
-                return  # the connection holds an older message, or the leader answered nothing
-            self.step(f"deliver index={sent}", partial(self.cluster.deliver, sent))
-
-    def _last_sent(self, src: int, dst: int) -> int | None:
-        in_flight = self.cluster.network.in_flight
-        return next((i for i in range(len(in_flight) - 1, -1, -1)
-                     if (in_flight[i].envelope.src, in_flight[i].envelope.dst) == (src, dst)), None)
+        self._fetch_round(*_pick(index, self._fetchers()))
 
     @precondition(lambda self: self._laggards())
     @rule(index=PICK)
@@ -504,6 +529,166 @@ class ProtocolMachine(ClusterMachine):
         broker, partition = _pick(index, self._laggards())
         self.step(f"shrink-isr broker={broker} partition={partition}",
                    lambda: self.cluster.shrink_isr(broker, partition))
+
+
+# A whole reaction of the controller is a bounded number of steps; more means the implementation loops.
+MAX_CONTROL_STEPS: Final = 10_000
+# Fetch rounds a catch-up may take: a truncation, the records, the HW, and some to spare.
+MAX_CATCH_UP_ROUNDS: Final = 8
+# Replicas of the replication machine's topic: as in the TLC models MCkip101, MCkip279 and MCkip320.
+REPLICATION_FACTOR: Final = 3
+
+
+class ReplicationMachine(Machine):
+    """Replication across leader changes, at the grain leader changes happen at. It starts where the TLC
+    models of the divergence cases start (their `InitStable`): a settled cluster with one topic of three
+    replicas whose controller is the last choice for leader. Clients write to the leader; a follower catches
+    up with the leader it knows; a broker other than the controller crashes, restarts, or bounces (crashes
+    and restarts before the controller notices). After each fault the controller reacts at once (its events
+    processed, its requests delivered), and then the followers either keep up (each fetches, those behind
+    catch up) or fall behind (none fetches): slow followers and fast leader changes.
+
+    One network fault besides: a slow link, on which the controller's requests to one broker wait while the
+    rest of the cluster goes on; that broker still fetches from the leader it knows and answers fetches. The
+    link stays slow until the broker crashes (its connections close, and the requests waiting on them with
+    them). That is how a follower misses leader changes."""
+
+    labels: ClassVar[tuple[str, ...]] = danger.REPLICATION_LABELS
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slow: set[int] = set()
+        self.measured = 0
+
+    def scores(self) -> dict[str, int]:
+        return danger.replication_scores(self.cluster)
+
+    def observe(self, scores: dict[str, int]) -> None:
+        """A ladder's last rung also scores how early it was reached: one fetch short of the divergence,
+        an example that got there on its last rule has no room left for that fetch, and hypothesis can only
+        mutate an example, not lengthen it past the step budget."""
+        self.measured += 1
+        for label, score in scores.items():
+            if score == danger.TOP_RUNG[label] and self.danger[label] < score:
+                self.danger[label] = score + 1 / (1 + self.measured)
+            elif score > self.danger[label]:
+                self.danger[label] = score
+
+    def _deliverable(self) -> list[int]:
+        holder = self.cluster.controller_holder()
+        in_flight = self.cluster.network.in_flight
+        return [i for i in self.cluster.network.ready(self.cluster.now)
+                if in_flight[i].envelope.src != holder or in_flight[i].envelope.dst not in self.slow]
+
+    def _fetchers(self) -> list[tuple[int, str]]:
+        """Followers of a live broker: towards one that is down, a follower's fetcher waits to reconnect."""
+        managers = self.cluster.managers
+        return [(b, p) for b, p in super()._fetchers() if managers[managers[b].replicas[p].leader_id].alive]
+
+    def _waiting(self) -> bool:
+        """A live follower still waits for an answer that will never come: its request died with a crash."""
+        return any(self.cluster.managers[b].replicas[p].inflight_since is not None
+                   for b, p in self._replicas_in(FOLLOWER))
+
+    def _victims(self) -> list[int]:
+        holder = self.cluster.controller_holder()
+        return [b for b in self._live() if b != holder]
+
+    def _down(self) -> list[int]:
+        return [b for b, m in self.cluster.managers.items() if not m.alive]
+
+    def _react(self) -> None:
+        """The controller's whole reaction: every queued event, then every message it can deliver (the
+        requests, the replies to them, and anything a slow link no longer holds), in order."""
+        for _ in range(MAX_CONTROL_STEPS):
+            queued = self._queued()
+            if queued:
+                broker = queued[0]
+                self.step(f"process-controller {broker}", partial(self.cluster.process_controller_event, broker))
+                continue
+            ready = self._deliverable()
+            if not ready:
+                return
+            self.step(f"deliver index={ready[0]}", partial(self.cluster.deliver, ready[0]))
+        raise RuntimeError(f"the controller did not settle within {MAX_CONTROL_STEPS} steps")
+
+    def _settle(self) -> None:
+        """The followers keep up with the leader change: each fetches once from the leader it knows, in
+        broker order, then those behind catch up (where `_react` alone is a change they fall behind on). A
+        follower behind a slow link still fetches from its old leader, which may refuse or answer."""
+        for broker, partition in self._fetchers():
+            if (broker, partition) in self._fetchers():
+                self._catch_up(broker, partition)
+        for _ in range(MAX_CONTROL_STEPS):
+            self._react()
+            behind = [(b, p) for b, p in self._fetchers() if self.cluster.behind(b, p)]
+            if not behind:
+                return
+            self._catch_up(*behind[0])
+        raise RuntimeError(f"the followers did not settle within {MAX_CONTROL_STEPS} steps")
+
+    def _catch_up(self, broker: int, partition: str) -> None:
+        for _ in range(MAX_CATCH_UP_ROUNDS):
+            self._fetch_round(broker, partition)
+            if (broker, partition) not in self._fetchers() or not self.cluster.behind(broker, partition):
+                return
+
+    @initialize()
+    def stable_start(self) -> None:
+        self.step("stabilize", self.cluster.stabilize)
+        holder = self.cluster.controller_holder()
+        others = [b for b in range(1, self.config.brokers + 1) if b != holder]
+        replicas = (*others[:REPLICATION_FACTOR - 1], holder)
+        self.step(f"create-topic t0 0={','.join(map(str, replicas))}",
+                  lambda: self.cluster.create_topic("t0", {0: replicas}))
+        self.step("stabilize", self.cluster.stabilize)
+
+    @precondition(lambda self: self._replicas_in(LEADER))
+    @rule(index=PICK)
+    def produce(self, index: int) -> None:
+        broker, partition = _pick(index, self._replicas_in(LEADER))
+        self.step(f"produce broker={broker} partition={partition}", lambda: self.cluster.produce(broker, partition))
+
+    @precondition(lambda self: self._fetchers())
+    @rule(index=PICK)
+    def catch_up(self, index: int) -> None:
+        """A follower's fetch rounds until it has nothing left to fetch from a leader of its epoch (one
+        round at least: a follower behind on leader changes still fetches from the leader it knows)."""
+        self._catch_up(*_pick(index, self._fetchers()))
+
+    @precondition(lambda self: self._victims())
+    @rule(index=PICK, bounce=st.booleans(), settle=st.booleans())
+    def crash(self, index: int, bounce: bool, settle: bool) -> None:
+        broker = _pick(index, self._victims())
+        self.step(f"crash {broker}", partial(self.cluster.crash, broker))
+        self.slow.discard(broker)  # its connections closed, and the requests waiting on them with them
+        if bounce:
+            self.step(f"restart {broker}", partial(self.cluster.restart, broker))
+        self._react()
+        if self._waiting():
+            self.step(f"tick {REQUEST_TIMEOUT_TICKS}", self._time_out)
+        if settle:
+            self._settle()
+
+    def _time_out(self) -> None:
+        for _ in range(REQUEST_TIMEOUT_TICKS):
+            self.cluster.tick()
+
+    @precondition(lambda self: self._down())
+    @rule(index=PICK, settle=st.booleans())
+    def restart(self, index: int, settle: bool) -> None:
+        broker = _pick(index, self._down())
+        self.step(f"restart {broker}", partial(self.cluster.restart, broker))
+        self._react()
+        if settle:
+            self._settle()
+
+    @precondition(lambda self: self.config.slow_links and not self.slow)
+    @rule(index=PICK)
+    def slow_link(self, index: int) -> None:
+        broker = _pick(index, self._live())
+        self.slow.add(broker)
+        self.step(f"# from here the controller's requests to broker {broker} wait", lambda: None)
 
 
 @dataclass(frozen=True)
@@ -515,10 +700,12 @@ class KnownBugSearch:
     invariant: str
     machine: str
     examples: int
+    steps: int = 40  # the rules of one example at most
+    slow_links: bool = True
 
     def config(self, steer: bool = True) -> MachineConfig:
         return MachineConfig(self.knobs, machine=self.machine, step_check=False,
-                             targets=frozenset({self.invariant}), steer=steer)
+                             targets=frozenset({self.invariant}), steer=steer, slow_links=self.slow_links)
 
 
 KNOWN_BUG_SEARCHES: Final = (
@@ -529,13 +716,20 @@ KNOWN_BUG_SEARCHES: Final = (
                    "protocol", 4000),
     KnownBugSearch("kafka2334-kip279-protocol", Knobs(truncation="kip279"), "HighWatermarkMonotonic", "protocol",
                    8000),
+    # Fast leader changes alone, the KIP-279 case: with slow links the search meets the stale follower first,
+    # which KIP-101 lacks the fencing for as well (the KIP-320 case, the next search).
+    KnownBugSearch("kip279-case-kip101-replication", Knobs(truncation="kip101"), "ReplicaLogsAgree", "replication",
+                   5000, slow_links=False),
+    KnownBugSearch("kip320-case-kip279-replication", Knobs(truncation="kip279"), "ReplicaLogsAgree", "replication",
+                   3000),
 )
 
 
-MACHINES: Final[dict[str, type[ClusterMachine]]] = {"cluster": ClusterMachine, "protocol": ProtocolMachine}
+MACHINES: Final[dict[str, type[Machine]]] = {"cluster": ClusterMachine, "protocol": ProtocolMachine,
+                                              "replication": ReplicationMachine}
 
 
-def machine_class(config: MachineConfig, tally: Tally | None = None) -> type[ClusterMachine]:
+def machine_class(config: MachineConfig, tally: Tally | None = None) -> type[Machine]:
     """The machine of `config.machine` for one design (knobs, cluster size, checks), counting into `tally`."""
     attributes: dict[str, Any] = {"config": config, "tally": tally or Tally()}
     base = MACHINES[config.machine]
@@ -545,7 +739,11 @@ def machine_class(config: MachineConfig, tally: Tally | None = None) -> type[Clu
 def _key(config: MachineConfig) -> str:
     # The step check is left out: the same design draws the same examples (and shares a database) with it
     # on or off, so the two can be compared.
-    text = repr((sorted(config.knobs.to_dict().items()), config.brokers, config.machine, sorted(config.targets or ())))
+    fields: tuple[object, ...] = (sorted(config.knobs.to_dict().items()), config.brokers, config.machine,
+                                  sorted(config.targets or ()))
+    if not config.slow_links:
+        fields += ("no slow links",)  # appended only when off, so that every other design keeps its key
+    text = repr(fields)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

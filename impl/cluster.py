@@ -296,11 +296,11 @@ class Cluster:
                 self._fetch_round = [(b, p) for b in self.live_brokers() for p in self.managers[b].replicas][::-1]
             while self._fetch_round:
                 broker, partition = self._fetch_round.pop()
-                if self.managers[broker].alive and self._behind(broker, partition):
+                if self.managers[broker].alive and self.behind(broker, partition):
                     return self.send_fetch(broker, partition)
         return None
 
-    def _behind(self, broker: int, partition: str) -> bool:
+    def behind(self, broker: int, partition: str) -> bool:
         """A follower with something left to fetch from a leader that knows it leads."""
         manager = self.managers[broker]
         if not manager.wants_to_fetch(partition):

@@ -13,6 +13,7 @@ from test_scenarios import Scenario
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.stateful import (
     KNOWN_BUG_SEARCHES,
+    MACHINES,
     ConformanceFailure,
     Found,
     Harness,
@@ -31,7 +32,7 @@ from kcm.spec.z3.validate import validate_events
 UNCLEAN = Knobs(unclean_election=True)
 
 
-@pytest.mark.parametrize("machine", ["cluster", "protocol"])
+@pytest.mark.parametrize("machine", sorted(MACHINES))
 def test_safe_design_passes_the_ci_profile(machine: str) -> None:
     tally = Tally()
     found = run_machine(MachineConfig(Knobs(), machine=machine), campaign_settings("ci"), tally)
@@ -127,7 +128,7 @@ def test_step_validator_rejects_a_step_the_model_cannot_explain() -> None:
 @pytest.mark.parametrize("search", KNOWN_BUG_SEARCHES, ids=lambda s: s.name)
 def test_a_known_bug_is_found_by_search(search: KnownBugSearch, tmp_path: Path) -> None:
     """Search alone, steered by the danger scores, finds the bug; its shrunk scenario and trace replay."""
-    found = run_machine(search.config(), campaign_settings("ci", search.examples, 40))
+    found = run_machine(search.config(), campaign_settings("ci", search.examples, search.steps))
     assert found is not None and found.invariant.split("/")[0] == search.invariant, found and found.scenario()
     scenario, trace = found.write(tmp_path, "found")
     runner = Scenario()

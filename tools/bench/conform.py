@@ -54,7 +54,7 @@ def _campaign(examples: int, steps: int, step_check: bool) -> Campaign:
 
 
 def _ci_profile_seconds() -> tuple[float, float]:
-    """Both machines under the `ci` profile, as tests/test_stateful.py runs them: wall and CPU seconds."""
+    """Every machine under the `ci` profile, as tests/test_stateful.py runs them: wall and CPU seconds."""
     started, cpu = time.perf_counter(), time.process_time()
     for machine in MACHINES:
         run_machine(MachineConfig(Knobs(), machine=machine), campaign_settings("ci"), Tally())
@@ -66,7 +66,7 @@ def _search(search: KnownBugSearch, steer: bool) -> tuple[Tally, float, bool]:
     tally = Tally()
     cpu = time.process_time()
     budget = search.examples * (1 if steer else 2)
-    found = run_machine(search.config(steer), campaign_settings("ci", budget, 40), tally)
+    found = run_machine(search.config(steer), campaign_settings("ci", budget, search.steps), tally)
     hit = found is not None and found.invariant.split("/")[0] == search.invariant
     return tally, time.process_time() - cpu, hit
 
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     examples = args.examples if args.examples is not None else (30 if args.quick else 120)
     steps = args.steps if args.steps is not None else 30
-    out.print(f"campaign: {examples} examples of at most {steps} rules, both machines, safe knobs")
+    out.print(f"campaign: {examples} examples of at most {steps} rules, every machine, safe knobs")
 
     baseline = _campaign(examples, steps, step_check=False)
     profiler = cProfile.Profile() if args.profile else None
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        f"{campaign.cpu_seconds:.2f}", f"{campaign.steps_per_second:,.0f}",
                        f"{campaign.steps_per_cpu_second:,.0f}")
     out.print(result)
-    out.print(f"ci profile (both machines, as in the default test run): {ci_seconds:.1f} s wall, {ci_cpu:.1f} s CPU")
+    out.print(f"ci profile (every machine, as in the default test run): {ci_seconds:.1f} s wall, {ci_cpu:.1f} s CPU")
     if profiler is not None:
         out.print(profile_top(profiler))
     # Per CPU second: what one core of its own does, which a shared machine's wall clock does not show.
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Figure(NAME, "steps per CPU second, Z3 step check on", rate, "steps/s", f">= {TARGET_STEPS_PER_SECOND}/s",
                rate >= TARGET_STEPS_PER_SECOND,
                f"{ratio(rate, baseline.steps_per_cpu_second)} the rate without the step check"),
-        Figure(NAME, "ci profile, both machines (CPU)", ci_cpu, "s", "", None,
+        Figure(NAME, "ci profile, every machine (CPU)", ci_cpu, "s", "", None,
                f"{ratio(ci_cpu, checked.cpu_seconds)} the checked campaign's CPU time"),
     ]
     print_footer(out)

@@ -47,6 +47,10 @@ class ControllerContext:
     transitions: list[list[object]] = field(default_factory=list)
     invalid_transitions: list[list[object]] = field(default_factory=list)
     dirty: set[str] = field(default_factory=set)
+    # Per partition, the request entry last built and the leadership and assignment it was built from:
+    # a failover or a broker change sends one partition's entry to every replica and in every
+    # UpdateMetadata, and the entry is an immutable value, so it is built again only when either moves.
+    leader_states: dict[str, tuple[LeaderIsr, tuple[int, ...], PartitionLeaderState]] = field(default_factory=dict)
 
     def live_not_shutting_down(self) -> set[int]:
         return set(self.live_brokers) - self.shutting_down
@@ -67,15 +71,23 @@ class ControllerContext:
         leadership = self.leadership.get(partition)
         if leadership is None:
             return None
-        return PartitionLeaderState(
+        replicas = self.assignment.get(partition, ())
+        # Compared by identity: both are immutable, and the cache keeps them alive, so an equal id is the
+        # same value.
+        cached = self.leader_states.get(partition)
+        if cached is not None and cached[0] is leadership and cached[1] is replicas:
+            return cached[2]
+        state = PartitionLeaderState(
             partition,
             leadership.leader,
             leadership.leader_epoch,
             leadership.isr,
             leadership.version,
-            self.assignment.get(partition, ()),
+            replicas,
             leadership.controller_epoch,
         )
+        self.leader_states[partition] = (leadership, replicas, state)
+        return state
 
     def partitions_on(self, brokers: set[int]) -> list[tuple[str, int]]:
         return [
@@ -94,7 +106,9 @@ class ControllerContext:
 
     def remove_topic(self, topic: str) -> None:
         for partition in self.topics.pop(topic, []):
-            for table in (self.assignment, self.leadership, self.partition_states, self.replica_states):
+            for table in (
+                self.assignment, self.leadership, self.partition_states, self.replica_states, self.leader_states
+            ):
                 table.pop(partition, None)
             self.reassignments.pop(partition, None)
             self.dirty.add(partition)

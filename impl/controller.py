@@ -282,7 +282,7 @@ class Controller:
                 else:
                     state = R.OfflineReplica
                 states[replica] = state
-                ctx.transitions.append(["replica", partition, str(replica), None, state.value])
+                ctx.transitions.append(["replica", partition, str(replica), None, state._value_])
             leadership = ctx.leadership.get(partition)
             if leadership is None:
                 pstate = P.NewPartition
@@ -291,7 +291,7 @@ class Controller:
             else:
                 pstate = P.OfflinePartition
             ctx.partition_states[partition] = pstate
-            ctx.transitions.append(["partition", partition, None, pstate.value])
+            ctx.transitions.append(["partition", partition, None, pstate._value_])
             ctx.dirty.add(partition)
 
     def _load_brokers(self) -> tuple[set[int], set[int], set[int]]:

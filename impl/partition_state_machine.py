@@ -42,7 +42,7 @@ class PartitionStateMachine:
         for partition in sorted(partitions):
             source = self.ctx.partition_state(partition)
             if not valid_partition_transition(source, target):
-                self.ctx.invalid_transitions.append(["partition", partition, source.value, target.value])
+                self.ctx.invalid_transitions.append(["partition", partition, source._value_, target._value_])
                 failed.append(partition)
             elif not self._enter(partition, source, target, strategy):
                 failed.append(partition)
@@ -61,7 +61,7 @@ class PartitionStateMachine:
 
     def set_state(self, partition: str, source: PartitionState, target: PartitionState) -> None:
         self.ctx.partition_states[partition] = target
-        self.ctx.transitions.append(["partition", partition, source.value, target.value])
+        self.ctx.transitions.append(["partition", partition, source._value_, target._value_])
         self.ctx.dirty.add(partition)
 
     def _initialize(self, partition: str) -> bool:

@@ -30,7 +30,7 @@ class ReplicaStateMachine:
             source = self.ctx.replica_state(partition, replica)
             if not valid_replica_transition(source, target):
                 self.ctx.invalid_transitions.append(
-                    ["replica", partition, str(replica), source.value, target.value]
+                    ["replica", partition, str(replica), source._value_, target._value_]
                 )
                 failed.append((partition, replica))
             elif self._enter(partition, replica, source, target):
@@ -46,7 +46,7 @@ class ReplicaStateMachine:
             ctx.replica_states.get(partition, {}).pop(replica, None)
         else:
             ctx.replica_states.setdefault(partition, {})[replica] = target
-        ctx.transitions.append(["replica", partition, str(replica), source.value, target.value])
+        ctx.transitions.append(["replica", partition, str(replica), source._value_, target._value_])
         ctx.dirty.add(partition)
 
     def _enter(self, partition: str, replica: int, source: ReplicaState, target: ReplicaState) -> bool:

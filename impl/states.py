@@ -48,9 +48,20 @@ VALID_PREVIOUS_REPLICA_STATES: Final[dict[ReplicaState, frozenset[ReplicaState]]
 }
 
 
+# The same tables as pairs of values: the state machines check a transition for every partition and replica
+# they move, and hashing a member is a Python call on 3.11 (`Enum.__hash__`), while `_value_` is a plain
+# attribute (the public `value` is a property, another Python call).
+_VALID_PARTITION_PAIRS: Final = frozenset(
+    (src._value_, dst._value_) for dst, sources in VALID_PREVIOUS_PARTITION_STATES.items() for src in sources
+)
+_VALID_REPLICA_PAIRS: Final = frozenset(
+    (src._value_, dst._value_) for dst, sources in VALID_PREVIOUS_REPLICA_STATES.items() for src in sources
+)
+
+
 def valid_partition_transition(src: PartitionState, dst: PartitionState) -> bool:
-    return src in VALID_PREVIOUS_PARTITION_STATES[dst]
+    return (src._value_, dst._value_) in _VALID_PARTITION_PAIRS
 
 
 def valid_replica_transition(src: ReplicaState, dst: ReplicaState) -> bool:
-    return src in VALID_PREVIOUS_REPLICA_STATES[dst]
+    return (src._value_, dst._value_) in _VALID_REPLICA_PAIRS

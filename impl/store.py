@@ -309,13 +309,16 @@ class InMemoryStore:
 
     def _validate_multi(self, session: int, ops: Sequence[Op]) -> None:
         overlay = _Overlay(self._probe)
+        last = len(ops) - 1
         for index, op in enumerate(ops):
             _check_path(op.path)
             try:
                 _validate_op(overlay.lookup, op)
             except StoreError as error:
                 raise MultiError(index, error) from error
-            overlay.record(session, op)
+            # Only later ops read the overlay: the last op's effect is never looked up.
+            if index < last:
+                overlay.record(session, op)
 
     def _apply(self, session: int, op: Op) -> Stat | None:
         match op:

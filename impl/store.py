@@ -15,6 +15,7 @@ the store behind its back without bumping the version or firing a watch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol, assert_never
@@ -368,11 +369,12 @@ class InMemoryStore:
     def _fire(
         self, path: str, kind: Literal["created", "deleted", "changed", "children"], *tables: _WatchTable
     ) -> None:
-        sessions: set[int] = set()
+        # Most writes fire nothing: no set is built until a watcher turns up.
+        sessions: set[int] | None = None
         for table in tables:
             watchers = table.pop(path, None)
             if watchers:
-                sessions |= watchers
+                sessions = watchers if sessions is None else sessions | watchers
         if sessions:
             self._events.extend(WatchEvent(session, path, kind) for session in sorted(sessions))
 
@@ -471,6 +473,9 @@ def _validate_delete(lookup: _Lookup, path: str, version: int) -> None:
         raise NotEmptyError(path)
 
 
+# Most requests name the same few paths again (partition states, /controller, the admin nodes): a path
+# once found valid is not tested again. Bounded, since every ISR change notification has a path of its own.
+@functools.lru_cache(maxsize=1024)
 def _check_path(path: str) -> None:
     """Every name after a `/` must be neither empty, `.` nor `..`; tested on the whole string, as
     splitting the path costs more than the write it guards."""

@@ -44,9 +44,6 @@ class TopicDeletionManager:
     def replicas_of(self, topic: str) -> list[tuple[str, int]]:
         return [(p, r) for p in self.ctx.topics.get(topic, []) for r in self.ctx.assignment.get(p, ())]
 
-    def _in_state(self, topic: str, state: ReplicaState) -> list[tuple[str, int]]:
-        return [(p, r) for p, r in self.replicas_of(topic) if self.ctx.replica_state(p, r) is state]
-
     def retry(self, topics: set[str]) -> None:
         """A chance for ineligible replicas: the broker is back, or the blocking reassignment is over."""
         ctx = self.ctx
@@ -69,10 +66,11 @@ class TopicDeletionManager:
     def resume(self) -> None:
         ctx = self.ctx
         for topic in sorted(ctx.topics_to_delete):
-            replicas = self.replicas_of(topic)
-            if replicas and all(ctx.replica_state(p, r) is R.ReplicaDeletionSuccessful for p, r in replicas):
+            # Read once for both tests: every failover and broker change resumes every deletion.
+            states = [ctx.replica_state(p, r) for p, r in self.replicas_of(topic)]
+            if states and all(state is R.ReplicaDeletionSuccessful for state in states):
                 self._complete(topic)
-            elif topic not in ctx.deletion_ineligible and not self._in_state(topic, R.ReplicaDeletionStarted):
+            elif topic not in ctx.deletion_ineligible and R.ReplicaDeletionStarted not in states:
                 self._start(topic)
 
     def _start(self, topic: str) -> None:

@@ -26,12 +26,10 @@ from .messages import (
 from .partition_state_machine import PartitionStateMachine
 from .replica_state_machine import ReplicaStateMachine
 from .request_batch import RequestBatch
-from .states import PartitionState, ReplicaState
+from .states import P, R
 from .store import CoordinationStore, Create, MultiError, NodeExistsError, NoNodeError, SetData
 from .topic_deletion import TopicDeletionManager
 
-P = PartitionState
-R = ReplicaState
 IMBALANCE_RATIO: Final = 0.1
 
 # Queued event kind -> the action a trace records for processing it.

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from kcm.spec.vocabulary import NO_LEADER
 
 from .messages import PartitionLeaderState
-from .states import PartitionState, ReplicaState
+from .states import P, PartitionState, R, ReplicaState
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +62,10 @@ class ControllerContext:
         return self.topic_of(partition) in self.topics_to_delete
 
     def replica_state(self, partition: str, replica: int) -> ReplicaState:
-        return self.replica_states.get(partition, {}).get(replica, ReplicaState.NonExistentReplica)
+        return self.replica_states.get(partition, {}).get(replica, R.NonExistentReplica)
 
     def partition_state(self, partition: str) -> PartitionState:
-        return self.partition_states.get(partition, PartitionState.NonExistentPartition)
+        return self.partition_states.get(partition, P.NonExistentPartition)
 
     def leader_state(self, partition: str) -> PartitionLeaderState | None:
         leadership = self.leadership.get(partition)

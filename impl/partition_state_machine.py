@@ -13,7 +13,7 @@ from . import election
 from .controller_context import ControllerContext, LeaderIsr
 from .controller_store import ControllerStore
 from .request_batch import RequestBatch
-from .states import PartitionState, valid_partition_transition
+from .states import P, PartitionState, valid_partition_transition
 
 Strategy = Literal["offline", "reassign", "preferred", "controlled_shutdown"]
 ELECTION_RETRIES = 3
@@ -50,8 +50,8 @@ class PartitionStateMachine:
         return failed
 
     def _enter(self, partition: str, source: PartitionState, target: PartitionState, strategy: Strategy) -> bool:
-        if target is PartitionState.OnlinePartition:
-            ok = self._initialize(partition) if source is PartitionState.NewPartition else self._elect(
+        if target is P.OnlinePartition:
+            ok = self._initialize(partition) if source is P.NewPartition else self._elect(
                 partition, strategy
             )
             if not ok:
@@ -137,6 +137,6 @@ class PartitionStateMachine:
         waiting = [
             p
             for p, state in ctx.partition_states.items()
-            if state in (PartitionState.OfflinePartition, PartitionState.NewPartition) and not ctx.is_deleting(p)
+            if state in (P.OfflinePartition, P.NewPartition) and not ctx.is_deleting(p)
         ]
-        self.handle(waiting, PartitionState.OnlinePartition, "offline")
+        self.handle(waiting, P.OnlinePartition, "offline")

@@ -10,9 +10,8 @@ from kcm.spec.vocabulary import NO_LEADER
 from .controller_context import ControllerContext
 from .controller_store import ControllerStore
 from .request_batch import RequestBatch
-from .states import ReplicaState, valid_replica_transition
+from .states import R, ReplicaState, valid_replica_transition
 
-R = ReplicaState
 ISR_REMOVAL_RETRIES = 3
 
 

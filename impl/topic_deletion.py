@@ -10,9 +10,7 @@ from .controller_store import ControllerStore
 from .partition_state_machine import PartitionStateMachine
 from .replica_state_machine import ReplicaStateMachine
 from .request_batch import RequestBatch
-from .states import PartitionState, ReplicaState
-
-R = ReplicaState
+from .states import P, R
 
 
 class TopicDeletionManager:
@@ -76,8 +74,8 @@ class TopicDeletionManager:
     def _start(self, topic: str) -> None:
         ctx = self.ctx
         partitions = ctx.topics[topic]
-        not_offline = [p for p in partitions if ctx.partition_state(p) is not PartitionState.OfflinePartition]
-        self.partitions.handle(not_offline, PartitionState.OfflinePartition)
+        not_offline = [p for p in partitions if ctx.partition_state(p) is not P.OfflinePartition]
+        self.partitions.handle(not_offline, P.OfflinePartition)
         self.batch.add_update_metadata(set(ctx.live_brokers), set(partitions))
         pending = [
             (p, r) for p, r in self.replicas_of(topic) if ctx.replica_state(p, r) is not R.ReplicaDeletionSuccessful
@@ -93,6 +91,6 @@ class TopicDeletionManager:
     def _complete(self, topic: str) -> None:
         ctx = self.ctx
         self.replicas.handle(self.replicas_of(topic), R.NonExistentReplica)
-        self.partitions.handle(ctx.topics[topic], PartitionState.NonExistentPartition)
+        self.partitions.handle(ctx.topics[topic], P.NonExistentPartition)
         self.zk.delete_tree(ctx, [zk_paths.topic_path(topic), f"{zk_paths.DELETE_TOPICS}/{topic}"])
         ctx.remove_topic(topic)

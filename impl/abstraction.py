@@ -47,7 +47,9 @@ class Abstraction:
         for broker, manager in managers.items():
             controller = controllers[broker]
             ctx = controller.ctx
-            roles = (manager.alive, manager.controller_epoch, controller.epoch)
+            # `Controller.epoch` read off the context here: this runs for every broker at every step.
+            epoch = 0 if ctx is None else ctx.epoch
+            roles = (manager.alive, manager.controller_epoch, epoch)
             # `seen` holds the leaves of `roles` as last reported: while they stay, there is nothing to emit.
             moved = self.roles.get(broker) != roles
             if not (moved or manager.dirty or controller.resigned_partitions or (ctx is not None and ctx.dirty)):
@@ -60,7 +62,7 @@ class Abstraction:
             if manager.dirty:
                 self._broker_delta(key, manager, out)
             if moved:
-                self._emit(out, ("acting_controller_epoch", key), controller.epoch)
+                self._emit(out, ("acting_controller_epoch", key), epoch)
             self._controller_delta(key, controller, out)
         return out
 

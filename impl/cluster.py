@@ -186,7 +186,8 @@ class Cluster:
 
     def _send(self, envelopes: list[Envelope]) -> None:
         """A connection to a broker that is down is refused: nothing is queued for it."""
-        self.network.send([e for e in envelopes if self.managers[e.dst].alive], self.now)
+        if envelopes:
+            self.network.send([e for e in envelopes if self.managers[e.dst].alive], self.now)
 
     def deliver(self, index: int) -> Event:
         return self._deliver(self.network.take(index))

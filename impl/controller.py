@@ -26,12 +26,10 @@ from .messages import (
 from .partition_state_machine import PartitionStateMachine
 from .replica_state_machine import ReplicaStateMachine
 from .request_batch import RequestBatch
-from .states import PartitionState, ReplicaState
+from .states import P, R
 from .store import CoordinationStore, Create, MultiError, NodeExistsError, NoNodeError, SetData
 from .topic_deletion import TopicDeletionManager
 
-P = PartitionState
-R = ReplicaState
 IMBALANCE_RATIO: Final = 0.1
 
 # Queued event kind -> the action a trace records for processing it.
@@ -282,7 +280,7 @@ class Controller:
                 else:
                     state = R.OfflineReplica
                 states[replica] = state
-                ctx.transitions.append(["replica", partition, str(replica), None, state.value])
+                ctx.transitions.append(["replica", partition, str(replica), None, state._value_])
             leadership = ctx.leadership.get(partition)
             if leadership is None:
                 pstate = P.NewPartition
@@ -291,7 +289,7 @@ class Controller:
             else:
                 pstate = P.OfflinePartition
             ctx.partition_states[partition] = pstate
-            ctx.transitions.append(["partition", partition, None, pstate.value])
+            ctx.transitions.append(["partition", partition, None, pstate._value_])
             ctx.dirty.add(partition)
 
     def _load_brokers(self) -> tuple[set[int], set[int], set[int]]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from kcm.spec.vocabulary import NO_LEADER
 
 from .messages import PartitionLeaderState
-from .states import PartitionState, ReplicaState
+from .states import P, PartitionState, R, ReplicaState
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,10 @@ class ControllerContext:
     transitions: list[list[object]] = field(default_factory=list)
     invalid_transitions: list[list[object]] = field(default_factory=list)
     dirty: set[str] = field(default_factory=set)
+    # Per partition, the request entry last built and the leadership and assignment it was built from:
+    # a failover or a broker change sends one partition's entry to every replica and in every
+    # UpdateMetadata, and the entry is an immutable value, so it is built again only when either moves.
+    leader_states: dict[str, tuple[LeaderIsr, tuple[int, ...], PartitionLeaderState]] = field(default_factory=dict)
 
     def live_not_shutting_down(self) -> set[int]:
         return set(self.live_brokers) - self.shutting_down
@@ -58,24 +62,32 @@ class ControllerContext:
         return self.topic_of(partition) in self.topics_to_delete
 
     def replica_state(self, partition: str, replica: int) -> ReplicaState:
-        return self.replica_states.get(partition, {}).get(replica, ReplicaState.NonExistentReplica)
+        return self.replica_states.get(partition, {}).get(replica, R.NonExistentReplica)
 
     def partition_state(self, partition: str) -> PartitionState:
-        return self.partition_states.get(partition, PartitionState.NonExistentPartition)
+        return self.partition_states.get(partition, P.NonExistentPartition)
 
     def leader_state(self, partition: str) -> PartitionLeaderState | None:
         leadership = self.leadership.get(partition)
         if leadership is None:
             return None
-        return PartitionLeaderState(
+        replicas = self.assignment.get(partition, ())
+        # Compared by identity: both are immutable, and the cache keeps them alive, so an equal id is the
+        # same value.
+        cached = self.leader_states.get(partition)
+        if cached is not None and cached[0] is leadership and cached[1] is replicas:
+            return cached[2]
+        state = PartitionLeaderState(
             partition,
             leadership.leader,
             leadership.leader_epoch,
             leadership.isr,
             leadership.version,
-            self.assignment.get(partition, ()),
+            replicas,
             leadership.controller_epoch,
         )
+        self.leader_states[partition] = (leadership, replicas, state)
+        return state
 
     def partitions_on(self, brokers: set[int]) -> list[tuple[str, int]]:
         return [
@@ -94,7 +106,9 @@ class ControllerContext:
 
     def remove_topic(self, topic: str) -> None:
         for partition in self.topics.pop(topic, []):
-            for table in (self.assignment, self.leadership, self.partition_states, self.replica_states):
+            for table in (
+                self.assignment, self.leadership, self.partition_states, self.replica_states, self.leader_states
+            ):
                 table.pop(partition, None)
             self.reassignments.pop(partition, None)
             self.dirty.add(partition)

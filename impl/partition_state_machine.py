@@ -13,7 +13,7 @@ from . import election
 from .controller_context import ControllerContext, LeaderIsr
 from .controller_store import ControllerStore
 from .request_batch import RequestBatch
-from .states import PartitionState, valid_partition_transition
+from .states import P, PartitionState, valid_partition_transition
 
 Strategy = Literal["offline", "reassign", "preferred", "controlled_shutdown"]
 ELECTION_RETRIES = 3
@@ -42,7 +42,7 @@ class PartitionStateMachine:
         for partition in sorted(partitions):
             source = self.ctx.partition_state(partition)
             if not valid_partition_transition(source, target):
-                self.ctx.invalid_transitions.append(["partition", partition, source.value, target.value])
+                self.ctx.invalid_transitions.append(["partition", partition, source._value_, target._value_])
                 failed.append(partition)
             elif not self._enter(partition, source, target, strategy):
                 failed.append(partition)
@@ -50,8 +50,8 @@ class PartitionStateMachine:
         return failed
 
     def _enter(self, partition: str, source: PartitionState, target: PartitionState, strategy: Strategy) -> bool:
-        if target is PartitionState.OnlinePartition:
-            ok = self._initialize(partition) if source is PartitionState.NewPartition else self._elect(
+        if target is P.OnlinePartition:
+            ok = self._initialize(partition) if source is P.NewPartition else self._elect(
                 partition, strategy
             )
             if not ok:
@@ -61,7 +61,7 @@ class PartitionStateMachine:
 
     def set_state(self, partition: str, source: PartitionState, target: PartitionState) -> None:
         self.ctx.partition_states[partition] = target
-        self.ctx.transitions.append(["partition", partition, source.value, target.value])
+        self.ctx.transitions.append(["partition", partition, source._value_, target._value_])
         self.ctx.dirty.add(partition)
 
     def _initialize(self, partition: str) -> bool:
@@ -137,6 +137,6 @@ class PartitionStateMachine:
         waiting = [
             p
             for p, state in ctx.partition_states.items()
-            if state in (PartitionState.OfflinePartition, PartitionState.NewPartition) and not ctx.is_deleting(p)
+            if state in (P.OfflinePartition, P.NewPartition) and not ctx.is_deleting(p)
         ]
-        self.handle(waiting, PartitionState.OnlinePartition, "offline")
+        self.handle(waiting, P.OnlinePartition, "offline")

@@ -10,9 +10,8 @@ from kcm.spec.vocabulary import NO_LEADER
 from .controller_context import ControllerContext
 from .controller_store import ControllerStore
 from .request_batch import RequestBatch
-from .states import ReplicaState, valid_replica_transition
+from .states import R, ReplicaState, valid_replica_transition
 
-R = ReplicaState
 ISR_REMOVAL_RETRIES = 3
 
 
@@ -30,7 +29,7 @@ class ReplicaStateMachine:
             source = self.ctx.replica_state(partition, replica)
             if not valid_replica_transition(source, target):
                 self.ctx.invalid_transitions.append(
-                    ["replica", partition, str(replica), source.value, target.value]
+                    ["replica", partition, str(replica), source._value_, target._value_]
                 )
                 failed.append((partition, replica))
             elif self._enter(partition, replica, source, target):
@@ -46,7 +45,7 @@ class ReplicaStateMachine:
             ctx.replica_states.get(partition, {}).pop(replica, None)
         else:
             ctx.replica_states.setdefault(partition, {})[replica] = target
-        ctx.transitions.append(["replica", partition, str(replica), source.value, target.value])
+        ctx.transitions.append(["replica", partition, str(replica), source._value_, target._value_])
         ctx.dirty.add(partition)
 
     def _enter(self, partition: str, replica: int, source: ReplicaState, target: ReplicaState) -> bool:

@@ -67,12 +67,12 @@ class Simulator:
     def run(self, steps: int) -> int:
         """Take `steps` steps (the Init event not counted); returns the number taken."""
         # Bound once: this loop draws about twice per step, so its lookups weigh on every step.
-        draw, cum_weights, total_weight = self.rng.random, self.cum_weights, self.total_weight
+        draw, pick, cum_weights, total_weight = self.rng.random, bisect.bisect, self.cum_weights, self.total_weight
         by_index = [self.steps[kind] for kind in self.kinds]
         taken = 0
         while taken < steps:
             for _ in range(32):
-                if by_index[bisect.bisect(cum_weights, draw() * total_weight)]() is not None:
+                if by_index[pick(cum_weights, draw() * total_weight)]() is not None:
                     taken += 1
                     break
             else:

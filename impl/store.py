@@ -15,6 +15,7 @@ the store behind its back without bumping the version or firing a watch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol, assert_never
@@ -309,13 +310,16 @@ class InMemoryStore:
 
     def _validate_multi(self, session: int, ops: Sequence[Op]) -> None:
         overlay = _Overlay(self._probe)
+        last = len(ops) - 1
         for index, op in enumerate(ops):
             _check_path(op.path)
             try:
                 _validate_op(overlay.lookup, op)
             except StoreError as error:
                 raise MultiError(index, error) from error
-            overlay.record(session, op)
+            # Only later ops read the overlay: the last op's effect is never looked up.
+            if index < last:
+                overlay.record(session, op)
 
     def _apply(self, session: int, op: Op) -> Stat | None:
         match op:
@@ -365,11 +369,12 @@ class InMemoryStore:
     def _fire(
         self, path: str, kind: Literal["created", "deleted", "changed", "children"], *tables: _WatchTable
     ) -> None:
-        sessions: set[int] = set()
+        # Most writes fire nothing: no set is built until a watcher turns up.
+        sessions: set[int] | None = None
         for table in tables:
             watchers = table.pop(path, None)
             if watchers:
-                sessions |= watchers
+                sessions = watchers if sessions is None else sessions | watchers
         if sessions:
             self._events.extend(WatchEvent(session, path, kind) for session in sorted(sessions))
 
@@ -468,6 +473,9 @@ def _validate_delete(lookup: _Lookup, path: str, version: int) -> None:
         raise NotEmptyError(path)
 
 
+# Most requests name the same few paths again (partition states, /controller, the admin nodes): a path
+# once found valid is not tested again. Bounded, since every ISR change notification has a path of its own.
+@functools.lru_cache(maxsize=1024)
 def _check_path(path: str) -> None:
     """Every name after a `/` must be neither empty, `.` nor `..`; tested on the whole string, as
     splitting the path costs more than the write it guards."""

@@ -10,9 +10,7 @@ from .controller_store import ControllerStore
 from .partition_state_machine import PartitionStateMachine
 from .replica_state_machine import ReplicaStateMachine
 from .request_batch import RequestBatch
-from .states import PartitionState, ReplicaState
-
-R = ReplicaState
+from .states import P, R
 
 
 class TopicDeletionManager:
@@ -44,9 +42,6 @@ class TopicDeletionManager:
     def replicas_of(self, topic: str) -> list[tuple[str, int]]:
         return [(p, r) for p in self.ctx.topics.get(topic, []) for r in self.ctx.assignment.get(p, ())]
 
-    def _in_state(self, topic: str, state: ReplicaState) -> list[tuple[str, int]]:
-        return [(p, r) for p, r in self.replicas_of(topic) if self.ctx.replica_state(p, r) is state]
-
     def retry(self, topics: set[str]) -> None:
         """A chance for ineligible replicas: the broker is back, or the blocking reassignment is over."""
         ctx = self.ctx
@@ -69,17 +64,18 @@ class TopicDeletionManager:
     def resume(self) -> None:
         ctx = self.ctx
         for topic in sorted(ctx.topics_to_delete):
-            replicas = self.replicas_of(topic)
-            if replicas and all(ctx.replica_state(p, r) is R.ReplicaDeletionSuccessful for p, r in replicas):
+            # Read once for both tests: every failover and broker change resumes every deletion.
+            states = [ctx.replica_state(p, r) for p, r in self.replicas_of(topic)]
+            if states and all(state is R.ReplicaDeletionSuccessful for state in states):
                 self._complete(topic)
-            elif topic not in ctx.deletion_ineligible and not self._in_state(topic, R.ReplicaDeletionStarted):
+            elif topic not in ctx.deletion_ineligible and R.ReplicaDeletionStarted not in states:
                 self._start(topic)
 
     def _start(self, topic: str) -> None:
         ctx = self.ctx
         partitions = ctx.topics[topic]
-        not_offline = [p for p in partitions if ctx.partition_state(p) is not PartitionState.OfflinePartition]
-        self.partitions.handle(not_offline, PartitionState.OfflinePartition)
+        not_offline = [p for p in partitions if ctx.partition_state(p) is not P.OfflinePartition]
+        self.partitions.handle(not_offline, P.OfflinePartition)
         self.batch.add_update_metadata(set(ctx.live_brokers), set(partitions))
         pending = [
             (p, r) for p, r in self.replicas_of(topic) if ctx.replica_state(p, r) is not R.ReplicaDeletionSuccessful
@@ -95,6 +91,6 @@ class TopicDeletionManager:
     def _complete(self, topic: str) -> None:
         ctx = self.ctx
         self.replicas.handle(self.replicas_of(topic), R.NonExistentReplica)
-        self.partitions.handle(ctx.topics[topic], PartitionState.NonExistentPartition)
+        self.partitions.handle(ctx.topics[topic], P.NonExistentPartition)
         self.zk.delete_tree(ctx, [zk_paths.topic_path(topic), f"{zk_paths.DELETE_TOPICS}/{topic}"])
         ctx.remove_topic(topic)

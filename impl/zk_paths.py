@@ -3,6 +3,7 @@ the data at each path (JSON-like values, as ZooKeeper nodes hold in Kafka's ZooK
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Final
 
 CONTROLLER: Final = "/controller"
@@ -34,6 +35,9 @@ def split_partition(partition: str) -> tuple[str, int]:
     return topic, int(index)
 
 
+# Cached: the controller and the trace delta ask for it at every partition write and failover, and a
+# cluster has few partitions.
+@functools.cache
 def partition_state_path(partition: str) -> str:
     topic, index = split_partition(partition)
     return f"{TOPICS}/{topic}/partitions/{index}/state"

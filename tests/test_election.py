@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kcm.impl import states
 from kcm.impl.election import (
     controlled_shutdown_partition_leader,
     offline_partition_leader,
@@ -113,3 +114,9 @@ def test_state_member_names() -> None:
         "NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionStarted",
         "ReplicaDeletionSuccessful", "ReplicaDeletionIneligible", "NonExistentReplica",
     }
+
+
+def test_state_namespaces_hold_every_member() -> None:
+    """`states.P` and `states.R`, the fast spellings of the members, name each member as the enum does."""
+    for namespace, enum in ((states.P, PartitionState), (states.R, ReplicaState)):
+        assert {k: v for k, v in vars(namespace).items() if not k.startswith("_")} == dict(enum.__members__)

@@ -42,7 +42,7 @@ from hypothesis.stateful import (
 )
 
 from kcm.impl.cluster import Cluster
-from kcm.impl.replica_manager import FOLLOWER, LEADER, REQUEST_TIMEOUT_TICKS
+from kcm.impl.replica_manager import FOLLOWER, LEADER, REPLICA_LAG_TICKS, REQUEST_TIMEOUT_TICKS
 from kcm.spec.vocabulary import INVARIANTS, NO_LEADER, Knobs
 
 from . import danger
@@ -550,8 +550,12 @@ class ReplicationMachine(Machine):
 
     One network fault besides: a slow link, on which the controller's requests to one broker wait while the
     rest of the cluster goes on; that broker still fetches from the leader it knows and answers fetches. The
-    link stays slow until the broker crashes (its connections close, and the requests waiting on them with
-    them). That is how a follower misses leader changes."""
+    link stays slow until it heals or the broker crashes (its connections close, and the requests waiting on
+    them with them). That is how a follower misses leader changes, and how a leader takes a request after
+    the state it carries has moved on.
+
+    The controller itself may go too (crashed, or its session expired), and the followers may fall out of
+    sync for longer than the lag bound, which the leader answers by shrinking its ISR."""
 
     labels: ClassVar[tuple[str, ...]] = danger.REPLICATION_LABELS
 
@@ -666,13 +670,15 @@ class ReplicationMachine(Machine):
             self.step(f"restart {broker}", partial(self.cluster.restart, broker))
         self._react()
         if self._waiting():
-            self.step(f"tick {REQUEST_TIMEOUT_TICKS}", self._time_out)
+            self._run_clock(REQUEST_TIMEOUT_TICKS)
         if settle:
             self._settle()
 
-    def _time_out(self) -> None:
-        for _ in range(REQUEST_TIMEOUT_TICKS):
-            self.cluster.tick()
+    def _run_clock(self, ticks: int) -> None:
+        def run() -> None:
+            for _ in range(ticks):
+                self.cluster.tick()
+        self.step(f"tick {ticks}", run)
 
     @precondition(lambda self: self._down())
     @rule(index=PICK, settle=st.booleans())
@@ -683,12 +689,52 @@ class ReplicationMachine(Machine):
         if settle:
             self._settle()
 
-    @precondition(lambda self: self.config.slow_links and not self.slow)
+    @precondition(lambda self: self.config.slow_links and not self.slow and self._live())
     @rule(index=PICK)
     def slow_link(self, index: int) -> None:
         broker = _pick(index, self._live())
         self.slow.add(broker)
         self.step(f"# from here the controller's requests to broker {broker} wait", lambda: None)
+
+    @precondition(lambda self: self.slow)
+    @rule(settle=st.booleans())
+    def heal(self, settle: bool) -> None:
+        """The slow link recovers: what waited on it arrives, in the order it was sent."""
+        broker = self.slow.pop()
+        self.step(f"# from here the controller's requests to broker {broker} go through", lambda: None)
+        self._react()
+        if settle:
+            self._settle()
+
+    def _leaders_with_followers(self) -> list[tuple[int, str]]:
+        managers = self.cluster.managers
+        return [(b, p) for b, p in self._replicas_in(LEADER) if len(managers[b].replicas[p].isr) > 1]
+
+    @precondition(lambda self: self._leaders_with_followers())
+    @rule(index=PICK)
+    def fall_out_of_sync(self, index: int) -> None:
+        """No follower fetches for longer than the lag bound, and a leader drops the laggards from its ISR
+        (the controller learns it from the ISR change notification)."""
+        broker, partition = _pick(index, self._leaders_with_followers())
+        self._run_clock(REPLICA_LAG_TICKS + 1)
+        self.step(f"shrink-isr broker={broker} partition={partition}",
+                  lambda: self.cluster.shrink_isr(broker, partition))
+        self._react()
+
+    @precondition(lambda self: self.cluster.controller_holder() in self._live())
+    @rule(expire=st.booleans(), settle=st.booleans())
+    def controller_failover(self, expire: bool, settle: bool) -> None:
+        """The controller goes, crashed or its session expired (it stays up as a broker), and another
+        broker takes over with what it loads from the store."""
+        holder = self.cluster.controller_holder()
+        if expire:
+            self.step(f"expire-session {holder}", lambda: self.cluster.expire_session(holder))
+        else:
+            self.step("crash-controller", self.cluster.crash_controller)
+            self.slow.discard(holder)
+        self._react()
+        if settle:
+            self._settle()
 
 
 @dataclass(frozen=True)
@@ -719,9 +765,13 @@ KNOWN_BUG_SEARCHES: Final = (
     # Fast leader changes alone, the KIP-279 case: with slow links the search meets the stale follower first,
     # which KIP-101 lacks the fencing for as well (the KIP-320 case, the next search).
     KnownBugSearch("kip279-case-kip101-replication", Knobs(truncation="kip101"), "ReplicaLogsAgree", "replication",
-                   5000, slow_links=False),
+                   6000, slow_links=False),
     KnownBugSearch("kip320-case-kip279-replication", Knobs(truncation="kip279"), "ReplicaLogsAgree", "replication",
-                   3000),
+                   5000),
+    # A failover's LeaderAndIsr repeats the leader's epoch with the ISR the new controller loaded; without the
+    # check, a leader that has since added a follower back takes the older ISR and commits without it.
+    KnownBugSearch("leader-epoch-check-off-replication", Knobs(leader_epoch_check=False), "NoCommittedDataLoss",
+                   "replication", 2000),
 )
 
 

@@ -76,6 +76,9 @@ _REPLICA_MACHINE: Final = (
               if valid_replica_transition(src, dst)),
 )
 
+# A state machine of a controller: a partition's, named by the partition, or a replica's, by (partition, replica).
+_Machine = str | tuple[str, str]
+
 # The default of lookups into maps that may lack a broker or partition; never written to.
 _NONE: Final[dict[str, Any]] = {}
 
@@ -291,6 +294,8 @@ class InvariantChecker:
             logs[b] = new
             self._logs[p] = dict(sorted(logs.items()))
             self._agreement.pop(p, None)  # pairs more
+        if old is not None and new is not None and new[: len(old)] == old:
+            return  # an append, the most frequent change, keeps every verified prefix
         agreed = self._agreed.get(p)
         row = agreed.get(b) if agreed else None
         holds = self._holds.get(p)
@@ -323,25 +328,25 @@ class InvariantChecker:
             }
         return pre
 
-    def _chains(self, transitions: Iterable[list[Any]], actor_id: str) -> dict[tuple[str, ...], list[Any]]:
+    def _chains(self, transitions: Iterable[list[Any]], actor_id: str) -> dict[_Machine, list[Any]]:
         """The recorded transitions per partition or replica: its pre-step state, then (from, to) pairs."""
         partition_states = self.state["partition_state"].get(actor_id, _NONE)
         replica_states = self.state["replica_state"].get(actor_id, _NONE)
-        chains: dict[tuple[str, ...], list[Any]] = {}
+        chains: dict[_Machine, list[Any]] = {}
         for entry in transitions:
             kind, partition, *rest = entry
             if kind == "partition":
-                key: tuple[str, ...] = ("partition", partition)
                 src, dst = rest
-                chain = chains.get(key)
+                chain = chains.get(partition)
                 if chain is None:
-                    chain = chains[key] = [partition_states.get(partition)]
+                    chain = chains[partition] = [partition_states.get(partition)]
             else:
-                key = ("replica", partition, rest[0])
+                replica = rest[0]
+                key = (partition, replica)
                 src, dst = rest[1], rest[2]
                 chain = chains.get(key)
                 if chain is None:
-                    chain = chains[key] = [replica_states.get(partition, _NONE).get(rest[0])]
+                    chain = chains[key] = [replica_states.get(partition, _NONE).get(replica)]
             chain.append((src, dst))
         return chains
 
@@ -616,7 +621,7 @@ class InvariantChecker:
     # -- state machines -----------------------------------------------------------------------------------
 
     def _transition_checks(
-        self, action: str, delta: dict[str, Any], chains: dict[tuple[str, ...], list[Any]], actor_id: str,
+        self, action: str, delta: dict[str, Any], chains: dict[_Machine, list[Any]], actor_id: str,
         found: list[Violation],
     ) -> None:
         loading = action in CONTEXT_LOAD_ACTIONS
@@ -625,15 +630,16 @@ class InvariantChecker:
         replica_states = state["replica_state"].get(actor_id, _NONE)
         counts = {"ValidPartitionTransitions": 0, "ValidReplicaTransitions": 0}
         for key, chain in chains.items():
-            if key[0] == "partition":
-                invariant, absent, valid = _PARTITION_MACHINE
-                final = partition_states.get(key[1]) or absent
-            else:
+            if type(key) is tuple:
                 invariant, absent, valid = _REPLICA_MACHINE
-                final = replica_states.get(key[1], _NONE).get(key[2]) or absent
+                final = replica_states.get(key[0], _NONE).get(key[1]) or absent
+            else:
+                invariant, absent, valid = _PARTITION_MACHINE
+                final = partition_states.get(key) or absent
             counts[invariant] += len(chain) - 1
             current = absent if loading else chain[0] or absent  # a context load starts afresh
-            for src, dst in chain[1:]:
+            for transition in chain[1:]:
+                src, dst = transition
                 if src is None:
                     if not loading:
                         self._violate(found, invariant,
@@ -644,7 +650,7 @@ class InvariantChecker:
                     self._violate(found, invariant,
                                   f"{_machine(key)}: transition from {src} but the state was {current}")
                 try:
-                    allowed = (src, dst) in valid
+                    allowed = transition in valid
                 except TypeError:  # an unhashable state name is no state at all
                     allowed = False
                 if not allowed:
@@ -661,18 +667,18 @@ class InvariantChecker:
             self._unexplained_changes(delta, chains, actor_id, loading, found)
 
     def _unexplained_changes(
-        self, delta: dict[str, Any], chains: dict[tuple[str, ...], Any], actor_id: str, loading: bool,
+        self, delta: dict[str, Any], chains: dict[_Machine, Any], actor_id: str, loading: bool,
         found: list[Violation],
     ) -> None:
         # Only the actor's own state machines are its to explain. A context load replaces the controller's
         # states wholesale (a re-elected controller first drops what it held), so a state it does not load
         # again is gone without a transition.
         for p, value in delta.get("partition_state", _NONE).get(actor_id, _NONE).items():
-            if ("partition", p) not in chains and not (loading and value is None):
+            if p not in chains and not (loading and value is None):
                 self._violate(found, "ValidPartitionTransitions", f"{p}: state changed without a transition")
         for p, replicas in delta.get("replica_state", _NONE).get(actor_id, _NONE).items():
             for r, value in replicas.items():
-                if ("replica", p, r) not in chains and not (loading and value is None):
+                if (p, r) not in chains and not (loading and value is None):
                     self._violate(found, "ValidReplicaTransitions",
                                   f"{p} replica {r}: state changed without a transition")
 
@@ -690,9 +696,9 @@ def _agree(agreed: dict[str, dict[str, int]], b1: str, b2: str, length: int) -> 
     return row
 
 
-def _machine(key: tuple[str, ...]) -> str:
+def _machine(key: _Machine) -> str:
     """A chain's partition, or its partition and replica, as messages name them."""
-    return key[1] if key[0] == "partition" else f"{key[1]} replica {key[2]}"
+    return f"{key[0]} replica {key[1]}" if isinstance(key, tuple) else key
 
 
 def _first_difference(a: list[Any], b: list[Any]) -> int:

@@ -115,9 +115,11 @@ Reassign(W0, K) ==
        ELSE LET retired == SetOf(current) \ SetOf(target)
                 W1 == [RsmAll(W, SetOf(target), "OnlineReplica", K) EXCEPT !.asg = target]
                 W2 == IF W1.cache.leader \notin SetOf(target) \/ W1.cache.leader \notin LiveOf(K)
-                      THEN PsmOnline(W1, "reassign", target, K)
+                      THEN PsmOnline(Seal(W1), "reassign", target, K)
                       ELSE BumpLeaderEpoch(W1, SetOf(target), K)
-                W3 == RsmAll(W2, retired, "OfflineReplica", K)
+                \* Each state-machine call sends what it collected (Seal, for trace validation): the
+                \* leadership moved into the target reaches its replicas before the retirement's shrunk ISR.
+                W3 == RsmAll(Seal(W2), retired, "OfflineReplica", K)
                 W4 == RsmAll(W3, retired, "ReplicaDeletionStarted", K)
                 W5 == RsmAll(W4, retired, "ReplicaDeletionSuccessful", K)
                 W6 == RsmAll(W5, retired, "NonExistentReplica", K)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from histories import reelected_controller
 
 from kcm.conformance.trace import Event, TraceWriter
 from kcm.impl.simulator import SimConfig, Simulator
@@ -128,6 +129,19 @@ def test_a_trace_with_operator_commands_is_explained_by_the_specification_with_o
             "ControlledShutdownRequest"} <= actions
     check = validate_with_tlc(events)
     assert check.accepted, check.to_json()
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("back", [False, True], ids=["retired", "reassigned-back"])
+def test_a_reelected_controllers_reloaded_context_is_explained_by_the_specification(back: bool) -> None:
+    """tests/scenarios/reelected_controller_reloads.txt. Reassigned back, the re-elected controller moves
+    the leadership into the target and then retires the old replica, two requests to broker 1 in one
+    event: the specification sends both only if it seals its requests between the two state-machine
+    calls, as the implementation does."""
+    events = reelected_controller("run", back)
+    check = validate_with_tlc(events)
+    assert check.accepted, check.to_json()
+    assert check.matched == len(events)
 
 
 @pytest.mark.tlc

@@ -20,7 +20,7 @@ from typing import Any, Final
 from kcm.conformance.trace import Event, make_event
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, VARIABLES, Knobs
 
-from ._z3 import Expr, and_, implies, int_const, ite, not_, num, or_, or_all, py_value, z3
+from ._z3 import Expr, and_, int_const, ite, not_, num, or_, or_all, py_value, z3
 from .actions import Effect, Relations, next_relation
 from .invariants import STATE_INVARIANTS, STEP_INVARIANTS, exposed_hw, initial, stale_controller_fenced
 from .model import NO_EPOCH, ROLE_LEADER, ROLE_NAMES, Config, State
@@ -330,7 +330,11 @@ def run_bmc(
         if k < min_depth:
             result.per_depth.append(time.perf_counter() - began)
             continue
-        verdict, model = _ask(solver, k, or_all(broken.values()))
+        solver.push()
+        solver.add(or_all(broken.values()))
+        verdict = solver.check()
+        model = solver.model() if verdict == z3.sat else None
+        solver.pop()
         if model is not None:
             _name_violation(result, unrolling, model, broken, order, run)
         result.per_depth.append(time.perf_counter() - began)
@@ -342,21 +346,6 @@ def run_bmc(
             raise RuntimeError(f"z3 answered {verdict} at depth {k}")
     result.seconds = time.perf_counter() - start
     return result
-
-
-def _ask(solver: Any, k: int, bad: Expr) -> tuple[Any, Any]:
-    """Whether `bad` can hold at depth k, and a model if so.
-
-    The query is switched on by an assumption rather than pushed and popped: popping a scope drops the
-    clauses the solver learned inside it, and an assumption keeps them for the deeper queries (measured on
-    the KIP-279 case: 31 s against 50 s CPU). Once the depth is refuted, its answer is kept as a fact: the
-    unrolling implies `not bad`, and saying so prunes the deeper searches early (24 s against 31 s)."""
-    query = z3.Bool(f"bad{k}")
-    solver.add(implies(query, bad))
-    verdict = solver.check(query)
-    if verdict == z3.unsat:
-        solver.add(not_(bad))
-    return verdict, solver.model() if verdict == z3.sat else None
 
 
 def _name_violation(result: BmcResult, unrolling: Unrolling, model: Any, broken: dict[str, Expr],

@@ -7,6 +7,7 @@ docs/trace-format.md describes the format for users; trace_schema.json is its si
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +20,8 @@ from kcm.spec.vocabulary import ACTIONS, VARIABLES
 
 Event = dict[str, Any]
 
-SCHEMA_PATH: Final = Path(__file__).with_name("trace_schema.json")
+# Located through the package, not __file__, which a compiled module does not set to its own folder.
+SCHEMA_PATH: Final = importlib.resources.files("kcm.conformance").joinpath("trace_schema.json")
 FORMAT_VERSION: Final = 1
 
 # The order keys are written in; fixed so the same run always produces the same bytes.

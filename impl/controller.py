@@ -55,7 +55,7 @@ BROKER_EVENTS: Final = frozenset({"ControllerChange", "Reregister"})
 class ControllerEvent:
     kind: str
     key: str = ""
-    payload: object = None
+    payload: Any = None  # Any, not object: see kcm.impl.store.NodeData
 
 
 @dataclass(slots=True)

@@ -18,11 +18,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol, assert_never
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias, assert_never
 
 _ROOT = "/"
 _ANY_VERSION = -1
 _PERSISTENT = 0
+
+# A node's data is opaque to the store. Dataclass fields say Any, not object, because the compiled install's
+# mypyc cannot load `object` as a field's annotation.
+NodeData: TypeAlias = Any
 
 
 class StoreError(Exception):
@@ -88,14 +92,14 @@ class CheckVersion:
 @dataclass(frozen=True, slots=True)
 class Create:
     path: str
-    data: object
+    data: NodeData
     ephemeral: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class SetData:
     path: str
-    data: object
+    data: NodeData
     version: int = -1
 
 
@@ -143,7 +147,7 @@ class CoordinationStore(Protocol):
 
 @dataclass(slots=True)
 class _Node:
-    data: object
+    data: NodeData
     stat: Stat  # immutable, so every read of an unchanged node shares one
     children: set[str] = field(default_factory=set)
 

@@ -16,6 +16,7 @@ from kcm.conformance.render import render_excerpt
 from kcm.conformance.trace import TraceError, TraceWriter, load_trace
 from kcm.impl.simulator import SimConfig, Simulator
 from kcm.spec.vocabulary import KnobError, Knobs
+from kcm.tools import interpreted
 from kcm.tools import verify as verify_stages
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
@@ -38,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
+        if getattr(args, "needs_sources", False) and interpreted.compiled():
+            return interpreted.rerun_interpreted("kcm.tools.cli", sys.argv[1:] if argv is None else argv)
         handler: Any = args.handler
         return int(handler(args))
     except (UsageError, KnobError, TraceError, ValueError) as err:

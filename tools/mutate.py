@@ -33,7 +33,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--steps", type=int, default=SUITE_STEPS, help="rules per example at most")
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
     parser.add_argument("--json", action="store_true")
-    parser.set_defaults(handler=cmd_mutate)
+    # Mutants replace implementation methods, which compiled classes refuse.
+    parser.set_defaults(handler=cmd_mutate, needs_sources=True)
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:

@@ -29,7 +29,8 @@ def register(subparsers: Any) -> None:
     replay.add_argument("--invariant", metavar="NAME",
                         help="the invariant the trace breaks (default: the first the invariant checker finds)")
     replay.add_argument("--json", action="store_true")
-    replay.set_defaults(handler=cmd_replay)
+    # Replay copies a simulated cluster per reading of a step, which compiled objects refuse.
+    replay.set_defaults(handler=cmd_replay, needs_sources=True)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -37,6 +37,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from kcm.tools import interpreted
+
 PACKAGE = "kcm.tools.bench"
 # Wall and CPU clocks at the header, for the footer's share of a core this process actually got.
 _clocks: list[float] = []
@@ -161,6 +163,7 @@ def machine() -> dict[str, str]:
         "cpu": cpu_model(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": platform.platform(terse=True),
+        "build": "compiled (mypyc)" if interpreted.compiled() else "interpreted",
     }
 
 
@@ -170,7 +173,7 @@ def print_header(out: Console, title: str, command: str) -> None:
     out.print(f"command : {command}")
     out.print(f"date    : {info['date']}")
     out.print(f"machine : nproc={info['nproc']}, CPU {info['cpu']}, {info['platform']}")
-    out.print(f"python  : {info['python']} (one process, one core)")
+    out.print(f"python  : {info['python']} (one process, one core), kcm {info['build']}")
     out.print(f"code    : {info['revision']}")
     out.print(f"load    : {load_note()} (at the start)")
     _clocks[:] = [time.perf_counter(), _cpu_seconds()]

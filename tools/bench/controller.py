@@ -58,6 +58,7 @@ from kcm.impl.messages import (
 )
 from kcm.impl.replica_manager import LEADER
 from kcm.spec.vocabulary import NO_LEADER, Knobs
+from kcm.tools import interpreted
 
 from ._common import (
     Figure,
@@ -533,6 +534,9 @@ def _work_table(title: str, rows: list[tuple[Bench, list[OpSample], OpSample]]) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if interpreted.compiled():
+        # It times Controller.process by wrapping it, which a compiled controller refuses.
+        return interpreted.rerun_interpreted("kcm.tools.bench.controller", sys.argv[1:] if argv is None else argv)
     parser = base_parser(NAME, "Controller handling of a broker failure and a controlled shutdown.")
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions of each operation (median)")
     parser.add_argument(

@@ -1,0 +1,72 @@
+"""Compiled and interpreted installs (docs/performance.md).
+
+A regular install compiles the implementation and the checker with mypyc, and ships their sources beside
+the compiled modules. Compiled classes are native: their methods cannot be replaced and their objects
+cannot be copied. The commands that do either, `kcm mutate` (it patches implementation methods) and
+`kcm replay` (it copies a whole simulated cluster to try another reading of a step), run in a process of
+their own that imports every `kcm` module from its source: `python -m kcm.tools.interpreted MODULE ARGS...`
+runs `python -m MODULE ARGS...` on the sources. This module imports no compiled module, so it can choose.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import runpy
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+# A module the compiled install always compiles: where it comes from tells which install this is.
+_PROBE = "kcm.impl.cluster"
+
+
+def compiled() -> bool:
+    """Whether `kcm`'s implementation modules load compiled in this process."""
+    loaded = sys.modules.get(_PROBE)
+    if loaded is not None:
+        return not str(getattr(loaded, "__file__", "")).endswith(".py")
+    spec = importlib.util.find_spec(_PROBE)
+    return spec is not None and not str(spec.origin).endswith(".py")
+
+
+class SourceFirst(importlib.abc.MetaPathFinder):
+    """Finds a `kcm` submodule's source file before the compiled extension module beside it."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith("kcm.") or path is None:
+            return None
+        leaf = fullname.rpartition(".")[2]
+        for folder in path:
+            source = Path(folder) / f"{leaf}.py"
+            if source.is_file():
+                return importlib.util.spec_from_file_location(fullname, source)
+        return None
+
+
+def prefer_sources() -> None:
+    """From now on, every `kcm` module not imported yet loads from its source."""
+    if not any(isinstance(finder, SourceFirst) for finder in sys.meta_path):
+        sys.meta_path.insert(0, SourceFirst())
+
+
+def rerun_interpreted(module: str, argv: Sequence[str]) -> int:
+    """Runs `python -m module argv...` in a new process on the sources; returns its exit status."""
+    import subprocess
+
+    command = [sys.executable, "-m", "kcm.tools.interpreted", module, *argv]
+    return subprocess.run(command, check=False).returncode
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        sys.exit("usage: python -m kcm.tools.interpreted MODULE [ARGS...]")
+    prefer_sources()
+    module, sys.argv = sys.argv[1], sys.argv[1:]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

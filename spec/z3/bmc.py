@@ -22,8 +22,7 @@ from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, VA
 
 from ._z3 import Expr, and_, int_const, ite, not_, num, or_, or_all, py_value, z3
 from .actions import Effect, Relations, next_relation
-from .frames import proven_lemmas
-from .invariants import STATE_INVARIANTS, STEP_INVARIANTS, StateFormula, exposed_hw, initial, stale_controller_fenced
+from .invariants import STATE_INVARIANTS, STEP_INVARIANTS, exposed_hw, initial, stale_controller_fenced
 from .model import NO_EPOCH, ROLE_LEADER, ROLE_NAMES, Config, State
 
 PARTITION: Final = "t0-0"
@@ -48,7 +47,6 @@ class BmcResult:
     events: list[Event] = field(default_factory=list)
     seconds: float = 0.0
     per_depth: list[float] = field(default_factory=list)
-    lemmas: tuple[str, ...] = ()  # the proven lemmas assumed at every state
 
     @property
     def found(self) -> bool:
@@ -57,10 +55,8 @@ class BmcResult:
 
 class Unrolling:
     def __init__(self, cfg: Config, logic: str = "QF_BV", actions: frozenset[str] | None = None,
-                 controller: int = 1, lemmas: tuple[StateFormula, ...] = ()) -> None:
+                 controller: int = 1) -> None:
         self.cfg = cfg
-        # Facts proven of every reachable state (`frames.proven_lemmas`), assumed at every state.
-        self.lemmas = lemmas
         # Like a reproduction model's Next in spec/MC*.tla: only these actions (all when None).
         self.actions = actions
         self.states: list[State] = [State(cfg, "s0.")]
@@ -69,7 +65,7 @@ class Unrolling:
         # Bounded integers are bit-vectors: the bit-vector solver, incremental across depths, is several
         # times faster here than linear integer arithmetic (measured: 4.6 s against 33 s at depth 5).
         self.solver = z3.SolverFor(logic) if cfg.width is not None else z3.Solver()
-        self.solver.add(initial(self.states[0], controller), *[f(self.states[0]) for f in lemmas])
+        self.solver.add(initial(self.states[0], controller))
 
     @property
     def depth(self) -> int:
@@ -85,7 +81,6 @@ class Unrolling:
         # No step leaves the state as it was: a shortest counterexample has none, and ruling them out
         # spares the solver every placement of idle steps.
         self.solver.add(or_all(t[n] != s[n] for n in s.names() if not n.startswith("g.")))
-        self.solver.add(*[f(t) for f in self.lemmas])
         self.states.append(t)
         self.effects.append(effects)
         self.choices.append(choice)
@@ -297,15 +292,12 @@ def run_bmc(
     min_depth: int = 1,
     actions: Iterable[str] | None = None,
     controller: int = 1,
-    strengthen: bool = True,
 ) -> BmcResult:
     """Shortest counterexample to any of `invariants` (default: all the model checks) up to `max_depth`,
     from the bootstrapped cluster with broker `controller` as its controller.
 
     Depths below `min_depth` are unrolled but not asked about (a counterexample shorter than that is not
-    looked for): a way to go straight to a depth known to matter. With `strengthen`, every state is
-    assumed to satisfy the lemmas proven for these knobs, actions and controller (the proof's time
-    counts in the result's)."""
+    looked for): a way to go straight to a depth known to matter."""
     names = tuple(invariants) if invariants is not None else BMC_INVARIANTS
     unknown = [n for n in names if n not in BMC_INVARIANTS]
     if unknown:
@@ -326,11 +318,8 @@ def run_bmc(
     # One query at a single depth: the finite-domain solver answers it faster (measured 3-9 s against 9-11 s
     # for the KAFKA-1211 counterexample; Z3's default solver took longer on the KIP-320 case); depth by depth,
     # the incremental bit-vector solver does better.
-    chosen = None if actions is None else frozenset(actions)
-    proven = proven_lemmas(knobs, brokers, capacity, chosen, controller) if strengthen else None
-    result.lemmas = () if proven is None else tuple(lemma.name for lemma in proven.kept)
-    unrolling = Unrolling(cfg, "QF_FD" if min_depth >= max_depth else "QF_BV", chosen, controller,
-                          () if proven is None else proven.formulas)
+    unrolling = Unrolling(cfg, "QF_FD" if min_depth >= max_depth else "QF_BV",
+                          None if actions is None else frozenset(actions), controller)
     solver = unrolling.solver
     order = [n for n in BMC_INVARIANTS if n in names]
     for k in range(1, max_depth + 1):

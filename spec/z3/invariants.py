@@ -17,7 +17,7 @@ from kcm.spec.vocabulary import HW_PER_LEADER
 
 from ._z3 import Expr, and_, and_all, const_bool_array, const_int_array, implies, not_, or_, or_all, select, store, z3
 from .actions import Effect, fence_obligation
-from .model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
+from .model import NO_EPOCH, ROLE_LEADER, Config, State
 
 StateFormula = Callable[[State], Expr]
 
@@ -273,72 +273,4 @@ def lemmas(cfg: Config) -> list[Lemma]:
               pool),
         Lemma("IsrWithinAssignment", "the ISR is within the assignment", isr_subset_of_replicas),
         Lemma("LeaderInIsr", "the leader is in the ISR", leader_in_isr),
-    ]
-
-
-def log_lemmas(cfg: Config) -> list[Lemma]:
-    """Facts about logs, liveness and roles that hold in every design variant, candidates for bounded
-    model checking's frames (`frames.proven_lemmas`); they need log contents (`logs="content"`)."""
-    ids = cfg.ids
-    cap = cfg.capacity
-
-    def each(f: Callable[[State, int], Expr]) -> StateFormula:
-        return lambda s: and_all(f(s, b) for b in ids)
-
-    def entries(s: State, b: int, f: Callable[[Expr, Expr], Expr]) -> Expr:
-        return and_all(implies(i < s.b("log_len", b), f(*s.entry(b, i))) for i in range(cap))
-
-    def same_record(s: State, a: int, i: int, b: int, j: int) -> Expr:
-        both = and_(i < s.b("log_len", a), j < s.b("log_len", b), s.entry(a, i)[1] == s.entry(b, j)[1])
-        return implies(both, z3.BoolVal(False) if i != j else s.entry(a, i)[0] == s.entry(b, j)[0])
-
-    return [
-        Lemma("LogLenInRange", "a log holds 0 to capacity entries",
-              each(lambda s, b: and_(s.b("log_len", b) >= 0, s.b("log_len", b) <= cap))),
-        Lemma("HwInLog", "a replica's HW is within its log", each(lambda s, b: and_(
-            s.b("hw", b) >= 0, s.b("hw", b) <= s.b("log_len", b)))),
-        Lemma("CheckpointInRange", "a HW checkpoint is an offset within capacity", each(lambda s, b: and_(
-            s.b("hw_checkpoint", b) >= 0, s.b("hw_checkpoint", b) <= cap))),
-        Lemma("LeaderEpochStartInLog", "a leader's epoch start offset is within its log",
-              each(lambda s, b: implies(s.b("role", b) == ROLE_LEADER, and_(
-                  s.b("epoch_start_offset", b) >= 0, s.b("epoch_start_offset", b) <= s.b("log_len", b))))),
-        Lemma("EntryEpochsKnown", "an entry's epoch is a leader epoch the store reached",
-              each(lambda s, b: entries(s, b, lambda e, _: and_(e >= 0, e <= s["leader_epoch"])))),
-        Lemma("EntryRecordsProduced", "an entry's record is one produced already",
-              each(lambda s, b: entries(s, b, lambda _, r: and_(r >= 1, r < s["g.next_record"])))),
-        Lemma("RecordIdentity", "a record sits at one offset with one epoch in every log (copied verbatim)",
-              lambda s: and_all(same_record(s, a, i, b, j) for a in ids for b in ids for i in range(cap)
-                                for j in range(cap) if (a, i) < (b, j))),
-        Lemma("EntryEpochsOrdered", "epochs do not decrease along a log",
-              each(lambda s, b: and_all(implies(j < s.b("log_len", b), s.entry(b, i)[0] <= s.entry(b, j)[0])
-                                        for i in range(cap) for j in range(i + 1, cap)))),
-        Lemma("LeaderEntriesNotNewer", "a leader's entries are not from a later epoch than its own",
-              each(lambda s, b: implies(s.b("role", b) == ROLE_LEADER, entries(
-                  s, b, lambda e, _: e <= s.b("local_leader_epoch", b))))),
-        Lemma("FollowerLeoInRange", "a leader's view of a follower's log end is -1 or within its own log",
-              each(lambda s, b: and_all(and_(s.fleo(b, r) >= -1, s.fleo(b, r) <= s.b("log_len", b))
-                                        for r in ids if r != b))),
-        Lemma("RegisteredIsAlive", "a registered broker is alive",
-              each(lambda s, b: implies(s.b("registered", b), s.b("alive", b)))),
-        Lemma("ControllerIsAlive", "the holder of /controller is alive and registered",
-              each(lambda s, b: implies(s["controller"] == b, and_(s.b("alive", b), s.b("registered", b))))),
-        Lemma("ActingIsAlive", "a broker acting as controller is alive",
-              each(lambda s, b: implies(s.b("acting_controller_epoch", b) != 0, s.b("alive", b)))),
-        Lemma("DeadHasNoRole", "a broker that is down has no role and no leader epoch",
-              each(lambda s, b: implies(not_(s.b("alive", b)), and_(
-                  s.b("role", b) == ROLE_NONE, s.b("local_leader_epoch", b) == NO_EPOCH)))),
-        Lemma("RoleMatchesEpoch", "a role is one of the three, and a broker has one exactly when it knows an epoch",
-              each(lambda s, b: and_(
-                  or_(s.b("role", b) == ROLE_NONE, s.b("role", b) == ROLE_LEADER, s.b("role", b) == ROLE_FOLLOWER),
-                  (s.b("role", b) == ROLE_NONE) == (s.b("local_leader_epoch", b) == NO_EPOCH)))),
-        Lemma("TruncatingFollows", "only a follower truncates",
-              each(lambda s, b: implies(s.b("truncating", b), s.b("role", b) == ROLE_FOLLOWER))),
-        Lemma("FollowerKnowsLeader", "a follower's leader is another broker",
-              each(lambda s, b: implies(s.b("role", b) == ROLE_FOLLOWER, and_(
-                  s.b("leader_id", b) >= 1, s.b("leader_id", b) <= cfg.brokers, s.b("leader_id", b) != b)))),
-        Lemma("LeaderIdIsSelf", "a leader names itself leader",
-              each(lambda s, b: implies(s.b("role", b) == ROLE_LEADER, s.b("leader_id", b) == b))),
-        Lemma("HorizonInRange", "a broker's request horizon is a version the node had",
-              each(lambda s, b: and_(s.b("horizon", b) >= 0, s.b("horizon", b) <= s["partition_version"]))),
-        Lemma("NextRecordPositive", "record ids start at 1", lambda s: s["g.next_record"] >= 1),
     ]

@@ -278,7 +278,8 @@ class InvariantChecker:
             if merge == _BY_TRACE:
                 merge_variable(state, name, value)
             elif merge < _BROKER_MAP:
-                target = state[name]
+                # The state's maps are the checker's own, dicts all: typed, their compiled lookups are native.
+                target: dict[str, Any] = state[name]
                 for key, v in value.items():
                     if v is None:
                         target.pop(key, None)
@@ -288,7 +289,7 @@ class InvariantChecker:
                     partitions.update(value)
                     touched.update(value)
             else:
-                brokers = state[name]
+                brokers: dict[str, dict[str, Any]] = state[name]
                 for b, inner in value.items():
                     into = brokers.get(b)
                     if into is None:

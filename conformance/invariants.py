@@ -127,7 +127,10 @@ class InvariantChecker:
     def __init__(self, truncation: str = "kip320") -> None:
         self.state: dict[str, Any] = empty_state()
         self.truncation = truncation
-        self.report = CheckReport()
+        self._report = CheckReport()
+        # Checks counted since the report was last read: a Counter's items are set through Python-level
+        # slots (it defines __delitem__), several times slower than a plain dict's.
+        self._counts: dict[str, int] = {}
         self.seq = -1
         # actor -> (kind, id): a trace has a handful of actors, each named in thousands of events
         self._actors: dict[str, tuple[str, str]] = {}
@@ -143,9 +146,37 @@ class InvariantChecker:
         # partition -> broker -> a prefix length on which the log is known to hold the committed records
         self._holds: dict[str, dict[str, int]] = {}
 
+    @property
+    def report(self) -> CheckReport:
+        """The report so far, with every check counted. Counts reach it here, when it is read: a reference
+        kept across steps shows the checks as of its last read through this property."""
+        checks = self._report.checks
+        for invariant, count in self._counts.items():
+            checks[invariant] += count
+        self._counts.clear()
+        return self._report
+
+    def _count(self, invariant: str, checks: int = 1) -> None:
+        counts = self._counts
+        counts[invariant] = counts.get(invariant, 0) + checks
+
     def _reset_state(self) -> None:
         """The state starts empty (a `full` event), and with it what the checker derived from it."""
-        self.state = empty_state()
+        state = self.state = empty_state()
+        # The state's maps of partitions and brokers, typed so that compiled lookups into them are native.
+        # `_apply` merges every delta into them in place, so they stay the state's own.
+        self._assignment: dict[str, Any] = state["assignment"]
+        self._leader: dict[str, Any] = state["leader"]
+        self._leader_epoch: dict[str, Any] = state["leader_epoch"]
+        self._isr: dict[str, Any] = state["isr"]
+        self._acting: dict[str, Any] = state["acting_controller_epoch"]
+        self._broker_epoch: dict[str, Any] = state["broker_controller_epoch"]
+        self._partition_states: dict[str, dict[str, Any]] = state["partition_state"]
+        self._replica_states: dict[str, dict[str, dict[str, Any]]] = state["replica_state"]
+        self._role: dict[str, dict[str, Any]] = state["role"]
+        self._local_epoch: dict[str, dict[str, Any]] = state["local_leader_epoch"]
+        self._hw: dict[str, dict[str, Any]] = state["hw"]
+        self._epoch_start: dict[str, dict[str, Any]] = state["epoch_start_offset"]
         # partition -> broker -> log: the logs of each partition, brokers in sorted order
         self._logs: dict[str, dict[str, list[Any]]] = {}
         # partition -> broker -> broker -> a prefix length on which the two logs are known to agree
@@ -166,7 +197,7 @@ class InvariantChecker:
 
     def step(self, event: Event) -> list[Violation]:
         self.seq = event["seq"]
-        report = self.report
+        report = self._report
         report.events += 1
         delta: dict[str, Any] = event["state"]
         args: dict[str, Any] = event["args"]
@@ -187,18 +218,18 @@ class InvariantChecker:
         request = action in CONTROLLER_REQUESTS and "controller_epoch" in args
         # The pre-step values the pair-of-states checks compare against, read before the delta lands.
         state = self.state
-        seen = state["broker_controller_epoch"].get(actor_id) if request else None
+        seen = self._broker_epoch.get(actor_id) if request else None
         if not (delta or transitions):
             # Two thirds of the events change nothing; only the fencing of their actor can break.
             if request:
                 self._request_fencing_check(event, actor_id, seen, found)
             if actor_kind == "controller":
-                report.checks["StaleControllerFenced"] += 1
+                self._count("StaleControllerFenced")
             if found:
                 self._record(found)
             return found
         controller_epoch = state["controller_epoch"]
-        acting = state["acting_controller_epoch"].get(actor_id, 0) if actor_kind == "controller" else 0
+        acting = self._acting.get(actor_id, 0) if actor_kind == "controller" else 0
         epochs = None if EPOCH_VARS.isdisjoint(delta) else self._epochs_before(delta)
         machines = bool(transitions) or "partition_state" in delta or "replica_state" in delta
         chains = self._chains(transitions or (), actor_id) if machines else None
@@ -215,7 +246,7 @@ class InvariantChecker:
         if request:
             self._request_fencing_check(event, actor_id, seen, found)
         if actor_kind == "controller":
-            report.checks["StaleControllerFenced"] += 1
+            self._count("StaleControllerFenced")
             if store_partitions and acting < controller_epoch:
                 self._violate(found, "StaleControllerFenced",
                               f"deposed controller {actor_id} (epoch {acting}) wrote "
@@ -228,8 +259,8 @@ class InvariantChecker:
         return found
 
     def _record(self, found: list[Violation]) -> None:
-        room = MAX_VIOLATIONS - len(self.report.violations)
-        self.report.violations.extend(found[:room])
+        violations = self._report.violations
+        violations.extend(found[: MAX_VIOLATIONS - len(violations)])
 
     def _apply(self, delta: dict[str, Any]) -> tuple[set[str], set[tuple[str, str]], set[str]]:
         """Merge the delta into the state (as `apply_delta`) and return the partitions of the store and the
@@ -247,7 +278,8 @@ class InvariantChecker:
             if merge == _BY_TRACE:
                 merge_variable(state, name, value)
             elif merge < _BROKER_MAP:
-                target = state[name]
+                # The state's maps are the checker's own, dicts all: typed, their compiled lookups are native.
+                target: dict[str, Any] = state[name]
                 for key, v in value.items():
                     if v is None:
                         target.pop(key, None)
@@ -257,7 +289,7 @@ class InvariantChecker:
                     partitions.update(value)
                     touched.update(value)
             else:
-                brokers = state[name]
+                brokers: dict[str, dict[str, Any]] = state[name]
                 for b, inner in value.items():
                     into = brokers.get(b)
                     if into is None:
@@ -314,15 +346,15 @@ class InvariantChecker:
 
     def _epochs_before(self, delta: dict[str, Any]) -> dict[str, Any]:
         """The pre-step epochs of the brokers, partitions and replicas the delta sets."""
-        state = self.state
         pre: dict[str, Any] = {}
         if "broker_controller_epoch" in delta:
-            seen = state["broker_controller_epoch"]
+            seen = self._broker_epoch
             pre["broker_controller_epoch"] = {b: seen.get(b) for b in delta["broker_controller_epoch"]}
         if "leader_epoch" in delta:
-            pre["leader_epoch"] = {p: state["leader_epoch"].get(p) for p in delta["leader_epoch"]}
+            epochs = self._leader_epoch
+            pre["leader_epoch"] = {p: epochs.get(p) for p in delta["leader_epoch"]}
         if "local_leader_epoch" in delta:
-            local = state["local_leader_epoch"]
+            local = self._local_epoch
             pre["local_leader_epoch"] = {
                 (b, p): local.get(b, _NONE).get(p) for b, ps in delta["local_leader_epoch"].items() for p in ps
             }
@@ -330,8 +362,8 @@ class InvariantChecker:
 
     def _chains(self, transitions: Iterable[list[Any]], actor_id: str) -> dict[_Machine, list[Any]]:
         """The recorded transitions per partition or replica: its pre-step state, then (from, to) pairs."""
-        partition_states = self.state["partition_state"].get(actor_id, _NONE)
-        replica_states = self.state["replica_state"].get(actor_id, _NONE)
+        partition_states = self._partition_states.get(actor_id, _NONE)
+        replica_states = self._replica_states.get(actor_id, _NONE)
         chains: dict[_Machine, list[Any]] = {}
         for entry in transitions:
             kind, partition, *rest = entry
@@ -356,30 +388,29 @@ class InvariantChecker:
     # -- the store's partition state -----------------------------------------------------------------------
 
     def _store_checks(self, partitions: set[str], delta: dict[str, Any], found: list[Violation]) -> None:
-        s = self.state
-        checks = self.report.checks
+        assignments, isrs, leaders, epochs = self._assignment, self._isr, self._leader, self._leader_epoch
         for p in sorted(partitions):
-            assignment = s["assignment"].get(p)
-            isr = s["isr"].get(p)
-            leader = s["leader"].get(p)
-            epoch = s["leader_epoch"].get(p)
+            assignment = assignments.get(p)
+            isr = isrs.get(p)
+            leader = leaders.get(p)
+            epoch = epochs.get(p)
             if assignment is None and p in delta.get("assignment", _NONE):
                 self._forget_partition(p)
             if isr is not None and assignment is not None:
-                checks["IsrSubsetOfReplicas"] += 1
+                self._count("IsrSubsetOfReplicas")
                 outside = sorted(set(isr) - set(assignment))
                 if outside:
                     self._violate(found, "IsrSubsetOfReplicas",
                                   f"{p}: ISR {isr} has {outside} outside the assignment {assignment}")
             if leader is not None and isr is not None:
-                checks["LeaderInIsr"] += 1
+                self._count("LeaderInIsr")
                 if leader != NO_LEADER and leader not in isr:
                     self._violate(found, "LeaderInIsr", f"{p}: leader {leader} is not in the ISR {isr}")
             if leader is not None and epoch is not None and leader != NO_LEADER:
                 self._claim(p, epoch, leader, found)
 
     def _claim(self, partition: str, epoch: int, broker: Any, found: list[Violation]) -> None:
-        self.report.checks["OneLeaderPerEpoch"] += 1
+        self._count("OneLeaderPerEpoch")
         leaders = self.leader_of_epoch.get(partition)
         if leaders is None:
             self.leader_of_epoch[partition] = {epoch: broker}
@@ -399,8 +430,7 @@ class InvariantChecker:
     # -- each replica ------------------------------------------------------------------------------------
 
     def _replica_checks(self, replicas: set[tuple[str, str]], found: list[Violation]) -> None:
-        s = self.state
-        roles, local_epochs, hws = s["role"], s["local_leader_epoch"], s["hw"]
+        roles, local_epochs, hws = self._role, self._local_epoch, self._hw
         leader_hw = self.leader_hw
         for key in sorted(replicas):
             b, p = key
@@ -411,7 +441,7 @@ class InvariantChecker:
                 leader_hw.pop(key, None)
                 continue
             self._claim(p, epoch, int(b), found)
-            self.report.checks[HW_PER_LEADER] += 1
+            self._count(HW_PER_LEADER)
             last = leader_hw.get(key)
             if last is not None and last[0] == epoch and hw < last[1]:
                 self._violate(found, HW_PER_LEADER,
@@ -447,21 +477,20 @@ class InvariantChecker:
 
     def _data_checks(self, p: str, found: list[Violation]) -> None:
         """The HW exposed across leaders, the committed records and the agreement of the logs of p."""
-        s = self.state
         logs = self._logs.get(p, _NONE)
-        leader = s["leader"].get(p)
+        leader = self._leader.get(p)
         current = None
         if leader:
             b = str(leader)
-            epoch = s["leader_epoch"].get(p)
-            if s["role"].get(b, _NONE).get(p) == "leader" and s["local_leader_epoch"].get(b, _NONE).get(p) == epoch:
+            epoch = self._leader_epoch.get(p)
+            if self._role.get(b, _NONE).get(p) == "leader" and self._local_epoch.get(b, _NONE).get(p) == epoch:
                 current = b  # it leads p in the store's current epoch and knows it
-                hw = s["hw"].get(b, _NONE).get(p)
+                hw = self._hw.get(b, _NONE).get(p)
                 # KAFKA-2334 fix: a new leader withholds its HW until it reaches its epoch's start
                 if hw is not None and not (
-                    self.truncation == "kip320" and hw < s["epoch_start_offset"].get(b, _NONE).get(p, 0)
+                    self.truncation == "kip320" and hw < self._epoch_start.get(b, _NONE).get(p, 0)
                 ):
-                    self.report.checks[HW_ACROSS_LEADERS] += 1
+                    self._count(HW_ACROSS_LEADERS)
                     highest = self.exposed_hw.get(p, 0)
                     if hw < highest:
                         self._violate(found, HW_ACROSS_LEADERS,
@@ -477,14 +506,14 @@ class InvariantChecker:
             if memo is None or (memo.moved and not self._still_agreed(p, logs, memo)):
                 memo = self._agreement[p] = self._agreement_pairs(p, logs)
             else:
-                self.report.checks["ReplicaLogsAgree"] += memo.pairs
+                self._count("ReplicaLogsAgree", memo.pairs)
             for message in memo.messages:
                 self._violate(found, "ReplicaLogsAgree", message)
 
     def _committed_check(
         self, p: str, leader: str | None, logs: dict[str, list[Any]], committed: list[Any], found: list[Violation]
     ) -> None:
-        isr = self.state["isr"].get(p)
+        isr = self._isr.get(p)
         names = self._isr_names.get(p)
         if names is None or names[0] is not isr:
             names = self._isr_names[p] = (isr, sorted({str(r) for r in isr or ()}))
@@ -512,7 +541,7 @@ class InvariantChecker:
                           f"{p}: committed record {committed[offset]} at offset {offset} is "
                           f"{'missing from' if offset >= len(log) else 'replaced in'} the log of broker {b}")
         if checked:
-            self.report.checks["NoCommittedDataLoss"] += checked
+            self._count("NoCommittedDataLoss", checked)
 
     def _still_agreed(self, p: str, logs: dict[str, list[Any]], memo: _Agreement) -> bool:
         """Whether the last agreement check of p still stands after its brokers in `memo.moved` changed a
@@ -520,7 +549,7 @@ class InvariantChecker:
         verified up to the shorter of the two logs' limits."""
         if memo.messages:
             return False
-        hws = self.state["hw"]
+        hws = self._hw
         agreed = self._agreed.get(p, _NONE)
         limits = memo.limits
         for b in memo.moved:
@@ -544,7 +573,7 @@ class InvariantChecker:
 
     def _agreement_pairs(self, p: str, logs: dict[str, list[Any]]) -> _Agreement:
         """Check every pair of logs of p below both HWs: how many pairs, and a message per disagreement."""
-        hws = self.state["hw"]
+        hws = self._hw
         agreed = self._agreed.get(p)
         if agreed is None:
             agreed = self._agreed[p] = {}
@@ -571,7 +600,7 @@ class InvariantChecker:
         finally:
             # Counted once per partition, yet only the pairs reached: a malformed HW can raise midway.
             if pairs:
-                self.report.checks["ReplicaLogsAgree"] += pairs
+                self._count("ReplicaLogsAgree", pairs)
         return _Agreement(pairs, messages, {b: limit for b, _, limit in held})
 
     # -- epochs and fencing ------------------------------------------------------------------------------------
@@ -580,27 +609,26 @@ class InvariantChecker:
         self, delta: dict[str, Any], controller_epoch: int, before: dict[str, Any], found: list[Violation]
     ) -> None:
         s = self.state
-        checks = self.report.checks
         if "controller_epoch" in delta:
-            checks["ControllerEpochMonotonic"] += 1
+            self._count("ControllerEpochMonotonic")
             if s["controller_epoch"] < controller_epoch:
                 self._violate(found, "ControllerEpochMonotonic",
                               f"controller epoch went back from {controller_epoch} to {s['controller_epoch']}")
         for b, epoch in delta.get("broker_controller_epoch", _NONE).items():
             old = before["broker_controller_epoch"][b]
             restarted = b in delta.get("alive", _NONE)
-            checks["ControllerEpochMonotonic"] += 1
+            self._count("ControllerEpochMonotonic")
             if old is not None and epoch is not None and epoch < old and not restarted:
                 self._violate(found, "ControllerEpochMonotonic",
                               f"broker {b} went back from controller epoch {old} to {epoch}")
         for p, old in before.get("leader_epoch", _NONE).items():
-            new = s["leader_epoch"].get(p)
-            checks["LeaderEpochMonotonic"] += 1
+            new = self._leader_epoch.get(p)
+            self._count("LeaderEpochMonotonic")
             if old is not None and new is not None and new < old:
                 self._violate(found, "LeaderEpochMonotonic", f"{p}: leader epoch went back from {old} to {new}")
         for (b, p), old in before.get("local_leader_epoch", _NONE).items():
-            new = s["local_leader_epoch"].get(b, _NONE).get(p)
-            checks["LeaderEpochMonotonic"] += 1
+            new = self._local_epoch.get(b, _NONE).get(p)
+            self._count("LeaderEpochMonotonic")
             if old is not None and new is not None and new < old:
                 self._violate(found, "LeaderEpochMonotonic",
                               f"{p}: broker {b} went back from leader epoch {old} to {new}")
@@ -610,7 +638,7 @@ class InvariantChecker:
         delta = event["state"]
         if seen is None:
             return  # a partial trace that does not observe the broker's controller epoch: nothing to judge
-        self.report.checks["StaleControllerFenced"] += 1
+        self._count("StaleControllerFenced")
         if args["controller_epoch"] < seen and (
             args.get("applied") or any(actor_id in delta.get(var, _NONE) for var in REPLICA_VARS)
         ):
@@ -625,12 +653,11 @@ class InvariantChecker:
         found: list[Violation],
     ) -> None:
         loading = action in CONTEXT_LOAD_ACTIONS
-        state = self.state
-        partition_states = state["partition_state"].get(actor_id, _NONE)
-        replica_states = state["replica_state"].get(actor_id, _NONE)
+        partition_states = self._partition_states.get(actor_id, _NONE)
+        replica_states = self._replica_states.get(actor_id, _NONE)
         counts = {"ValidPartitionTransitions": 0, "ValidReplicaTransitions": 0}
         for key, chain in chains.items():
-            if type(key) is tuple:
+            if isinstance(key, tuple):
                 invariant, absent, valid = _REPLICA_MACHINE
                 final = replica_states.get(key[0], _NONE).get(key[1]) or absent
             else:
@@ -661,8 +688,8 @@ class InvariantChecker:
                               f"{_machine(key)}: transitions end in {current} but the state is {final}")
         for invariant, count in counts.items():
             if count:
-                self.report.checks[invariant] += count
-        unloading = state["acting_controller_epoch"].get(actor_id, 0) == 0
+                self._count(invariant, count)
+        unloading = self._acting.get(actor_id, 0) == 0
         if not unloading:
             self._unexplained_changes(delta, chains, actor_id, loading, found)
 

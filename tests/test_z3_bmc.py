@@ -10,7 +10,8 @@ import pytest
 from kcm.conformance.invariants import InvariantChecker
 from kcm.conformance.trace import Event, TraceWriter, load_trace
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.bmc import BMC_INVARIANTS, KNOWN_BUGS, BmcResult, diff_states, run_bmc
+from kcm.spec.z3._z3 import z3
+from kcm.spec.z3.bmc import BMC_INVARIANTS, KNOWN_BUGS, BmcResult, depth_query, diff_states, run_bmc
 from kcm.spec.z3.validate import validate_events
 
 
@@ -131,3 +132,30 @@ def test_the_kip279_case_is_found_from_its_reproduction_models_start(tmp_path: P
     assert result.invariant == "ReplicaLogsAgree" and result.depth == bug.depth == 13
     assert "ReplicaLogsAgree" in checker_invariants(written(tmp_path, result))
     assert not {"ControllerElect"} & {e["action"] for e in result.events}
+
+
+def test_the_last_two_queries_of_a_search_export_as_cnf_with_their_verdicts(tmp_path: Path) -> None:
+    """What other SAT solvers are given is exactly BMC's question: the refutation one step short of the
+    counterexample is unsatisfiable, the query at its depth satisfiable."""
+    from kcm.tools.bench.bmc import write_queries
+
+    bug = next(b for b in KNOWN_BUGS if b.model == "zombie")
+    paths = write_queries(bug, tmp_path)
+    assert [p.name for p in paths] == [f"zombie-depth{bug.depth - 1}-unsat.cnf", f"zombie-depth{bug.depth}-sat.cnf"]
+    verdicts = []
+    for path in paths:
+        assert path.read_text().startswith("p cnf ")
+        solver = z3.Solver()
+        solver.from_file(str(path))
+        verdicts.append(solver.check())
+    assert verdicts == [z3.unsat, z3.sat]
+
+
+def test_the_depth_query_is_the_searchs_question() -> None:
+    bug = next(b for b in KNOWN_BUGS if b.model == "staleepoch")
+    verdicts = []
+    for depth in (bug.depth - 1, bug.depth):
+        solver = z3.Solver()
+        solver.add(*depth_query(bug, depth))
+        verdicts.append(solver.check())
+    assert verdicts == [z3.unsat, z3.sat]

@@ -311,8 +311,7 @@ def run_bmc(
         raise ValueError("the log capacity must be at least 1")
     if not 1 <= controller <= brokers:
         raise ValueError(f"the controller must be one of the brokers 1..{brokers}")
-    cfg = Config(brokers=brokers, knobs=knobs, logs="content", capacity=capacity, history="states",
-                 width=bits_for(max_depth, capacity))
+    cfg = _config(knobs, max_depth, brokers, capacity)
     start = time.perf_counter()
     result = BmcResult(knobs, brokers, max_depth, 0)
     # One query at a single depth: the finite-domain solver answers it faster (measured 3-9 s against 9-11 s
@@ -346,6 +345,33 @@ def run_bmc(
             raise RuntimeError(f"z3 answered {verdict} at depth {k}")
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _config(knobs: Knobs, max_depth: int, brokers: int, capacity: int) -> Config:
+    return Config(brokers=brokers, knobs=knobs, logs="content", capacity=capacity, history="states",
+                  width=bits_for(max_depth, capacity))
+
+
+def depth_query(bug: KnownBug, depth: int) -> list[Expr]:
+    """What BMC asks of the solver at `depth` of a known bug's search: the unrolling to `depth` and the
+    bug's invariant broken at its last state or step. Satisfiable exactly when a counterexample of that
+    depth exists, so `bug.depth - 1` gives the refutation a shortest counterexample needs."""
+    cfg = _config(bug.knobs, bug.depth, bug.brokers, bug.capacity)
+    unrolling = Unrolling(cfg, actions=None if bug.actions is None else frozenset(bug.actions),
+                          controller=bug.controller)
+    for _ in range(depth):
+        unrolling.extend()
+    broken = unrolling.violations([bug.invariant])
+    return [*unrolling.solver.assertions(), or_all(broken.values())]
+
+
+def dimacs(formulas: list[Expr]) -> str:
+    """The formulas bit-blasted to CNF, in DIMACS, for any SAT solver (the steps Z3's own bit-vector
+    solver takes before its SAT core)."""
+    goal = z3.Goal()
+    goal.add(*formulas)
+    cnf = z3.Then("simplify", "propagate-values", "solve-eqs", "bit-blast", "tseitin-cnf")(goal)
+    return str(cnf[0].dimacs())
 
 
 def _name_violation(result: BmcResult, unrolling: Unrolling, model: Any, broken: dict[str, Expr],
@@ -390,8 +416,12 @@ class KnownBug:
     controller: int = 1
     deep: bool = False  # a search of three brokers that takes seconds to minutes: not in `--quick` runs
 
-    def run(self) -> BmcResult:
-        return run_bmc(Knobs().with_settings(list(self.settings)), self.depth, brokers=self.brokers,
+    @property
+    def knobs(self) -> Knobs:
+        return Knobs().with_settings(list(self.settings))
+
+    def run(self, on_depth: Callable[[int, float], None] | None = None) -> BmcResult:
+        return run_bmc(self.knobs, self.depth, brokers=self.brokers, on_depth=on_depth,
                        capacity=self.capacity, invariants=[self.invariant], actions=self.actions,
                        controller=self.controller)
 

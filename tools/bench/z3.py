@@ -9,7 +9,8 @@ Run it with `python -m kcm.tools.bench.z3` (`--quick` for smaller sizes, `--no-t
               satisfiable step of the transition relation (Init and Next) in the same solver setting;
   bmc         time to the shortest counterexample of each known bug (the default knobs: no counterexample up
               to the depth the bugs need), with TLC on the matching reproduction model of spec/ (MC*.cfg)
-              in the same run (target: faster than TLC);
+              in the same run (target: faster than TLC; `python -m kcm.tools.bench.bmc` shows the deep
+              searches depth by depth, over solver seeds);
   validate    steps/s of `kcm validate` on a simulator trace (3 brokers, 1 partition; target >= 1,000
               steps/s); baseline: the invariant checker's events/s on the same events.
 """

@@ -45,9 +45,9 @@ def _seeds(text: str) -> list[int]:
     try:
         seeds = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--seeds: {text!r} is not a comma-separated list of integers") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
     if not seeds:
-        raise argparse.ArgumentTypeError("--seeds: give at least one seed")
+        raise argparse.ArgumentTypeError("give at least one seed")
     return seeds
 
 
@@ -88,10 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=_seeds, default=[0], help="solver seeds, comma-separated (default 0)")
     parser.add_argument("--dimacs", type=Path, metavar="DIR", help="also write the last two queries as CNF here")
     args = parser.parse_args(argv)
+    bugs = deep_bugs(args.model)
     out = console()
     print_header(out, "kcm BMC depth by depth", command_line(NAME, list(sys.argv[1:] if argv is None else argv)))
     figures: list[Figure] = []
-    for bug in deep_bugs(args.model):
+    for bug in bugs:
         tlc_s, note = tlc_seconds(bug.model)
         if tlc_s is None:
             raise SystemExit(f"bench bmc: TLC on {bug.model}: {note}")

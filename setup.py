@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent
 TREE = Path("build") / "mypyc-src"
 FOLDERS = ("impl", "conformance", "spec", "tools")
 COMPILED = (
-    *(f"impl/{p.name}" for p in sorted((ROOT / "impl").glob("*.py")) if p.name != "__init__.py"),
-    "conformance/invariants.py",
-    "conformance/trace.py",
+    *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "impl").rglob("*.py")) if p.name != "__init__.py"),
+    "conformance/check/invariants.py",
+    "spec/trace/format.py",
     "spec/vocabulary.py",
 )
 # One shared library for every compiled module, inside the `kcm` namespace, not at the top of site-packages.

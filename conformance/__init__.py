@@ -1,1 +1,3 @@
-"""Conformance machinery: the trace format, the invariant checker, campaigns and their reports."""
+"""Conformance: the implementation judged by the model. `check/` holds the oracles (invariants, step
+validation, replay, coverage), `explore/` the searches that feed them (state machines, campaigns, mutants),
+`scenario/` the datadriven scenario language, `pipeline/` the Spark pipeline over trace corpora."""

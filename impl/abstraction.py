@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcm.impl import zk_paths
+from kcm.impl.controller import Controller
+from kcm.impl.messages import Record
+from kcm.impl.replica_manager import ReplicaManager
+from kcm.impl.states import PartitionState, ReplicaState
+from kcm.impl.store import InMemoryStore, NoNodeError
 from kcm.spec.vocabulary import NO_LEADER
-
-from . import zk_paths
-from .controller import Controller
-from .messages import Record
-from .replica_manager import ReplicaManager
-from .states import PartitionState, ReplicaState
-from .store import InMemoryStore, NoNodeError
 
 Leaf = Any
 PARTITION_NODE_VARS = ("leader", "leader_epoch", "isr", "partition_controller_epoch", "partition_version")

@@ -12,23 +12,22 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kcm.spec.vocabulary import NO_LEADER, Knobs
-
-from . import zk_paths
-from .controller_context import ControllerContext
-from .controller_store import ControllerMovedError, ControllerStore, leader_isr_of
-from .messages import (
+from kcm.impl import zk_paths
+from kcm.impl.controller_context import ControllerContext
+from kcm.impl.controller_store import ControllerMovedError, ControllerStore, leader_isr_of
+from kcm.impl.messages import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     Envelope,
     StopReplicaResponse,
 )
-from .partition_state_machine import PartitionStateMachine
-from .replica_state_machine import ReplicaStateMachine
-from .request_batch import RequestBatch
-from .states import P, R
-from .store import CoordinationStore, Create, MultiError, NodeExistsError, NoNodeError, SetData
-from .topic_deletion import TopicDeletionManager
+from kcm.impl.partition_state_machine import PartitionStateMachine
+from kcm.impl.replica_state_machine import ReplicaStateMachine
+from kcm.impl.request_batch import RequestBatch
+from kcm.impl.states import P, R
+from kcm.impl.store import CoordinationStore, Create, MultiError, NodeExistsError, NoNodeError, SetData
+from kcm.impl.topic_deletion import TopicDeletionManager
+from kcm.spec.vocabulary import NO_LEADER, Knobs
 
 IMBALANCE_RATIO: Final = 0.1
 

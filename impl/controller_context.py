@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kcm.impl.messages import PartitionLeaderState
+from kcm.impl.states import P, PartitionState, R, ReplicaState
 from kcm.spec.vocabulary import NO_LEADER
-
-from .messages import PartitionLeaderState
-from .states import P, PartitionState, R, ReplicaState
 
 
 @dataclass(frozen=True, slots=True)

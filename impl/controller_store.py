@@ -8,11 +8,9 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
-from kcm.spec.vocabulary import Knobs
-
-from . import zk_paths
-from .controller_context import ControllerContext, LeaderIsr
-from .store import (
+from kcm.impl import zk_paths
+from kcm.impl.controller_context import ControllerContext, LeaderIsr
+from kcm.impl.store import (
     BadVersionError,
     CheckVersion,
     CoordinationStore,
@@ -25,6 +23,7 @@ from .store import (
     SetData,
     Stat,
 )
+from kcm.spec.vocabulary import Knobs
 
 
 class ControllerMovedError(Exception):

@@ -7,13 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from kcm.impl import election
+from kcm.impl.controller_context import ControllerContext, LeaderIsr
+from kcm.impl.controller_store import ControllerStore
+from kcm.impl.request_batch import RequestBatch
+from kcm.impl.states import P, PartitionState, valid_partition_transition
 from kcm.spec.vocabulary import Knobs
-
-from . import election
-from .controller_context import ControllerContext, LeaderIsr
-from .controller_store import ControllerStore
-from .request_batch import RequestBatch
-from .states import P, PartitionState, valid_partition_transition
 
 Strategy = Literal["offline", "reassign", "preferred", "controlled_shutdown"]
 ELECTION_RETRIES = 3

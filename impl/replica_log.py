@@ -6,7 +6,7 @@ the cache holds for every epoch that produced at least one record.
 
 from __future__ import annotations
 
-from .messages import UNDEFINED_EPOCH, Record
+from kcm.impl.messages import UNDEFINED_EPOCH, Record
 
 
 def end_offset_for_epoch(log: list[Record], epoch: int, current_epoch: int) -> int:

@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from kcm.spec.vocabulary import NO_LEADER, Knobs
-
-from . import zk_paths
-from .messages import (
+from kcm.impl import zk_paths
+from kcm.impl.messages import (
     FENCED_LEADER_EPOCH,
     NONE_ERROR,
     NOT_ENOUGH_REPLICAS,
@@ -37,14 +35,15 @@ from .messages import (
     StopReplicaResponse,
     UpdateMetadataRequest,
 )
-from .replica_log import (
+from kcm.impl.replica_log import (
     end_offset_for_epoch,
     kip101_truncation_offset,
     kip279_truncation_offset,
     largest_epoch_at_most,
     latest_epoch,
 )
-from .store import BadVersionError, CoordinationStore, NoNodeError
+from kcm.impl.store import BadVersionError, CoordinationStore, NoNodeError
+from kcm.spec.vocabulary import NO_LEADER, Knobs
 
 LEADER: Final = "leader"
 FOLLOWER: Final = "follower"

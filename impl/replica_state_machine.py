@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kcm.impl.controller_context import ControllerContext
+from kcm.impl.controller_store import ControllerStore
+from kcm.impl.request_batch import RequestBatch
+from kcm.impl.states import R, ReplicaState, valid_replica_transition
 from kcm.spec.vocabulary import NO_LEADER
-
-from .controller_context import ControllerContext
-from .controller_store import ControllerStore
-from .request_batch import RequestBatch
-from .states import R, ReplicaState, valid_replica_transition
 
 ISR_REMOVAL_RETRIES = 3
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .controller_context import ControllerContext
-from .messages import (
+from kcm.impl.controller_context import ControllerContext
+from kcm.impl.messages import (
     Envelope,
     LeaderAndIsrRequest,
     PartitionLeaderState,

@@ -4,13 +4,13 @@ deleted does the topic leave the store."""
 
 from __future__ import annotations
 
-from . import zk_paths
-from .controller_context import ControllerContext
-from .controller_store import ControllerStore
-from .partition_state_machine import PartitionStateMachine
-from .replica_state_machine import ReplicaStateMachine
-from .request_batch import RequestBatch
-from .states import P, R
+from kcm.impl import zk_paths
+from kcm.impl.controller_context import ControllerContext
+from kcm.impl.controller_store import ControllerStore
+from kcm.impl.partition_state_machine import PartitionStateMachine
+from kcm.impl.replica_state_machine import ReplicaStateMachine
+from kcm.impl.request_batch import RequestBatch
+from kcm.impl.states import P, R
 
 
 class TopicDeletionManager:

@@ -25,7 +25,7 @@
 (* The era is chosen in the .cfg by binding the hooks to one Truncation* module, as for *)
 (* model checking; the knobs likewise.  Bounds should be set high enough not to cut the *)
 (* trace (they only bound the search).  A trace is given by a module extending this one *)
-(* (TraceExample.tla by hand; `kcm validate --tlc` generates one, tools/tracecheck.py). *)
+(* (TraceExample.tla by hand; `kcm validate --tlc` generates one, spec/tlc/validate.py). *)
 (***************************************************************************************)
 EXTENDS TruncationHW, TruncationKIP101, TruncationKIP279, TruncationKIP320
 

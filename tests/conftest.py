@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcm.tools.check import CheckOutcome, check_model, model_knobs
+from kcm.spec.tlc.modelcheck import CheckOutcome, check_model, model_knobs
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kcm.conformance.trace import Event
-from kcm.impl.cluster import Cluster
+from kcm.impl.sim.cluster import Cluster
+from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
 
 

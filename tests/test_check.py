@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcm.conformance.trace import apply_delta, empty_state
+from kcm.spec.tlc.modelcheck import configure, diff_states, to_trace_state
+from kcm.spec.trace.format import apply_delta, empty_state
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.check import configure, diff_states, to_trace_state
 
 BASE_CFG = """CONSTANTS
     Brokers = {1, 2}

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.trace import Event, apply_event, empty_state, make_event
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.spec.trace.format import Event, apply_event, empty_state, make_event
 
 DATA = Path(__file__).parent / "data" / "checker"
 TRACES = DATA / "traces.jsonl.gz"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kcm.conformance.coverage import Coverage, valid_edges
+from kcm.conformance.check.coverage import Coverage, valid_edges
 from kcm.tools.cli import main
 
 

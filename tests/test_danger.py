@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kcm.conformance.danger import (
+from kcm.conformance.explore.danger import (
     deposed_controller_work,
     divergent_records,
     newer_epoch_divergence,
@@ -12,8 +12,8 @@ from kcm.conformance.danger import (
     superseded_requests,
     unacknowledged_commits,
 )
-from kcm.impl.cluster import Cluster, Event
 from kcm.impl.messages import Envelope, LeaderAndIsrRequest
+from kcm.impl.sim.cluster import Cluster, Event
 from kcm.spec.vocabulary import Knobs
 
 

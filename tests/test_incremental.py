@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from kcm.conformance.trace import Event, apply_event, empty_state
 from kcm.impl.abstraction import Abstraction
-from kcm.impl.cluster import Cluster
 from kcm.impl.messages import Envelope, FetchRequest, StopReplicaResponse
-from kcm.impl.network import Network
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.impl.sim.cluster import Cluster
+from kcm.impl.sim.network import Network
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.vocabulary import Knobs
 
 

@@ -15,7 +15,7 @@ from kcm.tools import cli, interpreted
 def test_a_kcm_module_is_found_as_source_even_beside_its_compiled_twin(tmp_path: Path) -> None:
     (tmp_path / "cluster.py").write_text("", encoding="utf-8")
     (tmp_path / "cluster.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
-    spec = interpreted.SourceFirst().find_spec("kcm.impl.cluster", [str(tmp_path)])
+    spec = interpreted.SourceFirst().find_spec("kcm.impl.sim.cluster", [str(tmp_path)])
     assert spec is not None and spec.origin == str(tmp_path / "cluster.py")
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from kcm.conformance.itf import from_itf, to_itf
-from kcm.conformance.trace import Event, TraceError, TraceWriter, load_trace
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.tlc.modelcheck import write_trace
+from kcm.spec.tlc.runner import TraceState
+from kcm.spec.trace.format import Event, TraceError, TraceWriter, load_trace
+from kcm.spec.trace.itf import from_itf, to_itf
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.check import write_trace
 from kcm.tools.cli import main
-from kcm.tools.tlc import TraceState
 
 
 def simulate(seed: int, steps: int) -> list[Event]:
@@ -128,7 +128,7 @@ def test_cli_converts_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 @pytest.mark.tlc
 def test_a_real_tlc_counterexample_round_trips(tmp_path: Path) -> None:
-    from kcm.tools.check import check_model, model_knobs
+    from kcm.spec.tlc.modelcheck import check_model, model_knobs
 
     trace = tmp_path / "cx.jsonl"
     check_model("kafka1211", model_knobs("kafka1211"), heap_mb=1024, trace_out=trace)

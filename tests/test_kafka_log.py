@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.kafka_log import LogLineError, parse_kafka_log, parse_rendering, partition_name
-from kcm.conformance.trace import Event, TraceWriter, load_trace
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.conformance.pipeline.kafka_log import LogLineError, parse_kafka_log, parse_rendering, partition_name
+from kcm.spec.trace.format import Event, TraceWriter, load_trace
 
 DATA = Path(__file__).parent / "data" / "kafka"
 

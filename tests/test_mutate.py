@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kcm.conformance.mutants import CATALOGUE, RM, Mutant, MutationError, mutated_source, run_mutants
+from kcm.conformance.explore.mutants import CATALOGUE, RM, Mutant, MutationError, mutated_source, run_mutants
 from kcm.tools.cli import main
 
 

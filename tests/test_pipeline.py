@@ -17,14 +17,14 @@ import pytest
 from histories import reelected_controller
 from pyspark.sql import SparkSession
 
-from kcm.conformance import pipeline as pl
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.parquet import ARROW_SCHEMA, read_parquet, write_parquet
-from kcm.conformance.pipeline_ingest import ingest
-from kcm.conformance.spark_invariants import check_invariants
-from kcm.conformance.spark_session import CONF_DIR, spark_session
-from kcm.conformance.trace import Event, TraceWriter, apply_event, empty_state, make_event
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.conformance.pipeline import jobs as pl
+from kcm.conformance.pipeline.ingest import ingest
+from kcm.conformance.pipeline.invariants import check_invariants
+from kcm.conformance.pipeline.session import CONF_DIR, spark_session
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import Event, TraceWriter, apply_event, empty_state, make_event
+from kcm.spec.trace.parquet import ARROW_SCHEMA, read_parquet, write_parquet
 from kcm.spec.vocabulary import Knobs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from kcm.conformance.replay import Replayer, replay
-from kcm.conformance.trace import Event, TraceWriter, load_trace
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.conformance.check.replay import Replayer, replay
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.tlc.modelcheck import CheckOutcome
+from kcm.spec.trace.format import Event, TraceWriter, load_trace
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.check import CheckOutcome
 from kcm.tools.cli import main
 
 
@@ -125,7 +125,7 @@ def test_every_known_bug_counterexample_breaks_the_same_invariant_in_the_impleme
 ) -> None:
     from test_spec import REPRODUCTIONS
 
-    from kcm.tools.check import vocabulary_name
+    from kcm.spec.tlc.modelcheck import vocabulary_name
 
     for model, (_, invariant) in sorted(REPRODUCTIONS.items()):
         outcome = reproduction(model)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kcm.conformance.trace import load_trace
+from kcm.spec.tlc.modelcheck import ModelError, models
+from kcm.spec.trace.format import load_trace
 from kcm.spec.vocabulary import INVARIANTS, Knobs
-from kcm.tools.check import ModelError, models
-from kcm.tools.cli import UsageError
+from kcm.tools.errors import UsageError
 from kcm.tools.review import (
     COLUMNS,
     TLA_INVARIANTS,
@@ -107,9 +107,10 @@ def test_reduced_matrix(tmp_path: Path) -> None:
 def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
-    from kcm.impl.simulator import SimConfig
+    from kcm.impl.sim.simulator import SimConfig
     from kcm.tools import review as review_module
-    from kcm.tools.verify import STAGES, VerifyContext
+    from kcm.tools.stages import VerifyContext
+    from kcm.tools.verify import STAGES
 
     def fake(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | None = None) -> list[RowResult]:
         rows = []

@@ -45,10 +45,10 @@ from typing import Any, Final
 import pytest
 from datadriven import Case, DataDrivenError, Mismatch, parse, run_file
 
-from kcm.conformance.invariants import InvariantChecker, Violation
-from kcm.impl.cluster import Cluster, Event
+from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.impl.messages import ACTION_OF
 from kcm.impl.replica_manager import LEADER
+from kcm.impl.sim.cluster import Cluster, Event
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, Knobs
 
 SCENARIOS: Final = Path(__file__).parent / "scenarios"

@@ -8,9 +8,9 @@ from typing import Final
 
 import pytest
 
-from kcm.conformance.campaign import run_campaign, run_seed
-from kcm.conformance.trace import TraceWriter, apply_event, empty_state
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.conformance.explore.campaign import run_campaign, run_seed
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import TraceWriter, apply_event, empty_state
 from kcm.spec.vocabulary import Knobs
 
 

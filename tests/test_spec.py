@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.trace import load_trace
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.spec.tlc.modelcheck import CheckOutcome, check_model, model_knobs, models, vocabulary_name
+from kcm.spec.trace.format import load_trace
 from kcm.spec.vocabulary import INVARIANTS, Knobs
-from kcm.tools.check import CheckOutcome, check_model, model_knobs, models, vocabulary_name
 
 EXPECT = re.compile(r"Expect (\w+) to be violated")
 ACTOR_DEPENDENT = frozenset({"StaleControllerFenced"})

@@ -10,8 +10,9 @@ import pytest
 from datadriven import run_file
 from test_scenarios import Scenario
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.stateful import (
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.conformance.check.validate import StepValidator
+from kcm.conformance.explore.stateful import (
     KNOWN_BUG_SEARCHES,
     MACHINES,
     ConformanceFailure,
@@ -23,9 +24,8 @@ from kcm.conformance.stateful import (
     campaign_settings,
     run_machine,
 )
-from kcm.conformance.stepcheck import StepValidator
-from kcm.conformance.trace import load_trace
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import load_trace
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.validate import validate_events
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcm.tools.tlc import (
+from kcm.spec.tlc.runner import (
     TlcResult,
     TlcSetupError,
     default_heap_mb,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kcm.conformance.parquet import read_parquet, write_parquet
-from kcm.conformance.trace import (
+from kcm.impl.states import PartitionState, ReplicaState
+from kcm.spec.trace.format import (
     KEY_ORDER,
     SCHEMA_PATH,
     Event,
@@ -26,7 +26,7 @@ from kcm.conformance.trace import (
     make_event,
     read_trace,
 )
-from kcm.impl.states import PartitionState, ReplicaState
+from kcm.spec.trace.parquet import read_parquet, write_parquet
 from kcm.spec.vocabulary import ACTIONS, VARIABLES
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "trace-format.md"

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from histories import reelected_controller
 
-from kcm.conformance.trace import Event, TraceWriter
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.tlc.validate import model_steps, trace_config, trace_module, uses_operations, validate_with_tlc
+from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
-from kcm.tools.tracecheck import model_steps, trace_config, trace_module, uses_operations, validate_with_tlc
 
 SMALL = SimConfig(brokers=2, partitions=1, replication_factor=2, admin=0.0)
 TWO_PARTITIONS = SimConfig(brokers=2, partitions=2, replication_factor=2, admin=0.0)

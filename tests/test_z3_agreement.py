@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.trace import TraceWriter, load_trace
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.spec.tlc.modelcheck import CheckOutcome, model_knobs, vocabulary_name
+from kcm.spec.trace.format import TraceWriter, load_trace
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
-from kcm.tools.check import CheckOutcome, model_knobs, vocabulary_name
 
 
 def checker_invariants(trace: Path) -> set[str]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.trace import Event, TraceWriter, load_trace
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.spec.trace.format import Event, TraceWriter, load_trace
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3._z3 import z3
 from kcm.spec.z3.bmc import BMC_INVARIANTS, KNOWN_BUGS, BmcResult, depth_query, diff_states, run_bmc

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from histories import reelected_controller
 
-from kcm.conformance.trace import Event, apply_event, empty_state
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.validate import ValidationError, validate_events
 

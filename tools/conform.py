@@ -1,4 +1,4 @@
-"""`kcm conform`: a conformance campaign of the hypothesis state machines (conformance/stateful.py).
+"""`kcm conform`: a conformance campaign of the hypothesis state machines (conformance/explore/stateful.py).
 
     kcm conform [--examples N] [--steps M] [--set knob=value ...] [--json] [--report DIR]
 
@@ -19,11 +19,11 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kcm.conformance.stateful import MACHINES, Campaign, run_campaign
+from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.verify import HOLDS, VIOLATED, StageRow, VerifyContext
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.stages import HOLDS, VIOLATED, StageRow, VerifyContext
 
-EXIT_OK, EXIT_VIOLATED = 0, 1
 DEFAULT_REPORT = Path("out") / "conform"
 COVERAGE_PICTURE = "coverage.svg"
 # The bounded campaign of `kcm verify` (well under a minute on one core).
@@ -46,15 +46,9 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=cmd_conform)
 
 
-def _usage(message: str) -> Exception:
-    from kcm.tools.cli import UsageError
-
-    return UsageError(message)
-
-
 def cmd_conform(args: argparse.Namespace) -> int:
     if args.examples < 1 or args.steps < 1:
-        raise _usage("conform: --examples and --steps must be at least 1")
+        raise UsageError("conform: --examples and --steps must be at least 1")
     knobs = Knobs().with_settings(args.settings)
     console = Console(stderr=args.json)
     campaign = _run(knobs, args.examples, args.steps, tuple(args.machine or MACHINES), not args.no_step_check,

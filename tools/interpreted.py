@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 # A module the compiled install always compiles: where it comes from tells which install this is.
-_PROBE = "kcm.impl.cluster"
+_PROBE = "kcm.impl.sim.cluster"
 
 
 def compiled() -> bool:

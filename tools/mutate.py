@@ -1,4 +1,4 @@
-"""`kcm mutate`: the mutation score of the conformance suite (conformance/mutants.py).
+"""`kcm mutate`: the mutation score of the conformance suite (conformance/explore/mutants.py).
 
     kcm mutate [--only NAME ...] [--processes N] [--examples N] [--steps M] [--json]
 
@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kcm.conformance.mutants import CATALOGUE, SUITE_EXAMPLES, SUITE_STEPS, MutantResult, run_mutants
+from kcm.conformance.explore.mutants import CATALOGUE, SUITE_EXAMPLES, SUITE_STEPS, MutantResult, run_mutants
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 
-EXIT_OK, EXIT_BELOW_TARGET = 0, 1
 TARGET = 0.95
 
 
@@ -38,8 +38,6 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    from kcm.tools.cli import UsageError
-
     if args.list:
         for mutant in CATALOGUE:
             print(f"{mutant.name:38} {mutant.module}.{mutant.target}: {mutant.idea}")
@@ -73,7 +71,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         _print(console, results, summary)
-    return EXIT_OK if rate >= TARGET else EXIT_BELOW_TARGET
+    return EXIT_OK if rate >= TARGET else EXIT_VIOLATED
 
 
 def _print(console: Console, results: list[MutantResult], summary: dict[str, Any]) -> None:

@@ -25,13 +25,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kcm.spec.vocabulary import KnobError, Knobs
+from kcm.tools.errors import EXIT_USAGE, Parser, UsageError
+from kcm.tools.stages import ERROR, HOLDS, VIOLATED, StageRow, VerifyContext
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from kcm.tools.verify import StageRow, VerifyContext
-
-EXIT_USAGE = 2
 VERIFY_RUNS, VERIFY_STEPS = 4, 300
 
 
@@ -94,14 +93,14 @@ def _progress(console: Console) -> Iterator[Callable[[str, int, int], None]]:
 
 
 def _session(args: argparse.Namespace, submitted: bool) -> SparkSession:
-    from kcm.conformance.spark_session import DEFAULT_MASTER, spark_session
+    from kcm.conformance.pipeline.session import DEFAULT_MASTER, spark_session
 
     master = args.master or (None if submitted else DEFAULT_MASTER)
     return spark_session(master, shuffle_partitions=args.shuffle_partitions)
 
 
 def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
-    from kcm.conformance import pipeline as pl
+    from kcm.conformance.pipeline import jobs as pl
 
     console = Console(stderr=True)
     if args.stage == "report":
@@ -121,8 +120,8 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
 
 def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, fraction: float,
                progress: Callable[[str, int, int], None], started: float) -> int:
-    from kcm.conformance import pipeline as pl
-    from kcm.conformance.pipeline_ingest import ingest
+    from kcm.conformance.pipeline import jobs as pl
+    from kcm.conformance.pipeline.ingest import ingest
 
     out = Path(args.out)
     if args.stage == "generate":
@@ -143,7 +142,7 @@ def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, frac
 
 
 def _exit_code(summary: dict[str, Any]) -> int:
-    from kcm.conformance import pipeline as pl
+    from kcm.conformance.pipeline import jobs as pl
 
     if summary["violations"]:
         return pl.EXIT_VIOLATIONS
@@ -154,9 +153,7 @@ def _exit_code(summary: dict[str, Any]) -> int:
 
 def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
     """`kcm pipeline ...` on its own: what `spark-submit tools/pipeline.py ...` runs."""
-    from kcm.tools.cli import UsageError, _Parser
-
-    parser = _Parser(prog="kcm pipeline", description="The trace pipeline on Spark.")
+    parser = Parser(prog="kcm pipeline", description="The trace pipeline on Spark.")
     add_stages(parser)
     try:
         args = parser.parse_args(argv)
@@ -173,9 +170,8 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     """A small pipeline run on the default knobs: generate, then check, on local Spark."""
     import tempfile
 
-    from kcm.conformance import pipeline as pl
-    from kcm.conformance.spark_session import spark_session
-    from kcm.tools.verify import ERROR, HOLDS, VIOLATED, StageRow
+    from kcm.conformance.pipeline import jobs as pl
+    from kcm.conformance.pipeline.session import spark_session
 
     started = time.perf_counter()
     spark = spark_session("local[2]", shuffle_partitions=4)

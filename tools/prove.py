@@ -1,13 +1,10 @@
-"""`kcm prove` and `kcm validate`: the Z3 side of kcm on the command line.
+"""`kcm prove`: the Z3 engine on the command line.
 
     kcm prove [--json]                  universal proofs and induction steps, as a table
     kcm prove --bmc K [--set ...]       bounded model checking up to depth K; a counterexample is written
                                         as a trace (format v1)
-    kcm validate TRACE [--json]         every step of a trace against the transition relation
 
-`register(subparsers)` adds both commands to the `kcm` parser (kcm.tools.cli). Exit codes: 0 all proved
-(or every step explained), 1 a property fails or a step is unexplained, 2 a usage error or a result z3
-could not decide.
+Exit codes: 0 all proved, 1 a property fails, 2 a usage error or a result z3 could not decide.
 """
 
 from __future__ import annotations
@@ -18,15 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kcm.conformance.trace import TraceError, TraceWriter, load_trace
+from kcm.spec.trace.format import TraceError, TraceWriter
 from kcm.spec.vocabulary import Knobs
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError
+from kcm.tools.stages import StageRow, VerifyContext
 
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 DEFAULT_OUT = "counterexample.jsonl"
 
 
 def register(subparsers: Any) -> None:
-    """Add `prove` and `validate` to the subcommands of the `kcm` parser."""
     prove = subparsers.add_parser("prove", help="Z3: universal proofs, induction, bounded model checking")
     prove.add_argument("--json", action="store_true", help="a JSON list of {property, result, seconds, ...}")
     prove.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
@@ -47,20 +44,6 @@ def register(subparsers: Any) -> None:
     prove.add_argument("--out", default=DEFAULT_OUT, help=f"with --bmc: counterexample trace (default {DEFAULT_OUT})")
     prove.set_defaults(handler=cmd_prove)
 
-    validate = subparsers.add_parser("validate", help="check every step of a trace against the Z3 relation")
-    validate.add_argument("trace")
-    validate.add_argument("--json", action="store_true")
-    validate.add_argument("--tlc", action="store_true",
-                          help="TLC trace validation against the TLA+ specification instead (tools/tracecheck.py)")
-    validate.set_defaults(handler=cmd_validate)
-
-
-def _usage(message: str) -> Exception:
-    try:
-        from kcm.tools.cli import UsageError
-    except ImportError:  # pragma: no cover - cli is always there in kcm
-        return ValueError(message)
-    return UsageError(message)
 
 
 # -- kcm prove -------------------------------------------------------------------------------------------
@@ -69,14 +52,14 @@ def _usage(message: str) -> Exception:
 def cmd_prove(args: argparse.Namespace) -> int:
     knobs = Knobs().with_settings(args.settings)
     if args.brokers is not None and args.brokers < 2:
-        raise _usage("--brokers must be at least 2")
+        raise UsageError("--brokers must be at least 2")
     if args.bmc is not None:
         return _bmc(args, knobs)
     rows: list[dict[str, Any]] = []
     parts = args.only or ["proofs", "induction"]
     targets = _induction_targets(args.invariant)
     if args.invariant and "induction" not in parts:
-        raise _usage("--invariant goes with --bmc or the induction")
+        raise UsageError("--invariant goes with --bmc or the induction")
     if "proofs" in parts:
         from kcm.spec.z3.proofs import run_proofs
 
@@ -98,19 +81,19 @@ def cmd_prove(args: argparse.Namespace) -> int:
     return _exit_code(rows)
 
 
-def verify_stage(knobs: Knobs) -> list[tuple[str, str, str, float]]:
+def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     """The Z3 rows of `kcm verify`: the universal proofs and the induction, one summary row each."""
     from kcm.spec.z3.induction import run_induction
     from kcm.spec.z3.proofs import run_proofs
 
-    proofs = [r.to_json() for r in run_proofs(8, knobs)]
-    induction = run_induction(3, knobs)
+    proofs = [r.to_json() for r in run_proofs(8, ctx.knobs)]
+    induction = run_induction(3, ctx.knobs)
     steps = [step for result in induction for step in result.steps]
     strengthened = [r.invariant for r in induction if not r.alone]
     return [
-        ("universal proofs (8 brokers)", _stage_verdict([r["result"] for r in proofs]),
+        StageRow("z3", "universal proofs (8 brokers)", _stage_verdict([r["result"] for r in proofs]),
          _tally([r["result"] for r in proofs]), sum(r["seconds"] for r in proofs)),
-        ("inductive invariants (IndInit, IndNext, IndProp)", _stage_verdict([s.result for s in steps]),
+        StageRow("z3", "inductive invariants (IndInit, IndNext, IndProp)", _stage_verdict([s.result for s in steps]),
          _tally([s.result for s in steps]) + f"; strengthened: {len(strengthened)} of {len(induction)}",
          sum(s.seconds for s in steps)),
     ]
@@ -133,16 +116,16 @@ def _induction_targets(names: list[str] | None) -> tuple[str, ...]:
         return TARGETS
     unknown = [n for n in names if n not in TARGETS]
     if unknown:
-        raise _usage(f"the induction does not cover {unknown[0]!r} (it covers: {', '.join(TARGETS)})")
+        raise UsageError(f"the induction does not cover {unknown[0]!r} (it covers: {', '.join(TARGETS)})")
     return tuple(names)
 
 
 def _exit_code(rows: list[dict[str, Any]]) -> int:
     results = {row["result"] for row in rows}
     if "failed" in results:
-        return EXIT_FAILED
+        return EXIT_VIOLATED
     if "unknown" in results:
-        return EXIT_ERROR
+        return EXIT_USAGE
     return EXIT_OK
 
 
@@ -178,7 +161,7 @@ def _bmc_actions(listed: str | None) -> list[str] | None:
     names = [name.strip() for name in listed.split(",") if name.strip()]
     unknown = [name for name in names if name not in MODEL_ACTIONS]
     if unknown or not names:
-        raise _usage(f"--actions: {unknown[0] if unknown else 'nothing'!r} is not an action of the Z3 model "
+        raise UsageError(f"--actions: {unknown[0] if unknown else 'nothing'!r} is not an action of the Z3 model "
                      f"(known: {', '.join(MODEL_ACTIONS)})")
     return names
 
@@ -187,9 +170,9 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
     from kcm.spec.z3.bmc import run_bmc
 
     if args.bmc < 1:
-        raise _usage("--bmc needs a depth of at least 1")
+        raise UsageError("--bmc needs a depth of at least 1")
     if args.only:
-        raise _usage("--only does not go with --bmc")
+        raise UsageError("--only does not go with --bmc")
     result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
                      invariants=args.invariant, actions=_bmc_actions(args.actions), controller=args.controller)
     name = ", ".join(args.invariant) if args.invariant else "all invariants"
@@ -208,7 +191,7 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
                 for event in result.events:
                     writer.write(event)
         except TraceError as err:
-            raise _usage(f"{args.out}: cannot write the counterexample: {err.reason}") from err
+            raise UsageError(f"{args.out}: cannot write the counterexample: {err.reason}") from err
         row.update(invariant=result.invariant, trace=args.out, steps=len(result.events) - 1)
     if args.json:
         print(json.dumps([row], indent=2))
@@ -220,29 +203,4 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
     else:
         print(f"no counterexample to {name} up to depth {args.bmc} with {result.brokers} brokers "
               f"({knobs.describe()}; {result.seconds:.1f} s)")
-    return EXIT_FAILED if result.found else EXIT_OK
-
-
-# -- kcm validate ----------------------------------------------------------------------------------------
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    if args.tlc:
-        from kcm.tools.tracecheck import cmd_validate_tlc
-
-        return cmd_validate_tlc(args)
-    from kcm.spec.z3.validate import validate_events
-
-    events = load_trace(args.trace)
-    report = validate_events(events)
-    if args.json:
-        print(json.dumps({"trace": args.trace, **report.to_json()}, indent=2))
-    elif report.failure is None:
-        partial = f"; unobserved: {', '.join(report.unobserved)}" if report.unobserved else ""
-        print(f"{args.trace}: all {report.steps} steps explained by the Z3 transition relation "
-              f"({report.steps_per_second:,.0f} steps/s{partial})")
-    else:
-        f = report.failure
-        where = f" (partition {f.partition})" if f.partition else ""
-        print(f"{args.trace}: step {f.seq} ({f.action} by {f.actor}){where} is explained by no action: {f.reason}")
-    return EXIT_OK if report.failure is None else EXIT_FAILED
+    return EXIT_VIOLATED if result.found else EXIT_OK

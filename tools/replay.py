@@ -1,7 +1,7 @@
 """`kcm replay TRACE [--json]`: drive the implementation with the actions of a trace (a TLC counterexample
 converted by `kcm check`, or any trace in format v1) under the trace's knobs, compare the abstract state
 after every step, and report the first divergence or that the trace's invariant breaks in the
-implementation too (conformance/replay.py).
+implementation too (conformance/check/replay.py).
 
 Exit codes: 0 the implementation follows the whole trace (and breaks the invariant the trace breaks, if
 any), 1 a divergence or an invariant the implementation does not break, 2 bad input.
@@ -16,11 +16,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kcm.conformance.replay import Replayer, ReplayReport
-from kcm.conformance.trace import load_trace
+from kcm.conformance.check.replay import Replayer, ReplayReport
+from kcm.spec.trace.format import load_trace
 from kcm.spec.vocabulary import INVARIANTS
-
-EXIT_OK, EXIT_FAILED = 0, 1
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
 
 
 def register(subparsers: Any) -> None:
@@ -47,7 +46,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(json.dumps({"trace": args.trace, "knobs": replayer.knobs.to_dict(), **report.to_json()}, indent=2))
     else:
         print(describe(args.trace, report))
-    return EXIT_OK if report.verdict in ("conforms", "same-invariant") else EXIT_FAILED
+    return EXIT_OK if report.verdict in ("conforms", "same-invariant") else EXIT_VIOLATED
 
 
 def describe(trace: str, report: ReplayReport) -> str:

@@ -25,17 +25,14 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from kcm.spec.tlc.modelcheck import TLA_READINGS, ModelError, check_model, vocabulary_name
+from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcSetupError
 from kcm.spec.vocabulary import INVARIANTS, Knobs
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError
+from kcm.tools.stages import ERROR, HOLDS, VIOLATED, StageRow, VerifyContext
 
-from .check import TLA_READINGS, ModelError, check_model, vocabulary_name
-from .tlc import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcSetupError
-
-if TYPE_CHECKING:
-    from .verify import StageRow, VerifyContext
-
-EXIT_OK, EXIT_ERROR = 0, 2
 DEFAULT_OUT: Final = "review"
 HW: Final = "HighWatermarkMonotonic"
 COLUMNS: Final = ("TypeOK", *INVARIANTS)
@@ -248,8 +245,6 @@ def register(subparsers: Any) -> None:
 def cmd_review(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from .cli import UsageError
-
     if args.workers < 1 or (args.heap is not None and args.heap < MIN_HEAP_MB):
         raise UsageError(f"--workers must be at least 1 and --heap at least {MIN_HEAP_MB} (MiB)")
     try:
@@ -269,7 +264,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         print(markdown(rows))
         print(f"\n{len(rows)} rows, {sum(r.runs for r in rows)} TLC runs, {seconds:.0f} s; "
               f"counterexamples and review.json in {args.out}/")
-    return EXIT_ERROR if any(row.errors for row in rows) else EXIT_OK
+    return EXIT_USAGE if any(row.errors for row in rows) else EXIT_OK
 
 
 def _with_progress(console: Any, variants: list[Variant], out: Path, workers: int, heap_mb: int | None
@@ -296,7 +291,6 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     nothing)."""
     import tempfile
 
-    from .verify import ERROR, HOLDS, VIOLATED, StageRow
 
     ci = Variant(f"ci ({ctx.knobs.describe()})", settings_of(ctx.knobs), "ci")
     variants = [v for v in VARIANTS if v.knobs != ctx.knobs or v.model != "ci"]

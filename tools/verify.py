@@ -1,56 +1,54 @@
 """`kcm verify`: the full verification run on the embedded defaults.
 
-Each engine of kcm contributes a stage: the simulated-cluster campaign first, then the engines that other
-modules register here (Z3 proofs, TLC model check and review matrix, conformance, the Spark pipeline).
-A stage returns rows for the summary table; the run's verdict is the worst row.
+Each engine of kcm contributes a stage (kcm.tools.stages): the simulated-cluster campaign first, then the
+Z3 proofs, the TLC model check and review matrix, the conformance campaign and the Spark pipeline, each
+from its command's module. A stage returns rows for the summary table; the run's verdict is the worst row.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
+import sys
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from kcm.conformance.campaign import CampaignResult, SeedResult, run_campaign
-from kcm.impl.simulator import SimConfig
-from kcm.spec.vocabulary import Knobs
-
-HOLDS, VIOLATED, ERROR = "holds", "violated", "error"
-_SEVERITY = {HOLDS: 0, VIOLATED: 1, ERROR: 2}
-
-
-@dataclass(frozen=True)
-class StageRow:
-    """One line of the summary: which engine checked what, with which verdict."""
-
-    engine: str
-    check: str
-    verdict: str  # holds | violated | error
-    detail: str
-    seconds: float
+from kcm.conformance.explore.campaign import CampaignResult, SeedResult, run_campaign
+from kcm.tools import conform, pipeline, prove, review
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED
+from kcm.tools.sim import cluster_config, cluster_options
+from kcm.tools.stages import HOLDS, VIOLATED, Stage, StageRow, VerifyContext, verdict
 
 
-@dataclass(frozen=True)
-class VerifyContext:
-    """What every stage gets: the knobs, the cluster shape, the budget asked for, and where to show progress."""
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("verify", help="the full verification run on the embedded defaults")
+    cluster_options(parser)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--only", action="append", choices=list(STAGES), metavar="ENGINE",
+                        help=f"run only this engine (repeatable): {', '.join(STAGES)}")
+    parser.add_argument("--skip", action="append", choices=list(STAGES), default=[], metavar="ENGINE",
+                        help="leave this engine out (repeatable)")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=cmd_verify)
 
-    knobs: Knobs
-    config: SimConfig
-    seeds: int
-    steps: int
-    console: Console
-    # The campaign is also reported in full (first violation, reproduce line), beyond its rows.
-    campaigns: list[CampaignResult] = field(default_factory=list)
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from rich.console import Console
 
-Stage = Callable[[VerifyContext], list[StageRow]]
+    knobs, config = cluster_config(args)
+    stream = sys.stderr if args.json else sys.stdout
+    # Piped output keeps the table's columns whole instead of wrapping them to 80 characters.
+    console = Console(stderr=args.json, width=None if stream.isatty() else 160)
+    ctx = VerifyContext(knobs, config, args.seeds, args.steps, console)
+    engines = [e for e in (args.only or STAGES) if e not in args.skip]
+    rows = run(ctx, engines)
+    report(console, ctx, rows, args.json)
+    return {"holds": EXIT_OK, "violated": EXIT_VIOLATED}.get(verdict(rows), EXIT_USAGE)
 
 
 def simulation_stage(ctx: VerifyContext) -> list[StageRow]:
@@ -76,40 +74,14 @@ def _campaign_detail(result: CampaignResult, invariant: str) -> str:
     return f"{checks:,} checks over {len(result.seeds)} seeds"
 
 
-def _engine(module: str) -> Stage:
-    """The stage of an engine whose module has `verify_stage(ctx)`, imported only when the stage runs."""
-
-    def stage(ctx: VerifyContext) -> list[StageRow]:
-        rows: list[StageRow] = importlib.import_module(module).verify_stage(ctx)
-        return rows
-
-    return stage
-
-
-def _z3_stage(ctx: VerifyContext) -> list[StageRow]:
-    from kcm.tools.prove import verify_stage
-
-    return [StageRow("z3", *row) for row in verify_stage(ctx.knobs)]
-
-
 # Engines in the order they run.
 STAGES: dict[str, Stage] = {
     "simulation": simulation_stage,
-    "z3": _z3_stage,
-    "tlc": _engine("kcm.tools.review"),
-    "conformance": _engine("kcm.tools.conform"),
-    "pipeline": _engine("kcm.tools.pipeline"),
+    "z3": prove.verify_stage,
+    "tlc": review.verify_stage,
+    "conformance": conform.verify_stage,
+    "pipeline": pipeline.verify_stage,
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--only", action="append", choices=list(STAGES), metavar="ENGINE",
-                        help=f"run only this engine (repeatable): {', '.join(STAGES)}")
-    parser.add_argument("--skip", action="append", choices=list(STAGES), default=[], metavar="ENGINE",
-                        help="leave this engine out (repeatable)")
-    parser.add_argument("--json", action="store_true")
 
 
 def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:
@@ -117,10 +89,6 @@ def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:
     for engine in engines:
         rows.extend(STAGES[engine](ctx))
     return rows
-
-
-def verdict(rows: list[StageRow]) -> str:
-    return max((row.verdict for row in rows), key=_SEVERITY.__getitem__, default=HOLDS)
 
 
 def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: bool) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ._z3 import Expr, and_, first, not_, num_like, or_all
-from .model import Rules
+from kcm.spec.z3._z3 import Expr, and_, first, not_, num_like, or_all
+from kcm.spec.z3.model import Rules
 
 Slot = tuple[Expr, Expr]  # (broker id, whether the position is occupied)
 BrokerSet = dict[int, Expr]  # broker id -> membership

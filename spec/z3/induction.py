@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcm.spec.vocabulary import Knobs
-
-from ._z3 import Expr, and_all, int_const, not_, py_value, z3
-from .actions import Effect, Relations, next_relation
-from .invariants import (
+from kcm.spec.z3._z3 import Expr, and_all, int_const, not_, py_value, z3
+from kcm.spec.z3.actions import Effect, Relations, next_relation
+from kcm.spec.z3.invariants import (
     STATE_INVARIANTS,
     Lemma,
     controller_epoch_monotonic,
@@ -31,7 +30,7 @@ from .invariants import (
     lemmas,
     stale_controller_fenced,
 )
-from .model import Config, Rules, State
+from kcm.spec.z3.model import Config, Rules, State
 
 TARGETS: tuple[str, ...] = (
     "OneLeaderPerEpoch", "IsrSubsetOfReplicas", "LeaderInIsr",

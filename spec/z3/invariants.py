@@ -14,10 +14,22 @@ from dataclasses import dataclass
 from typing import Final
 
 from kcm.spec.vocabulary import HW_PER_LEADER
-
-from ._z3 import Expr, and_, and_all, const_bool_array, const_int_array, implies, not_, or_, or_all, select, store, z3
-from .actions import Effect, fence_obligation
-from .model import NO_EPOCH, ROLE_LEADER, Config, State
+from kcm.spec.z3._z3 import (
+    Expr,
+    and_,
+    and_all,
+    const_bool_array,
+    const_int_array,
+    implies,
+    not_,
+    or_,
+    or_all,
+    select,
+    store,
+    z3,
+)
+from kcm.spec.z3.actions import Effect, fence_obligation
+from kcm.spec.z3.model import NO_EPOCH, ROLE_LEADER, Config, State
 
 StateFormula = Callable[[State], Expr]
 

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from kcm.spec.vocabulary import NO_LEADER, Knobs
-
-from ._z3 import Expr, and_, bool_array, bool_const, int_array, int_const, ite, or_all
+from kcm.spec.z3._z3 import Expr, and_, bool_array, bool_const, int_array, int_const, ite, or_all
 
 ROLE_NONE: Final = 0
 ROLE_LEADER: Final = 1

@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcm.spec.vocabulary import Knobs
-
-from . import elections, tables
-from ._z3 import Expr, and_, and_all, implies, int_const, not_, or_, or_all, py_value, z3
-from .actions import Effect, Relations, relation
-from .elections import ElectionInput, Outcome, member
-from .model import ROLE_LEADER, Config, Rules, State
+from kcm.spec.z3 import elections, tables
+from kcm.spec.z3._z3 import Expr, and_, and_all, implies, int_const, not_, or_, or_all, py_value, z3
+from kcm.spec.z3.actions import Effect, Relations, relation
+from kcm.spec.z3.elections import ElectionInput, Outcome, member
+from kcm.spec.z3.model import ROLE_LEADER, Config, Rules, State
 
 
 @dataclass

@@ -17,8 +17,7 @@ from kcm.impl.states import (
     PartitionState,
     ReplicaState,
 )
-
-from ._z3 import Expr, and_, ite, not_, or_all
+from kcm.spec.z3._z3 import Expr, and_, ite, not_, or_all
 
 # State codes: 0 is the state a controller's context does not hold (absent counts as non-existent).
 PARTITION_STATES: Final[tuple[str, ...]] = (

@@ -20,13 +20,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kcm.conformance.trace import Event, apply_event, empty_state
+from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.vocabulary import ACTIONS, VARIABLES, Knobs
-
-from . import tables
-from ._z3 import Expr, and_all, implies, int_const, or_all, z3
-from .actions import ERR_NONE, ERR_OTHER, ERR_OUT_OF_RANGE, Effect, Relations
-from .model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
+from kcm.spec.z3 import tables
+from kcm.spec.z3._z3 import Expr, and_all, implies, int_const, or_all, z3
+from kcm.spec.z3.actions import ERR_NONE, ERR_OTHER, ERR_OUT_OF_RANGE, Effect, Relations
+from kcm.spec.z3.model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
 
 ROLE_CODE: Final = {"leader": ROLE_LEADER, "follower": ROLE_FOLLOWER}
 STUTTERS: Final = frozenset({

@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import JustifyMethod
 from rich.table import Table
 
-from ._common import PACKAGE, Figure, console, load_note, machine, read_summary
+from kcm.tools.bench._common import PACKAGE, Figure, console, load_note, machine, read_summary
 
 BENCHMARKS = ("controller", "simulator", "checker", "z3", "tlc", "replay", "pipeline", "conform")
 

@@ -24,8 +24,7 @@ from pathlib import Path
 
 from kcm.spec.z3._z3 import z3
 from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug, depth_query, dimacs
-
-from ._common import (
+from kcm.tools.bench._common import (
     Figure,
     base_parser,
     command_line,
@@ -36,7 +35,7 @@ from ._common import (
     table,
     write_summary,
 )
-from .z3 import tlc_seconds
+from kcm.tools.bench.z3 import tlc_seconds
 
 NAME = "bmc"
 

@@ -24,12 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.trace import Event, TraceWriter, read_trace
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import Event, TraceWriter, read_trace
 from kcm.spec.vocabulary import Knobs
-
-from ._common import (
+from kcm.tools.bench._common import (
     Figure,
     base_parser,
     command_line,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from kcm.conformance.stateful import (
+from kcm.conformance.explore.stateful import (
     KNOWN_BUG_SEARCHES,
     MACHINES,
     Campaign,
@@ -31,8 +31,7 @@ from kcm.conformance.stateful import (
     run_machine,
 )
 from kcm.spec.vocabulary import Knobs
-
-from ._common import (
+from kcm.tools.bench._common import (
     Figure,
     base_parser,
     command_line,

@@ -48,7 +48,6 @@ from unittest.mock import patch
 
 from rich.console import Console
 
-from kcm.impl.cluster import Cluster, Event
 from kcm.impl.controller import Controller, StepResult
 from kcm.impl.messages import (
     ControlledShutdownRequest,
@@ -57,10 +56,10 @@ from kcm.impl.messages import (
     UpdateMetadataRequest,
 )
 from kcm.impl.replica_manager import LEADER
+from kcm.impl.sim.cluster import Cluster, Event
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 from kcm.tools import interpreted
-
-from ._common import (
+from kcm.tools.bench._common import (
     Figure,
     base_parser,
     command_line,

@@ -47,14 +47,13 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from rich.table import Table
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.parquet import read_parquet
-from kcm.conformance.pipeline import EVENTS, generate
-from kcm.conformance.spark_invariants import STATE_SCHEMA, check_invariants
-from kcm.conformance.spark_session import spark_session
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.conformance.pipeline.invariants import STATE_SCHEMA, check_invariants
+from kcm.conformance.pipeline.jobs import EVENTS, generate
+from kcm.conformance.pipeline.session import spark_session
+from kcm.spec.trace.parquet import read_parquet
 from kcm.spec.vocabulary import Knobs
-
-from ._common import (
+from kcm.tools.bench._common import (
     Figure,
     add_grandchild_cpu,
     base_parser,
@@ -199,8 +198,8 @@ def _checker_rate(base: Path) -> tuple[float, int]:
 def _tlc_rate(base: Path, traces: int, prefix: int) -> tuple[float, str]:
     """TLC's events/s validating the first `prefix` events of the first `traces` runs of the corpus (the
     events of the steps it explains; a prefix it rejects counts up to the first event it cannot explain)."""
-    from kcm.tools.tlc import TlcError, TlcSetupError
-    from kcm.tools.tracecheck import validate_with_tlc
+    from kcm.spec.tlc.runner import TlcError, TlcSetupError
+    from kcm.spec.tlc.validate import validate_with_tlc
 
     runs: dict[str, list[Any]] = {}
     for event in read_parquet(base):

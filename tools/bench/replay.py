@@ -18,13 +18,21 @@ import sys
 import time
 from collections.abc import Sequence
 
-from kcm.conformance.replay import replay
-from kcm.conformance.trace import Event
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.conformance.check.replay import replay
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.tlc.validate import validate_with_tlc
+from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.tracecheck import validate_with_tlc
-
-from ._common import Figure, base_parser, command_line, console, print_footer, print_header, table, write_summary
+from kcm.tools.bench._common import (
+    Figure,
+    base_parser,
+    command_line,
+    console,
+    print_footer,
+    print_header,
+    table,
+    write_summary,
+)
 
 NAME = "replay"
 SMALL = SimConfig(brokers=2, partitions=1, replication_factor=2, admin=0.0)

@@ -32,14 +32,13 @@ from pathlib import Path
 
 from rich.progress import Progress, TaskID
 
-from kcm.conformance.trace import TraceWriter
-from kcm.impl.cluster import Event, EventSink
 from kcm.impl.controller import StepResult
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.impl.sim.cluster import Event, EventSink
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import TraceWriter
 from kcm.spec.vocabulary import Knobs
 from kcm.tools import interpreted
-
-from ._common import (
+from kcm.tools.bench._common import (
     Figure,
     base_parser,
     command_line,

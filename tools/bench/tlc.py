@@ -9,7 +9,7 @@ the same TLC with the same heap and workers: its states/s is what TLC does with 
 wall time on a 100-state version is TLC's fixed cost (JVM start, parsing). Each model is then reported as
 states/s against that raw rate: how much a state of our spec costs.
 
-Every model is run once through `kcm.tools.check.check_model` (what `kcm check` runs), with the knobs its
+Every model is run once through `kcm.spec.tlc.modelcheck.check_model` (what `kcm check` runs), with the knobs its
 configuration sets; a reproduction must end in the violation its configuration announces.
 """
 
@@ -25,10 +25,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kcm.tools.check import check_model, model_knobs, models, vocabulary_name
-from kcm.tools.tlc import TlcResult, run_tlc
-
-from ._common import (
+from kcm.spec.tlc.modelcheck import check_model, model_knobs, models, vocabulary_name
+from kcm.spec.tlc.runner import TlcResult, run_tlc
+from kcm.tools.bench._common import (
     Figure,
     base_parser,
     command_line,

@@ -22,18 +22,17 @@ import sys
 import time
 from collections.abc import Sequence
 
-from kcm.conformance.invariants import InvariantChecker
-from kcm.conformance.trace import Event
+from kcm.conformance.check.invariants import InvariantChecker
 from kcm.impl import election
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3._z3 import z3
 from kcm.spec.z3.bmc import KNOWN_BUGS, run_bmc
 from kcm.spec.z3.induction import TARGETS, Induction
 from kcm.spec.z3.proofs import run_proofs
 from kcm.spec.z3.validate import Validator
-
-from ._common import (
+from kcm.tools.bench._common import (
     Figure,
     base_parser,
     command_line,
@@ -89,8 +88,8 @@ def simulate(steps: int) -> list[Event]:
 def tlc_seconds(model: str) -> tuple[float | None, str]:
     """TLC's time to its counterexample on a reproduction model, run as `kcm check --model` runs it (the
     model's own knobs and settings)."""
-    from kcm.tools.check import ModelError, check_model, model_knobs
-    from kcm.tools.tlc import TlcError, TlcSetupError
+    from kcm.spec.tlc.modelcheck import ModelError, check_model, model_knobs
+    from kcm.spec.tlc.runner import TlcError, TlcSetupError
 
     try:
         outcome = check_model(model, model_knobs(model))

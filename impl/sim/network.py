@@ -14,7 +14,7 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from .messages import LOSSY, Envelope
+from kcm.impl.messages import LOSSY, Envelope
 
 Connection = tuple[int, int]
 

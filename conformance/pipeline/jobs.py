@@ -1,6 +1,6 @@
 """The trace pipeline on Spark: generate, ingest, check and report trace corpora (docs/pipeline.md).
 
-A pipeline directory holds the events in the Parquet layout of conformance/parquet.py under `events/`
+A pipeline directory holds the events in the Parquet layout of spec/trace/parquet.py under `events/`
 (one `run=<run>/` folder per run), what could not be used under `quarantine.jsonl` (file, line, reason),
 and a `manifest.json` with the counts. Every record read ends up either checked or quarantined; the
 counts say so and the stages assert it.
@@ -25,10 +25,10 @@ from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kcm.conformance.invariants import READS
-from kcm.conformance.parquet import ARROW_SCHEMA, write_parquet
-from kcm.conformance.spark_invariants import check_invariants
-from kcm.conformance.trace import Event
+from kcm.conformance.check.invariants import READS
+from kcm.conformance.pipeline.invariants import check_invariants
+from kcm.spec.trace.format import Event
+from kcm.spec.trace.parquet import ARROW_SCHEMA, write_parquet
 from kcm.spec.vocabulary import ACTIONS, INVARIANTS, VARIABLES, Knobs
 
 EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
@@ -110,7 +110,7 @@ def derive_seed(base: int, index: int) -> int:
 def _simulate_into(out: str, knobs: dict[str, Any], steps: int, config: dict[str, Any]) -> Callable[
         [Iterable[tuple[int, int]]], Iterable[tuple[str, int]]]:
     def task(items: Iterable[tuple[int, int]]) -> Iterator[tuple[str, int]]:
-        from kcm.impl.simulator import SimConfig, Simulator
+        from kcm.impl.sim.simulator import SimConfig, Simulator
 
         for index, seed in items:
             events: list[Event] = []

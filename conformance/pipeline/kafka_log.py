@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .trace import Event, make_event
+from kcm.spec.trace.format import Event, make_event
 
 _PREFIX: Final = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>[A-Z]+) (?P<msg>.*?)"
                             r"(?: \(state\.change\.logger\))?$")

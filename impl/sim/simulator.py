@@ -12,10 +12,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kcm.impl.replica_manager import LEADER
+from kcm.impl.sim.cluster import Cluster, Event, EventSink
 from kcm.spec.vocabulary import NO_LEADER, Knobs
-
-from .cluster import Cluster, Event, EventSink
-from .replica_manager import LEADER
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,10 @@ from typing import Any, Final
 import networkx as nx  # type: ignore[import-untyped]  # no stubs in the dev dependencies
 from rich.table import Table
 
+from kcm.conformance.check.svg import Svg, box_exit
 from kcm.impl.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES
+from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import ACTIONS
-
-from .svg import Svg, box_exit
-from .trace import Event
 
 MACHINES: Final = ("partition", "replica")
 REACHED, UNREACHED, INVALID = "#1f5fa8", "#b0b0b0", "#c62828"

@@ -15,7 +15,7 @@ from typing import Any, Final
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
 
-from kcm.conformance.trace import Event, TraceError
+from kcm.spec.trace.format import Event, TraceError
 
 ARROW_SCHEMA: Final = pa.schema(
     [

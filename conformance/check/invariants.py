@@ -27,9 +27,8 @@ from kcm.impl.states import (
     valid_partition_transition,
     valid_replica_transition,
 )
+from kcm.spec.trace.format import Event, empty_state, merge_variable
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES
-
-from .trace import Event, empty_state, merge_variable
 
 # Which variables each invariant reads: with a partial trace, an invariant is checked only if the trace
 # observes all of them.

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Final
 
 from kcm.impl import zk_paths
-from kcm.impl.cluster import Cluster
 from kcm.impl.messages import LeaderAndIsrRequest, Record
 from kcm.impl.replica_manager import FOLLOWER, LEADER, Replica
+from kcm.impl.sim.cluster import Cluster
 from kcm.impl.store import NoNodeError
 
 # Committed records that some in-sync follower does not know are committed: what a follower truncating to

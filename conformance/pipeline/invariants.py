@@ -1,6 +1,6 @@
 """The eleven invariants of docs/invariants.md as DataFrame operations over ordered events.
 
-The single-process checker (conformance/invariants.py) keeps a state and walks the events; here the
+The single-process checker (conformance/check/invariants.py) keeps a state and walks the events; here the
 state is never materialised. Each event's delta is exploded into leaves (variable, keys, value), and the
 value a variable holds at an event is the last leaf written before it: a window over the variable's keys
 ordered by `seq` (an "as-of" lookup). Step invariants compare a leaf with the previous one, history
@@ -20,10 +20,14 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from kcm.conformance.check.invariants import (
+    CONTEXT_LOAD_ACTIONS,
+    CONTROLLER_REQUESTS,
+    REPLICA_VARS,
+    STORE_PARTITION_VARS,
+)
 from kcm.impl.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, VARIABLES
-
-from .invariants import CONTEXT_LOAD_ACTIONS, CONTROLLER_REQUESTS, REPLICA_VARS, STORE_PARTITION_VARS
 
 _LONG: Final = T.LongType()
 _IDS: Final = T.ArrayType(_LONG)

@@ -26,14 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kcm.impl.cluster import Cluster, message_args
+from kcm.conformance.check.invariants import InvariantChecker
 from kcm.impl.messages import ACTION_OF, Envelope
 from kcm.impl.replica_manager import FOLLOWER, LEADER, REPLICA_LAG_TICKS, REQUEST_TIMEOUT_TICKS
-from kcm.impl.simulator import SimConfig
+from kcm.impl.sim.cluster import Cluster, message_args
+from kcm.impl.sim.simulator import SimConfig
+from kcm.spec.trace.format import Event, actor_kind, apply_event
 from kcm.spec.vocabulary import ACTIONS, VARIABLES, Knobs
-
-from .invariants import InvariantChecker
-from .trace import Event, actor_kind, apply_event
 
 Step = Callable[[Cluster], object]
 
@@ -49,7 +48,7 @@ _MESSAGE_ACTIONS: Final = frozenset(ACTION_OF.values())
 # What a delivery event adds to the message's fields (cluster._deliver).
 _DELIVERY_NOTES: Final = frozenset({"applied", "stopped", "ignored"})
 _QUEUE_ACTIONS_OF_BROKERS: Final = frozenset({"ControllerElect", "BrokerReregister"})
-# Spec actions that fuse a fetch request, its handling and its answer into one step (tools/check.py).
+# Spec actions that fuse a fetch request, its handling and its answer into one step (spec/tlc/modelcheck.py).
 _FUSED: Final = {"FetchRound", "TruncationRound"}
 _TOPIC_PARTITION: Final = re.compile(r"^(.+)-(\d+)$")
 # Ticks a model's Tick may take in the implementation before the follower's request times out.

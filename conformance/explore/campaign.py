@@ -6,11 +6,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kcm.impl.simulator import SimConfig, Simulator
+from kcm.conformance.check.invariants import InvariantChecker, Violation
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import INVARIANTS, Knobs
-
-from .invariants import InvariantChecker, Violation
-from .trace import Event
 
 
 @dataclass

@@ -21,7 +21,7 @@ from kcm.spec.vocabulary import ACTIONS, VARIABLES
 Event = dict[str, Any]
 
 # Located through the package, not __file__, which a compiled module does not set to its own folder.
-SCHEMA_PATH: Final = importlib.resources.files("kcm.conformance").joinpath("trace_schema.json")
+SCHEMA_PATH: Final = importlib.resources.files("kcm.spec.trace").joinpath("schema.json")
 FORMAT_VERSION: Final = 1
 
 # The order keys are written in; fixed so the same run always produces the same bytes.

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.conformance.trace import Event, apply_event
+from kcm.spec.tlc.modelcheck import ERA_HOOKS, KNOB_CONSTANTS, VARIANT_PREFIX, spec_dir
+from kcm.spec.tlc.runner import run_tlc
+from kcm.spec.trace.format import Event, apply_event
 from kcm.spec.vocabulary import VARIABLES, Knobs
-
-from .check import ERA_HOOKS, KNOB_CONSTANTS, VARIANT_PREFIX, spec_dir
-from .tlc import TlcError, TlcSetupError, run_tlc
 
 MODULE: Final = "TraceRun"
 ACCEPTED: Final = "TraceNotAccepted"
@@ -308,36 +307,3 @@ def validate_with_tlc(events: list[Event], heap_mb: int = 2048,
     matched = len(events) if first_bad is None else first_bad
     return TraceCheck(accepted, len(events), matched, None if first_bad is None else events[first_bad],
                       result.distinct_states, time.perf_counter() - started)
-
-
-def cmd_validate_tlc(args: Any) -> int:
-    """`kcm validate --tlc TRACE [--json]`: exit 0 the specification explains the whole trace, 1 not."""
-    from rich.console import Console
-    from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
-    from kcm.conformance.trace import load_trace
-
-    events = load_trace(args.trace)
-    console = Console(stderr=True)
-    try:
-        with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True,
-                      disable=args.json or not console.is_terminal) as progress:
-            task = progress.add_task(f"TLC: validating {len(events)} events")
-
-            def show(generated: int, distinct: int) -> None:
-                progress.update(task, description=f"TLC: validating {len(events)} events, {distinct:,} states")
-
-            check = validate_with_tlc(events, on_progress=show)
-    except (TlcSetupError, TlcError) as err:
-        raise ValueError(str(err)) from err
-    if args.json:
-        print(json.dumps({"trace": args.trace, **check.to_json()}, indent=2))
-    elif check.accepted:
-        print(f"{args.trace}: the specification explains all {check.events} events "
-              f"({check.distinct_states:,} states, {check.seconds:.1f} s, {check.events_per_second:,.1f} events/s)")
-    else:
-        bad = check.first_unexplained
-        assert bad is not None
-        print(f"{args.trace}: event seq {bad['seq']} ({bad['action']} by {bad['actor']}) is explained by no "
-              f"behaviour of the specification (the first {check.matched} events are)")
-    return 0 if check.accepted else 1

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.vocabulary import VARIABLES
 from kcm.spec.z3.validate import Failure, ValidationReport, Validator, _copy_state
-
-from .trace import Event, apply_event, empty_state
 
 # Variables whose first level of keys are partitions; the others are per broker, then per partition.
 PARTITION_KEYED = frozenset({"assignment", "leader", "leader_epoch", "isr", "partition_controller_epoch",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .trace import Event
+from kcm.spec.trace.format import Event
 
 ARG_KEYS = ("partition", "broker", "topic", "controller_epoch", "leader_epoch", "applied", "record", "error",
             "removed", "dead", "new", "created", "elected", "resigned", "remaining", "targets", "now")

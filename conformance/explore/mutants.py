@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from kcm.spec.vocabulary import Knobs
 
-ROOT: Final = Path(__file__).resolve().parents[1]
+ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIO_TESTS: Final = ROOT / "tests" / "test_scenarios.py"
 RM, EL, PSM, CTL, CS, CC = ("kcm.impl.replica_manager", "kcm.impl.election", "kcm.impl.partition_state_machine",
                             "kcm.impl.controller", "kcm.impl.controller_store", "kcm.impl.controller_context")
@@ -208,7 +208,7 @@ def run_suite(examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> str:
     failed = _scenario_tests()
     if failed:
         return failed
-    from .stateful import run_campaign
+    from kcm.conformance.explore.stateful import run_campaign
 
     campaign = run_campaign(Knobs(), examples, steps, database=False)
     if campaign.found:

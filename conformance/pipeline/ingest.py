@@ -11,12 +11,11 @@ from typing import Any
 import fastjsonschema
 from pyspark.sql import SparkSession
 
+from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, Counts, Progress, _quiet, write_json, write_quarantine
+from kcm.conformance.pipeline.kafka_log import parse_kafka_log
+from kcm.spec.trace.format import OBSERVER, Event, TraceError, _parse_line, _schema_error, _schema_validator, actor_kind
+from kcm.spec.trace.parquet import write_parquet
 from kcm.spec.vocabulary import ACTIONS
-
-from .kafka_log import parse_kafka_log
-from .parquet import write_parquet
-from .pipeline import EVENTS, MANIFEST, Counts, Progress, _quiet, write_json, write_quarantine
-from .trace import OBSERVER, Event, TraceError, _parse_line, _schema_error, _schema_validator, actor_kind
 
 Outcome = tuple[str, int, int, list[dict[str, Any]]]  # file, lines read, events written, quarantine
 

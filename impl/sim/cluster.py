@@ -9,12 +9,10 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from kcm.spec.vocabulary import ACTIONS, NO_LEADER, Knobs
-
-from . import zk_paths
-from .abstraction import Abstraction
-from .controller import Controller, ControllerEvent
-from .messages import (
+from kcm.impl import zk_paths
+from kcm.impl.abstraction import Abstraction
+from kcm.impl.controller import Controller, ControllerEvent
+from kcm.impl.messages import (
     ACTION_OF,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
@@ -26,9 +24,10 @@ from .messages import (
     StopReplicaResponse,
     UpdateMetadataRequest,
 )
-from .network import Network
-from .replica_manager import LEADER, ReplicaManager
-from .store import InMemoryStore, NodeExistsError, NoNodeError
+from kcm.impl.replica_manager import LEADER, ReplicaManager
+from kcm.impl.sim.network import Network
+from kcm.impl.store import InMemoryStore, NodeExistsError, NoNodeError
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, Knobs
 
 Event = dict[str, Any]
 EventSink = Callable[[Event], None]

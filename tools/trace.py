@@ -1,5 +1,5 @@
 """`kcm trace convert IN OUT [--to itf|v1]`: trace format v1 (JSON Lines) to ITF (Apalache's JSON trace
-format) and back, losslessly (conformance/itf.py). Without `--to`, a `.jsonl` input goes to ITF and
+format) and back, losslessly (spec/trace/itf.py). Without `--to`, a `.jsonl` input goes to ITF and
 anything else is read as ITF and written as v1."""
 
 from __future__ import annotations
@@ -7,10 +7,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kcm.conformance.itf import convert_v1_to_itf, read_itf
-from kcm.conformance.trace import TraceWriter
-
-EXIT_OK = 0
+from kcm.spec.trace.format import TraceWriter
+from kcm.spec.trace.itf import convert_v1_to_itf, read_itf
+from kcm.tools.errors import EXIT_OK
 
 
 def register(subparsers: Any) -> None:

@@ -41,17 +41,16 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from kcm.impl.cluster import Cluster
+from kcm.conformance.check.coverage import Coverage
+from kcm.conformance.check.invariants import InvariantChecker, Violation
+from kcm.conformance.check.validate import StepValidator
+from kcm.conformance.explore import danger
 from kcm.impl.replica_manager import FOLLOWER, LEADER, REPLICA_LAG_TICKS, REQUEST_TIMEOUT_TICKS
+from kcm.impl.sim.cluster import Cluster
+from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import INVARIANTS, NO_LEADER, Knobs
 
-from . import danger
-from .coverage import Coverage
-from .invariants import InvariantChecker, Violation
-from .stepcheck import StepValidator
-from .trace import Event, TraceWriter
-
-ROOT: Final = Path(__file__).resolve().parents[1]
+ROOT: Final = Path(__file__).resolve().parents[2]
 DATABASE: Final = ROOT / ".hypothesis" / "conformance"
 MODEL_STEP: Final = "ModelStep"  # the name a step the Z3 model cannot explain is reported under
 IMPLEMENTATION_ERROR: Final = "ImplementationError"

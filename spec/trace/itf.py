@@ -17,9 +17,8 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+from kcm.spec.trace.format import Event, TraceError, _Continuity, apply_event, make_event, read_trace
 from kcm.spec.vocabulary import VARIABLES
-
-from .trace import Event, TraceError, _Continuity, apply_event, make_event, read_trace
 
 Itf = dict[str, Any]
 

@@ -1,0 +1,45 @@
+"""`kcm check-trace TRACE [--json]`: every invariant on every step of a trace, by the invariant checker.
+Exit 0 all hold, 1 with the first violating step, the invariant and an excerpt of the trace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.spec.trace.format import load_trace
+from kcm.spec.trace.render import render_excerpt
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
+
+
+def register(subparsers: Any) -> None:
+    check = subparsers.add_parser("check-trace", help="check every invariant on a trace file")
+    check.add_argument("trace")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(handler=cmd_check_trace)
+
+
+def cmd_check_trace(args: argparse.Namespace) -> int:
+    events = load_trace(args.trace)
+    report = InvariantChecker().check_all(events)
+    first = report.violations[0] if report.violations else None
+    if args.json:
+        print(json.dumps({
+            "trace": args.trace,
+            "events": report.events,
+            "verdicts": report.verdicts(),
+            "checks": dict(sorted(report.checks.items())),
+            "violations": [{"invariant": v.invariant, "seq": v.seq, "message": v.message}
+                           for v in report.violations],
+        }, indent=2))
+    elif first is None:
+        print(f"{args.trace}: {report.events} events, all invariants hold")
+        for name, verdict in report.verdicts().items():
+            print(f"  {name:<28} {verdict}")
+    else:
+        print(f"{args.trace}: {first.invariant} violated at step {first.seq}: {first.message}")
+        print(render_excerpt(events, first.seq))
+        if len(report.violations) > 1:
+            print(f"({len(report.violations) - 1} more violations; --json lists them all)")
+    return EXIT_OK if first is None else EXIT_VIOLATED

@@ -1,0 +1,74 @@
+"""`kcm validate`: every step of a trace against the model, by the Z3 transition relation (default) or by
+TLC trace validation (`--tlc`), naming the first step no action explains. Exit 0 every step explained,
+1 a step unexplained, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+from kcm.spec.tlc.runner import TlcError, TlcSetupError
+from kcm.spec.tlc.validate import validate_with_tlc
+from kcm.spec.trace.format import load_trace
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
+
+
+def register(subparsers: Any) -> None:
+    validate = subparsers.add_parser("validate", help="check every step of a trace against the Z3 relation")
+    validate.add_argument("trace")
+    validate.add_argument("--json", action="store_true")
+    validate.add_argument("--tlc", action="store_true",
+                          help="TLC trace validation against the TLA+ specification instead (spec/tlc/validate.py)")
+    validate.set_defaults(handler=cmd_validate)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    if args.tlc:
+        return cmd_validate_tlc(args)
+    from kcm.spec.z3.validate import validate_events  # z3 takes a tenth of a second to load
+
+    events = load_trace(args.trace)
+    report = validate_events(events)
+    if args.json:
+        print(json.dumps({"trace": args.trace, **report.to_json()}, indent=2))
+    elif report.failure is None:
+        partial = f"; unobserved: {', '.join(report.unobserved)}" if report.unobserved else ""
+        print(f"{args.trace}: all {report.steps} steps explained by the Z3 transition relation "
+              f"({report.steps_per_second:,.0f} steps/s{partial})")
+    else:
+        f = report.failure
+        where = f" (partition {f.partition})" if f.partition else ""
+        print(f"{args.trace}: step {f.seq} ({f.action} by {f.actor}){where} is explained by no action: {f.reason}")
+    return EXIT_OK if report.failure is None else EXIT_VIOLATED
+
+
+def cmd_validate_tlc(args: Any) -> int:
+    """`kcm validate --tlc TRACE [--json]`: exit 0 the specification explains the whole trace, 1 not."""
+    events = load_trace(args.trace)
+    console = Console(stderr=True)
+    try:
+        with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True,
+                      disable=args.json or not console.is_terminal) as progress:
+            task = progress.add_task(f"TLC: validating {len(events)} events")
+
+            def show(generated: int, distinct: int) -> None:
+                progress.update(task, description=f"TLC: validating {len(events)} events, {distinct:,} states")
+
+            check = validate_with_tlc(events, on_progress=show)
+    except (TlcSetupError, TlcError) as err:
+        raise ValueError(str(err)) from err
+    if args.json:
+        print(json.dumps({"trace": args.trace, **check.to_json()}, indent=2))
+    elif check.accepted:
+        print(f"{args.trace}: the specification explains all {check.events} events "
+              f"({check.distinct_states:,} states, {check.seconds:.1f} s, {check.events_per_second:,.1f} events/s)")
+    else:
+        bad = check.first_unexplained
+        assert bad is not None
+        print(f"{args.trace}: event seq {bad['seq']} ({bad['action']} by {bad['actor']}) is explained by no "
+              f"behaviour of the specification (the first {check.matched} events are)")
+    return EXIT_OK if check.accepted else EXIT_VIOLATED

@@ -13,7 +13,7 @@ from typing import Any
 
 from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.vocabulary import VARIABLES
-from kcm.spec.z3.validate import Failure, ValidationReport, Validator, _copy_state
+from kcm.spec.z3.validate import Failure, ValidationReport, Validator, copy_state
 
 # Variables whose first level of keys are partitions; the others are per broker, then per partition.
 PARTITION_KEYED = frozenset({"assignment", "leader", "leader_epoch", "isr", "partition_controller_epoch",
@@ -41,7 +41,7 @@ class StepValidator(Validator):
         self.report.events += 1
         self._note_partitions(event["state"])
         before = self.state
-        self.state = _copy_state(before)
+        self.state = copy_state(before)
         apply_event(self.state, event)
         if event.get("full"):
             self._previous.clear()

@@ -11,9 +11,9 @@ from typing import Any
 import fastjsonschema
 from pyspark.sql import SparkSession
 
-from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, Counts, Progress, _quiet, write_json, write_quarantine
+from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, Counts, Progress, no_progress, write_json, write_quarantine
 from kcm.conformance.pipeline.kafka_log import parse_kafka_log
-from kcm.spec.trace.format import OBSERVER, Event, TraceError, _parse_line, _schema_error, _schema_validator, actor_kind
+from kcm.spec.trace.format import OBSERVER, Event, TraceError, actor_kind, parse_line, schema_error, schema_validator
 from kcm.spec.trace.parquet import write_parquet
 from kcm.spec.vocabulary import ACTIONS
 
@@ -34,13 +34,13 @@ def parse_jsonl(path: str) -> tuple[list[Event], list[dict[str, Any]], int]:
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
-                event = _parse_line(raw, path, number)
-                _schema_validator()(event)
+                event = parse_line(raw, path, number)
+                schema_validator()(event)
             except TraceError as err:
                 reject(number, f"{_kind(err.reason)}: {err.field}: {err.reason}")
                 continue
             except fastjsonschema.JsonSchemaValueException as err:
-                field, reason = _schema_error(err)
+                field, reason = schema_error(err)
                 reject(number, f"unknown action: {reason}" if field == "action" else f"schema: {field}: {reason}")
                 continue
             needed = ACTIONS[event["action"]]
@@ -89,7 +89,7 @@ def _ingest_file(out: str) -> Callable[[Iterable[tuple[str, str]]], Iterable[Out
 
 
 def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str], out: Path,
-           progress: Progress = _quiet) -> Counts:
+           progress: Progress = no_progress) -> Counts:
     files = [("kafka", str(p)) for p in kafka_logs] + [("trace", str(p)) for p in traces]
     if not files:
         raise ValueError("nothing to ingest: give --kafka-log or --trace files")

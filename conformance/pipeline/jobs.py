@@ -44,7 +44,7 @@ _FILE_COLUMNS: Final = [f for f in ARROW_SCHEMA if f.name != "run"]
 Progress = Callable[[str, int, int], None]
 
 
-def _quiet(_: str, __: int, ___: int) -> None:
+def no_progress(_: str, __: int, ___: int) -> None:
     return None
 
 
@@ -126,7 +126,7 @@ def _simulate_into(out: str, knobs: dict[str, Any], steps: int, config: dict[str
 
 
 def generate(spark: SparkSession, runs: int, steps: int, knobs: Knobs, out: Path, base_seed: int = 0,
-             config: dict[str, Any] | None = None, progress: Progress = _quiet) -> Counts:
+             config: dict[str, Any] | None = None, progress: Progress = no_progress) -> Counts:
     """A simulation campaign, one seed per Spark task, each run written to its own partition."""
     if runs < 1 or steps < 1:
         raise ValueError("--runs and --steps must be at least 1")
@@ -270,7 +270,7 @@ class CheckResult:
 
 
 def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float = 0.0,
-          progress: Progress = _quiet) -> CheckResult:
+          progress: Progress = no_progress) -> CheckResult:
     """Checks every run of a pipeline directory; writes verdicts, violations, coverage and the quarantine."""
     out.mkdir(parents=True, exist_ok=True)
     counts = Counts()

@@ -72,7 +72,7 @@ def _inline_refs(node: Any, definitions: dict[str, Any]) -> Any:
     return node
 
 
-def _schema_validator() -> _Validator:
+def schema_validator() -> _Validator:
     # Compiled on first use: compiling costs tens of milliseconds that importers who never read a trace
     # should not pay.
     global _validator
@@ -87,7 +87,7 @@ def _join(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
 
 
-def _schema_error(err: fastjsonschema.JsonSchemaValueException) -> tuple[str, str]:
+def schema_error(err: fastjsonschema.JsonSchemaValueException) -> tuple[str, str]:
     """The (field, reason) of a schema violation, naming the offending key rather than its parent."""
     name = err.name or "data"
     prefix = name[len("data.") :] if name.startswith("data.") else ""
@@ -116,7 +116,7 @@ def actor_kind(actor: str) -> str:
     return actor.partition(":")[0]
 
 
-class _Continuity:
+class Continuity:
     """The checks that span events or that the schema cannot express: one run, consecutive seq, and
     an actor of the kind the action needs."""
 
@@ -127,9 +127,9 @@ class _Continuity:
 
     def check(self, event: Any, line: int) -> Event:
         try:
-            _schema_validator()(event)
+            schema_validator()(event)
         except fastjsonschema.JsonSchemaValueException as err:
-            field, reason = _schema_error(err)
+            field, reason = schema_error(err)
             raise TraceError(self.file, line, field, reason) from None
         self._check_run(event["run"], line)
         self._check_seq(event["seq"], line)
@@ -159,7 +159,7 @@ class _Continuity:
             )
 
 
-def _parse_line(raw: bytes, file: str, line: int) -> Any:
+def parse_line(raw: bytes, file: str, line: int) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -178,12 +178,12 @@ def _parse_line(raw: bytes, file: str, line: int) -> Any:
 def read_trace(path: str | Path) -> Iterator[Event]:
     """Stream the events of a trace file, validating each; raises TraceError at the first fault."""
     file = str(path)
-    continuity = _Continuity(file)
+    continuity = Continuity(file)
     line = 0
     try:
         with open(path, "rb") as handle:
             for line, raw in enumerate(handle, start=1):
-                yield continuity.check(_parse_line(raw, file, line), line)
+                yield continuity.check(parse_line(raw, file, line), line)
     except OSError as err:
         raise TraceError(file, line, _NO_FIELD, err.strerror or str(err)) from None
     if line == 0:
@@ -302,7 +302,7 @@ class TraceWriter:
             self.file = str(getattr(target, "name", "<stream>"))
             self._stream = target
             self._owned = False
-        self._continuity = _Continuity(self.file) if validate else None
+        self._continuity = Continuity(self.file) if validate else None
         self.lines = 0
 
     def write(self, event: Event) -> None:

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.spec.trace.format import Event, TraceError, _Continuity, apply_event, make_event, read_trace
+from kcm.spec.trace.format import Continuity, Event, TraceError, apply_event, make_event, read_trace
 from kcm.spec.vocabulary import VARIABLES
 
 Itf = dict[str, Any]
@@ -140,7 +140,7 @@ class _Reader:
         if not isinstance(states, list) or not states:
             raise self.fail("states", "missing or empty")
         run = Path(self.file).stem
-        continuity = _Continuity(self.file)
+        continuity = Continuity(self.file)
         previous: dict[str, Any] = {}
         out = []
         for index, raw in enumerate(states):

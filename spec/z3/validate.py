@@ -422,7 +422,7 @@ class Validator:
         state = empty_state()
         for index, event in enumerate(self.events):
             before = state
-            state = _copy_state(state)
+            state = copy_state(state)
             apply_event(state, event)
             if index == 0 or event.get("full"):
                 self._remember(state)
@@ -774,7 +774,7 @@ def _conjunction(parts: list[Expr]) -> Expr:
     return z3.BoolRef(z3.Z3_mk_and(ctx.ref(), len(parts), array), ctx)
 
 
-def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
+def copy_state(state: dict[str, Any]) -> dict[str, Any]:
     """A copy deep enough that merging a delta into it leaves the original alone (leaves are shared)."""
     out: dict[str, Any] = {}
     for name, value in state.items():

@@ -1,2 +1,4 @@
-"""The model side of kcm: the shared vocabulary (design knobs, invariant names) used unchanged by the
-TLA+ specification, the Z3 encoding, the implementation, the CLI and the reports."""
+"""The model, the lowest layer of kcm and the reference for every oracle: the shared vocabulary (design
+knobs, invariants, actions, state variables; `vocabulary`), the trace format every engine speaks (`trace/`),
+the TLA+ specification (the `*.tla` and `*.cfg` files beside this module) and TLC to run it (`tlc/`), and
+the Z3 encoding (`z3/`). It imports nothing from the layers above (kcm.tools.layers)."""

@@ -1,11 +1,11 @@
 """How close a cluster is to the known ways of losing safety: scores that steer hypothesis's search
 (`hypothesis.target`) toward the states the historical bugs start from.
 
-The stateful machines draw rules uniformly, and the bugs of the brief each need about ten steps in one
-order; uniform draws almost never meet them. Each score measures a precondition that a safe design must
-survive and a broken one does not: the search climbs towards states with more of it, and the design's
-own steps (truncation, fencing) decide whether an invariant breaks. A score never looks at which knobs
-are set, so it steers the safe design exactly as hard.
+The stateful machines draw rules uniformly, and the known bugs (`KNOWN_BUG_SEARCHES`,
+docs/conformance.md) each need about ten steps in one order; uniform draws almost never meet them. Each
+score measures a precondition that a safe design must survive and a broken one does not: the search
+climbs towards states with more of it, and the design's own steps (truncation, fencing) decide whether an
+invariant breaks. A score never looks at which knobs are set, so it steers the safe design exactly as hard.
 """
 
 from __future__ import annotations

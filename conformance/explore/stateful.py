@@ -1,6 +1,7 @@
 """Conformance by hypothesis stateful testing: rule-based state machines drive the implementation through
-every operation of the brief, and after every step check all invariants (the incremental checker on the
-trace) and the step itself against the model (the Z3 transition relation, `stepcheck.StepValidator`).
+every command of the scenario language, and after every step check all invariants (the incremental checker
+on the trace) and the step itself against the model (the Z3 transition relation,
+`check.validate.StepValidator`).
 
 Each rule is exactly one command of the datadriven scenario language of `tests/scenarios/`, so a failure
 shrinks to a list of commands that prints as a scenario file, next to the trace (format v1) it produced.
@@ -475,9 +476,9 @@ class ClusterMachine(Machine):
 
 
 class ProtocolMachine(ClusterMachine):
-    """Every operation of the brief at the protocol's grain besides: each message delivered, dropped or
-    duplicated on its own, each controller event and each follower fetch a step of its own, so requests of
-    two controllers and replies of two leaders interleave in any order the network allows."""
+    """Every command of the scenario language, at the protocol's grain besides: each message delivered,
+    dropped or duplicated on its own, each controller event and each follower fetch a step of its own, so
+    requests of two controllers and replies of two leaders interleave in any order the network allows."""
 
     def step(self, command: str, action: Callable[[], object]) -> None:
         self.h.run(command, action)
@@ -738,7 +739,8 @@ class ReplicationMachine(Machine):
 
 @dataclass(frozen=True)
 class KnownBugSearch:
-    """A design flaw of the brief that search alone must find, with the budget it is given."""
+    """A known design flaw (docs/conformance.md, "The known bugs") that search alone must find, with the
+    budget it is given."""
 
     name: str
     knobs: Knobs

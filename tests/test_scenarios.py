@@ -61,7 +61,6 @@ SKIPPED_ARGS: Final = frozenset(
 )
 KEEP_EMPTY: Final = frozenset({"remaining", "removed", "records"})
 NODE_VARS: Final = ("leader", "leader_epoch", "isr")
-SAFE_ANYWAY: Final = frozenset({"min_isr"})  # knobs whose every value is a safe design
 VIOLATION_NAMES: Final = frozenset({*INVARIANTS, HW_PER_LEADER, HW_ACROSS_LEADERS})
 STATE_PATH: Final = re.compile(r"/brokers/topics/([^/]+)/partitions/(\d+)/state")
 TOPIC_PATH: Final = re.compile(r"/brokers/topics/([^/]+)")
@@ -210,11 +209,6 @@ def follower_must_fetch(cluster: Cluster, broker: int, partition: str) -> bool:
     )
 
 
-def unsafe_settings(knobs: Knobs) -> list[str]:
-    default = Knobs()
-    return [k for k, v in knobs.to_dict().items() if k not in SAFE_ANYWAY and getattr(default, k) != v]
-
-
 class Scenario:
     """The command interpreter: one instance runs one file (and may build several clusters in it)."""
 
@@ -308,7 +302,7 @@ class Scenario:
                 lines.extend(render_event(event, self.checker.state, new))
         self.latest = found
         fresh = [v for v in found if not any(_names(name, v) for name in self.tolerated)]
-        if fresh and unsafe_settings(self.knobs):
+        if fresh and not self.knobs.is_safe:
             self.pending = fresh
             self.pending_at = self.location
         elif fresh:
@@ -589,7 +583,7 @@ class Scenario:
         unknown = [n for n in names if n not in VIOLATION_NAMES]
         if not names or unknown:
             raise CommandError(f"expect-violation: unknown invariant(s) {unknown or '(none given)'}")
-        if not unsafe_settings(self.knobs):
+        if self.knobs.is_safe:
             self.failures.append(f"{self.location}: expect-violation on a cluster with safe knobs")
             return []
         for name in names:

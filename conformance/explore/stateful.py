@@ -54,7 +54,6 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 DATABASE: Final = ROOT / ".hypothesis" / "conformance"
 MODEL_STEP: Final = "ModelStep"  # the name a step the Z3 model cannot explain is reported under
 IMPLEMENTATION_ERROR: Final = "ImplementationError"
-SAFE_ANYWAY: Final = frozenset({"min_isr"})  # knobs whose every value is a safe design
 MAX_TOPICS: Final = 3
 PICK: Final = st.integers(0, 31)
 
@@ -68,11 +67,6 @@ settings.register_profile("ci", max_examples=40, stateful_step_count=30, deadlin
 settings.register_profile("long", max_examples=2000, stateful_step_count=80, deadline=None,
                           suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
                           verbosity=Verbosity.quiet, phases=PHASES)
-
-
-def unsafe_settings(knobs: Knobs) -> list[str]:
-    default = Knobs()
-    return [k for k, v in knobs.to_dict().items() if k not in SAFE_ANYWAY and getattr(default, k) != v]
 
 
 @dataclass(frozen=True)
@@ -158,15 +152,13 @@ class Harness:
         self.events: list[Event] = []
         self.commands: list[tuple[str, list[str]]] = []
         self.checker = InvariantChecker(config.knobs.truncation)
-        self.unsafe = bool(unsafe_settings(config.knobs))
+        self.unsafe = not config.knobs.is_safe
         self.seen: set[tuple[str, str]] = set()
         self.tolerated: set[str] = set()
         self.validator: StepValidator | None = None
         self.checked = 0
         self.cluster = Cluster(config.brokers, config.knobs, self.events.append)
-        knobs = " ".join(f"{k}={_render(v)}" for k, v in config.knobs.to_dict().items()
-                         if getattr(Knobs(), k) != v)
-        self.run(f"cluster brokers={config.brokers} {knobs}".strip(), lambda: None)
+        self.run(" ".join([f"cluster brokers={config.brokers}", *config.knobs.settings()]), lambda: None)
 
     def run(self, command: str, action: Callable[[], object]) -> None:
         try:
@@ -221,10 +213,6 @@ class Harness:
         self.tally.first_failure = self.tally.first_failure or self.tally.examples
         raise ConformanceFailure(Found(invariant, message, seq, self.config.knobs, list(self.commands),
                                        list(self.events)))
-
-
-def _render(value: object) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _next_of(wanted: int, candidates: Iterable[int]) -> int:

@@ -21,7 +21,7 @@ Commands (a broker may be given bare or as `broker=N`):
     stabilize [verbose]                     Cluster.stabilize(); replication chatter hidden unless verbose
     replicate [verbose]                     deliver messages and follower fetches (never controller queues)
                                             until quiet, including the fetch a leader needs to learn a
-                                            follower's log end (see `follower_must_fetch`)
+                                            follower's log end (see `Cluster.behind`)
     deliver [N] | deliver index=I           deliver the N oldest messages (default 1), or message I (the
                                             oldest of its connection: connections are FIFO)
     drop I   duplicate I                    network faults on in-flight message I (see `messages`)
@@ -47,7 +47,6 @@ from datadriven import Case, DataDrivenError, Mismatch, parse, run_file
 
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.impl.messages import ACTION_OF
-from kcm.impl.replica_manager import LEADER
 from kcm.impl.sim.cluster import Cluster, Event
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, Knobs
 
@@ -185,28 +184,6 @@ def short_state(state: str | None, suffix: str) -> str:
 
 
 # -- driving the cluster ---------------------------------------------------------------------------------------
-
-
-def follower_must_fetch(cluster: Cluster, broker: int, partition: str) -> bool:
-    """A follower has a fetch to send to a live leader of its epoch: it is truncating or behind, or the
-    leader does not yet know how far its log reaches (without that fetch, a leader never advances its HW
-    past records the followers already hold)."""
-    manager = cluster.managers[broker]
-    if not manager.alive or not manager.wants_to_fetch(partition):
-        return False
-    follower = manager.replicas[partition]
-    leader_manager = cluster.managers.get(follower.leader_id)
-    if leader_manager is None or not leader_manager.alive:
-        return False
-    leader = leader_manager.replicas.get(partition)
-    if leader is None or leader.role != LEADER or leader.leader_epoch != follower.leader_epoch:
-        return False
-    return (
-        follower.truncating
-        or len(follower.log) < len(leader.log)
-        or follower.hw < leader.hw
-        or leader.follower_leo.get(broker) != len(follower.log)
-    )
 
 
 class Scenario:
@@ -459,7 +436,7 @@ class Scenario:
                 (b, p)
                 for b in cluster.live_brokers()
                 for p in sorted(cluster.managers[b].replicas)
-                if follower_must_fetch(cluster, b, p)
+                if cluster.behind(b, p)
             ]
             if not due:
                 break

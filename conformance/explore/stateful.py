@@ -2,7 +2,7 @@
 every operation of the brief, and after every step check all invariants (the incremental checker on the
 trace) and the step itself against the model (the Z3 transition relation, `stepcheck.StepValidator`).
 
-Each rule is exactly one command of the datadriven scenario language of `tests/scenarios/`, so a failure
+Each rule is exactly one command of the scenario language (`kcm.conformance.scenario`), so a failure
 shrinks to a list of commands that prints as a scenario file, next to the trace (format v1) it produced.
 
 Brokers and topics live in hypothesis Bundles. A rule whose operation needs, say, a live broker is guarded
@@ -15,9 +15,6 @@ are an index into the sorted list of candidates, which shrinks towards the first
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -45,6 +42,8 @@ from kcm.conformance.check.coverage import Coverage
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.conformance.check.validate import StepValidator
 from kcm.conformance.explore import danger
+from kcm.conformance.scenario.environment import fill_expectations
+from kcm.conformance.scenario.language import script
 from kcm.impl.replica_manager import FOLLOWER, LEADER, REPLICA_LAG_TICKS, REQUEST_TIMEOUT_TICKS
 from kcm.impl.sim.cluster import Cluster
 from kcm.spec.trace.format import Event, TraceWriter
@@ -97,20 +96,18 @@ class Found:
     events: list[Event]
 
     def scenario(self) -> str:
-        """The failure as a scenario file for tests/scenarios/ (expectations left to the scenario runner)."""
+        """The failure as a scenario file, its expectations left empty. A command starting with `#` is a
+        fault the network applies from here on, which the file keeps as a comment."""
         lines = [f"# Found by kcm conform: {self.invariant} at event {self.seq}: {self.message}".replace("\n", " "),
-                 "# Expected outputs: KCM_REWRITE=1 .venv/bin/pytest tests/test_scenarios.py -k <this file>"]
+                 "# Expected outputs: run the file with KCM_REWRITE=1 to write them again (docs/conformance.md)"]
         for command, expected in self.commands:
-            if command.startswith("#"):
-                lines.append(command)  # a fault the network applies from here on, not a command
-                continue
-            lines += [command, "----", ""]
+            lines.append(command)
             if expected:
-                lines += [f"expect-violation {' '.join(expected)}", "----", ""]
-        return "\n".join(lines).rstrip("\n") + "\n"
+                lines.append(f"expect-violation {' '.join(expected)}")
+        return script(lines)
 
     def filled_scenario(self) -> str:
-        """The scenario with its expected outputs, when the repository's scenario runner is at hand."""
+        """The scenario with the expected output of each command."""
         return fill_expectations(self.scenario())
 
     def write(self, folder: Path, stem: str) -> tuple[Path, Path]:
@@ -837,27 +834,6 @@ def run_machine(config: MachineConfig, run_settings: settings, tally: Tally | No
 
 def all_invariants() -> frozenset[str]:
     return frozenset({*INVARIANTS, MODEL_STEP, IMPLEMENTATION_ERROR})
-
-
-def fill_expectations(scenario: str) -> str:
-    """Runs the scenario through the repository's scenario runner (tests/test_scenarios.py) to write its
-    expected outputs; without the runner (an installed copy), the scenario is returned as it is."""
-    tests = ROOT / "tests"
-    runner = tests / "test_scenarios.py"
-    if not runner.exists():
-        return scenario
-    if str(tests) not in sys.path:
-        sys.path.insert(0, str(tests))
-    spec = importlib.util.spec_from_file_location("kcm_scenario_runner", runner)
-    if spec is None or spec.loader is None:
-        return scenario
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    with tempfile.TemporaryDirectory(prefix="kcm-scenario-") as tmp:
-        path = Path(tmp) / "found.txt"
-        path.write_text(scenario, encoding="utf-8")
-        module.run_file(path, module.Scenario(), rewrite=True)
-        return path.read_text(encoding="utf-8")
 
 
 # -- campaigns -----------------------------------------------------------------------------------------------

@@ -10,18 +10,11 @@ import pytest
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.check.validate import StepValidator
-from kcm.conformance.explore.stateful import (
-    KNOWN_BUG_SEARCHES,
-    MACHINES,
-    ConformanceFailure,
-    Found,
-    Harness,
-    KnownBugSearch,
-    MachineConfig,
-    Tally,
-    campaign_settings,
-    run_machine,
-)
+from kcm.conformance.explore.config import MachineConfig, campaign_settings
+from kcm.conformance.explore.finding import ConformanceFailure, Found
+from kcm.conformance.explore.harness import Harness, Tally
+from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
+from kcm.conformance.explore.stateful import MACHINES, run_machine
 from kcm.conformance.scenario.environment import run_scenario
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import load_trace

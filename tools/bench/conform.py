@@ -19,17 +19,10 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from kcm.conformance.explore.stateful import (
-    KNOWN_BUG_SEARCHES,
-    MACHINES,
-    Campaign,
-    KnownBugSearch,
-    MachineConfig,
-    Tally,
-    campaign_settings,
-    run_campaign,
-    run_machine,
-)
+from kcm.conformance.explore.config import MachineConfig, campaign_settings
+from kcm.conformance.explore.harness import Tally
+from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
+from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign, run_machine
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.bench._common import (
     Figure,

@@ -46,7 +46,7 @@ def _campaign(examples: int, steps: int, step_check: bool) -> Campaign:
 
 
 def _ci_profile_seconds() -> tuple[float, float]:
-    """Every machine under the `ci` profile, as tests/test_stateful.py runs them: wall and CPU seconds."""
+    """Every machine under the `ci` profile, as the default test run does: wall and CPU seconds."""
     started, cpu = time.perf_counter(), time.process_time()
     for machine in MACHINES:
         run_machine(MachineConfig(Knobs(), machine=machine), campaign_settings("ci"), Tally())

@@ -3,7 +3,7 @@ each printing what its step did (every event it produced, as `rendering` prints 
 
 Every event also goes through the invariant checker; a violation is printed as `VIOLATION <invariant>: ...`
 under the event (only the first time that exact violation is found in the cluster's run: a broken state
-keeps breaking the invariant at every step that touches it). A violation fails the test unless the file's
+keeps breaking the invariant at every step that touches it). A violation fails the run unless the file's
 `cluster` line chose an unsafe knob and the very next command is `expect-violation <invariant>`; from then
 on that invariant may be violated again in the same cluster without being expected again.
 

@@ -31,6 +31,10 @@ HW_PER_LEADER: Final = "HighWatermarkMonotonic/PerLeaderEpoch"
 HW_ACROSS_LEADERS: Final = "HighWatermarkMonotonic/AcrossLeaders"
 
 
+# Knobs whose every value is a safe design: a larger min_isr refuses more writes, it never loses one.
+SAFE_AT_ANY_VALUE: Final = frozenset({"min_isr"})
+
+
 class KnobError(ValueError):
     """A `--set name=value` the vocabulary does not know."""
 
@@ -70,10 +74,23 @@ class Knobs:
             knobs = knobs.with_value(name, value)
         return knobs
 
-    def describe(self) -> str:
+    def changed(self) -> dict[str, object]:
+        """The knobs set away from the safe design's defaults."""
         default = Knobs()
-        changed = [f"{k}={_render(v)}" for k, v in self.to_dict().items() if getattr(default, k) != v]
-        return ", ".join(changed) if changed else "defaults (safe design)"
+        return {k: v for k, v in self.to_dict().items() if getattr(default, k) != v}
+
+    def settings(self) -> list[str]:
+        """The changed knobs as `name=value` words, the form `--set` and a scenario's `cluster` line take."""
+        return [f"{k}={_render(v)}" for k, v in self.changed().items()]
+
+    def describe(self) -> str:
+        return ", ".join(self.settings()) or "defaults (safe design)"
+
+    @property
+    def is_safe(self) -> bool:
+        """A safe design: no knob changed but those safe at any value. An invariant violation on a safe
+        design is a bug of the implementation; on any other, it may be the design's own flaw."""
+        return self.changed().keys() <= SAFE_AT_ANY_VALUE
 
 
 def _render(value: object) -> str:

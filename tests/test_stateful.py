@@ -7,23 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from datadriven import run_file
-from test_scenarios import Scenario
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.check.validate import StepValidator
-from kcm.conformance.explore.stateful import (
-    KNOWN_BUG_SEARCHES,
-    MACHINES,
-    ConformanceFailure,
-    Found,
-    Harness,
-    KnownBugSearch,
-    MachineConfig,
-    Tally,
-    campaign_settings,
-    run_machine,
-)
+from kcm.conformance.explore.config import MachineConfig, campaign_settings
+from kcm.conformance.explore.finding import ConformanceFailure, Found
+from kcm.conformance.explore.harness import Harness, Tally
+from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
+from kcm.conformance.explore.stateful import MACHINES, run_machine
+from kcm.conformance.scenario.environment import run_scenario
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import load_trace
 from kcm.spec.vocabulary import Knobs
@@ -68,9 +60,7 @@ def test_a_failure_prints_a_scenario_the_runner_accepts_and_a_valid_trace(tmp_pa
     scenario, trace = found.write(tmp_path, "unclean")
     text = scenario.read_text()
     assert "expect-violation NoCommittedDataLoss" in text and "VIOLATION NoCommittedDataLoss" in text
-    runner = Scenario()
-    run_file(scenario, runner, rewrite=False)  # the expectations written match a fresh run
-    runner.finish()  # and every violation is expected
+    run_scenario(scenario, rewrite=False)  # the expectations written match a fresh run, every violation expected
     events = load_trace(trace)
     assert len(events) == len(found.events)
     report = InvariantChecker().check_all(events)
@@ -131,7 +121,5 @@ def test_a_known_bug_is_found_by_search(search: KnownBugSearch, tmp_path: Path) 
     found = run_machine(search.config(), campaign_settings("ci", search.examples, search.steps))
     assert found is not None and found.invariant.split("/")[0] == search.invariant, found and found.scenario()
     scenario, trace = found.write(tmp_path, "found")
-    runner = Scenario()
-    run_file(scenario, runner, rewrite=False)
-    runner.finish()
+    run_scenario(scenario, rewrite=False)
     assert InvariantChecker().check_all(load_trace(trace)).verdict(search.invariant) == "violated"

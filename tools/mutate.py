@@ -2,8 +2,8 @@
 
     kcm mutate [--only NAME ...] [--processes N] [--examples N] [--steps M] [--json]
 
-Each mutant of the catalogue is applied alone, in a process of its own, and the suite (the datadriven
-scenarios and a bounded state-machine campaign with safe knobs) is run against it. Exit codes: 0 the kill
+Each mutant of the catalogue is applied alone, in a process of its own, and the suite (the scenario
+files and a bounded state-machine campaign with safe knobs) is run against it. Exit codes: 0 the kill
 rate meets the target, 1 it does not, 2 a usage error (an unknown mutant, one that no longer applies).
 """
 

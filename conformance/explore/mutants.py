@@ -1,27 +1,28 @@
 """Mutation testing of the implementation: a catalogue of small, plausible bugs, each applied alone to a
 fresh process (by recompiling one function from its patched source), and the conformance suite run
-against it: the datadriven scenarios of tests/scenarios/ and a bounded campaign of the state machines with
-safe knobs (every invariant and the Z3 step check). A mutant is killed when the suite fails."""
+against it: the scenario files of the checkout's tests/scenarios/ (read as data, run by the scenario library)
+and a bounded campaign of the state machines with safe knobs (every invariant and the Z3 step check). A
+mutant is killed when the suite fails."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
-import io
 import multiprocessing
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from kcm.conformance.scenario.environment import run_scenario
+from kcm.conformance.scenario.language import scenario_files
 from kcm.spec.vocabulary import Knobs
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-SCENARIO_TESTS: Final = ROOT / "tests" / "test_scenarios.py"
+SCENARIOS: Final = ROOT / "tests" / "scenarios"
 RM, EL, PSM, CTL, CS, CC = ("kcm.impl.replica_manager", "kcm.impl.election", "kcm.impl.partition_state_machine",
                             "kcm.impl.controller", "kcm.impl.controller_store", "kcm.impl.controller_context")
 SUITE_EXAMPLES, SUITE_STEPS = 40, 30
@@ -205,9 +206,9 @@ def apply(mutant: Mutant) -> None:
 
 def run_suite(examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> str:
     """The conformance suite on the implementation as loaded: what failed first, or "" if all passed."""
-    failed = _scenario_tests()
+    failed = failing_scenario()
     if failed:
-        return failed
+        return f"scenario: {failed}"
     from kcm.conformance.explore.stateful import run_campaign
 
     campaign = run_campaign(Knobs(), examples, steps, database=False)
@@ -217,31 +218,14 @@ def run_suite(examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> str:
     return ""
 
 
-def _scenario_tests() -> str:
-    if not SCENARIO_TESTS.exists():
-        return ""
-    import pytest
-
-    collector = _Failures()
-    with _quiet():
-        pytest.main(["-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly", str(SCENARIO_TESTS)],
-                    plugins=[collector])
-    return f"scenario: {collector.failed[0]}" if collector.failed else ""
-
-
-class _Failures:
-    def __init__(self) -> None:
-        self.failed: list[str] = []
-
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.failed:
-            self.failed.append(report.nodeid.rpartition("::")[2])
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        yield
+def failing_scenario() -> str:
+    """The first scenario file that fails, or "" (also when the checkout's scenario files are not at hand)."""
+    for path in scenario_files(SCENARIOS):
+        try:
+            run_scenario(path, rewrite=False)  # never rewrite the suite with a mutant's outputs
+        except Exception:  # whatever the mutant breaks: an output, an expectation, a crash
+            return path.stem
+    return ""
 
 
 def evaluate(mutant: Mutant, examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> MutantResult:

@@ -296,19 +296,23 @@ class Cluster:
                 self._fetch_round = [(b, p) for b in self.live_brokers() for p in self.managers[b].replicas][::-1]
             while self._fetch_round:
                 broker, partition = self._fetch_round.pop()
-                if self.managers[broker].alive and self.behind(broker, partition):
+                if self.behind(broker, partition):
                     return self.send_fetch(broker, partition)
         return None
 
     def behind(self, broker: int, partition: str) -> bool:
-        """A follower with something left to fetch from a leader that knows it leads."""
+        """A live follower with a fetch to send to a live leader of its epoch: it is truncating or behind, or
+        the leader does not yet know how far its log reaches (without that fetch, a leader never advances its
+        HW past records the followers already hold)."""
         manager = self.managers[broker]
-        if not manager.wants_to_fetch(partition):
+        if not manager.alive or not manager.wants_to_fetch(partition):
             return False
         follower = manager.replicas[partition]
-        leader_manager = self.managers[follower.leader_id]
+        leader_manager = self.managers.get(follower.leader_id)
+        if leader_manager is None or not leader_manager.alive:
+            return False
         leader = leader_manager.replicas.get(partition)
-        if not leader_manager.alive or leader is None or leader.role != LEADER:
+        if leader is None or leader.role != LEADER:
             return False
         if leader.leader_epoch != follower.leader_epoch:
             return False

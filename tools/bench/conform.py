@@ -19,17 +19,10 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from kcm.conformance.explore.stateful import (
-    KNOWN_BUG_SEARCHES,
-    MACHINES,
-    Campaign,
-    KnownBugSearch,
-    MachineConfig,
-    Tally,
-    campaign_settings,
-    run_campaign,
-    run_machine,
-)
+from kcm.conformance.explore.config import MachineConfig, campaign_settings
+from kcm.conformance.explore.harness import Tally
+from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
+from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign, run_machine
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.bench._common import (
     Figure,
@@ -53,7 +46,7 @@ def _campaign(examples: int, steps: int, step_check: bool) -> Campaign:
 
 
 def _ci_profile_seconds() -> tuple[float, float]:
-    """Every machine under the `ci` profile, as tests/test_stateful.py runs them: wall and CPU seconds."""
+    """Every machine under the `ci` profile, as the default test run does: wall and CPU seconds."""
     started, cpu = time.perf_counter(), time.process_time()
     for machine in MACHINES:
         run_machine(MachineConfig(Knobs(), machine=machine), campaign_settings("ci"), Tally())

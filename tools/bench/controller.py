@@ -55,7 +55,6 @@ from kcm.impl.messages import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from kcm.impl.replica_manager import LEADER
 from kcm.impl.sim.cluster import Cluster, Event
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 from kcm.tools import interpreted
@@ -284,25 +283,6 @@ class Bench:
             if tick is not None:
                 tick()
 
-    def _behind(self, broker: int, partition: str) -> bool:
-        """A follower that has to fetch to be back in its leader's ISR with the leader's log and HW."""
-        manager = self.cluster.managers[broker]
-        if not manager.wants_to_fetch(partition):
-            return False
-        follower = manager.replicas[partition]
-        leader_manager = self.cluster.managers[follower.leader_id]
-        leader = leader_manager.replicas.get(partition)
-        if not leader_manager.alive or leader is None or leader.role != LEADER:
-            return False
-        if leader.leader_epoch != follower.leader_epoch:
-            return False
-        return (
-            follower.truncating
-            or broker not in leader.isr
-            or len(follower.log) < len(leader.log)
-            or follower.hw < leader.hw
-        )
-
     def restore(self, broker: int) -> None:
         """Back to the steady state after `broker` stopped: restart it, let its followers fetch until the
         leaders add them to the ISR, then move leadership back to the preferred replicas."""
@@ -310,7 +290,7 @@ class Bench:
         cluster.restart(broker)
         self.settle()
         for _ in range(10):
-            pending = [p for p in sorted(cluster.managers[broker].replicas) if self._behind(broker, p)]
+            pending = [p for p in sorted(cluster.managers[broker].replicas) if cluster.behind(broker, p)]
             if not pending:
                 break
             for partition in pending:

@@ -1,4 +1,6 @@
-"""A small data-driven test runner: scenario files hold commands and the output each must produce.
+"""The scenario file format: commands, each with the output it must produce, in the style of etcd-raft's
+testdata files. This module knows the format only; what the commands do is the handler's
+business (`environment.Environment` for the simulated cluster).
 
 File format
 ===========
@@ -31,13 +33,15 @@ command, with a unified diff from the expected to the actual output.
 With the environment variable ``KCM_REWRITE=1`` (or ``rewrite=True``) nothing is compared: every case is
 run and the file is written again with each expected output replaced by the actual one, comments and
 commands untouched. Authors use this to generate expectations, then read the diff before committing.
+``fill`` does the same for a file held in memory, and ``script`` writes a file of commands with empty
+expectations (what a search that found a failing history writes before filling it).
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +49,7 @@ SEPARATOR = "----"
 REWRITE_ENV = "KCM_REWRITE"
 
 
-class DataDrivenError(Exception):
+class ScenarioError(Exception):
     """The file is malformed, or a handler failed on a case (with the file and line in the message)."""
 
 
@@ -131,7 +135,7 @@ def parse(path: Path, text: str | None = None) -> ScenarioFile:
             continue
         command_line = i + 1
         if i + 1 >= len(lines) or lines[i + 1].rstrip() != SEPARATOR:
-            raise DataDrivenError(f"{path}:{command_line}: expected {SEPARATOR!r} after the command {line!r}")
+            raise ScenarioError(f"{path}:{command_line}: expected {SEPARATOR!r} after the command {line!r}")
         i += 2
         output: list[str] = []
         while i < len(lines) and lines[i].strip():
@@ -141,7 +145,7 @@ def parse(path: Path, text: str | None = None) -> ScenarioFile:
         try:
             name, args = parse_command(line)
         except ValueError as err:
-            raise DataDrivenError(f"{path}:{command_line}: {err}") from err
+            raise ScenarioError(f"{path}:{command_line}: {err}") from err
         cases.append(Case(path, command_line, line.strip(), name, args, "\n".join(output), pending))
         pending = []
     return ScenarioFile(path, cases, pending)
@@ -168,16 +172,17 @@ def render(scenario: ScenarioFile, outputs: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run_case(case: Case, handler: Callable[[Case], str]) -> str:
+def run_case(case: Case, handler: Callable[[Case], str]) -> str:
+    """The case's actual output, normalized as expectations are; a failing handler names the case."""
     try:
         output = handler(case)
-    except (DataDrivenError, Mismatch):
+    except (ScenarioError, Mismatch):
         raise
     except Exception as err:
-        raise DataDrivenError(f"{case.location}: {case.command!r} failed: {type(err).__name__}: {err}") from err
+        raise ScenarioError(f"{case.location}: {case.command!r} failed: {type(err).__name__}: {err}") from err
     actual = _normalize(output)
     if actual and any(not line.strip() for line in actual.split("\n")):
-        raise DataDrivenError(f"{case.location}: {case.command!r} printed a blank line, which the format cannot hold")
+        raise ScenarioError(f"{case.location}: {case.command!r} printed a blank line, which the format cannot hold")
     return actual
 
 
@@ -197,19 +202,43 @@ def rewrite_requested() -> bool:
     return os.environ.get(REWRITE_ENV, "") not in ("", "0")
 
 
+def fill(scenario: ScenarioFile, handler: Callable[[Case], str]) -> str:
+    """The file's text with every case's actual output as its expectation."""
+    return render(scenario, [run_case(case, handler) for case in scenario.cases])
+
+
+def script(lines: Iterable[str]) -> str:
+    """A scenario file of the given command lines with empty expectations; a comment line stays before the
+    command that follows it."""
+    where = Path("script")
+    cases: list[Case] = []
+    comments: list[str] = []
+    for line in lines:
+        if _is_comment(line):
+            comments.append(line)
+            continue
+        name, args = parse_command(line)
+        cases.append(Case(where, len(cases) + 1, line.strip(), name, args, "", comments))
+        comments = []
+    return render(ScenarioFile(where, cases, comments), [""] * len(cases))
+
+
+def scenario_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.txt"))
+
+
 def run_file(path: Path, handler: Callable[[Case], str], *, rewrite: bool | None = None) -> None:
     """Runs every case of the file; compares with the expectations, or rewrites them (see the module doc)."""
     scenario = parse(path)
     if rewrite is None:
         rewrite = rewrite_requested()
-    outputs: list[str] = []
-    for case in scenario.cases:
-        actual = _run_case(case, handler)
-        outputs.append(actual)
-        if not rewrite and actual != _normalize(case.expected):
-            raise Mismatch(f"{case.location}: output of {case.command!r} differs from the expectation\n"
-                           f"{diff(case, actual)}")
     if rewrite:
-        text = render(scenario, outputs)
+        text = fill(scenario, handler)
         if text != path.read_text(encoding="utf-8"):
             path.write_text(text, encoding="utf-8")
+        return
+    for case in scenario.cases:
+        actual = run_case(case, handler)
+        if actual != _normalize(case.expected):
+            raise Mismatch(f"{case.location}: output of {case.command!r} differs from the expectation\n"
+                           f"{diff(case, actual)}")

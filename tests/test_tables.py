@@ -3,12 +3,15 @@ documentation's, and the implementation's (kcm.impl.states) are the model's."""
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 
 import pytest
 
+from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.check.tables import partition_table, replica_table
+from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.impl.states import (
     VALID_PREVIOUS_PARTITION_STATES,
     VALID_PREVIOUS_REPLICA_STATES,
@@ -17,6 +20,9 @@ from kcm.impl.states import (
 )
 from kcm.spec import states as model
 from kcm.spec.states import Table
+from kcm.spec.trace.format import Event
+from kcm.spec.vocabulary import Knobs
+from kcm.spec.z3.validate import validate_events
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,3 +78,25 @@ def test_the_implementations_state_machines_accept_exactly_the_models_transition
     """Read off the predicates the state machines call, over every pair of states (the empty sets too)."""
     assert model.transitions(partition_table()) == model.VALID_PARTITION_TRANSITIONS
     assert model.transitions(replica_table()) == model.VALID_REPLICA_TRANSITIONS
+
+
+@pytest.mark.parametrize("refusal", [
+    ["partition", "t0-0", "OfflinePartition", "OnlinePartition"],
+    ["replica", "t0-0", "2", "ReplicaDeletionIneligible", "OfflineReplica"],
+])
+def test_refusing_a_transition_the_model_allows_is_a_violation(refusal: list[str]) -> None:
+    """The state machines refuse exactly the transitions the table forbids; the forbidden ones refused
+    (`invalid_transitions`) are no violation, as the clean run shows."""
+    events: list[Event] = []
+    sim = Simulator(3, Knobs(), SimConfig(), events.append)
+    sim.bootstrap()
+    sim.run(300)
+    assert InvariantChecker().check_all(events).ok and validate_events(events).failure is None
+    planted = copy.deepcopy(events)
+    at = next(e for e in planted if e["action"] == "BrokerChange")
+    at["args"]["invalid_transitions"] = [refusal]
+    violations = InvariantChecker().check_all(planted).violations
+    assert [(v.seq, v.message) for v in violations] == [
+        (at["seq"], f"{' replica '.join(refusal[1:-2])}: valid transition {refusal[-2]} -> {refusal[-1]} refused")]
+    failure = validate_events(planted).failure
+    assert failure is not None and failure.seq == at["seq"] and failure.reason.endswith("refused")

@@ -195,6 +195,9 @@ class InvariantChecker:
         if event.get("full"):
             self._reset_state()
         transitions = args.get("transitions")
+        refused = args.get("invalid_transitions")
+        if refused:
+            self._refusal_checks(refused, found)
         actor = event["actor"]
         names = self._actors.get(actor)
         if names is None:
@@ -633,6 +636,20 @@ class InvariantChecker:
                           f"{args['controller_epoch']} after seeing epoch {seen}")
 
     # -- state machines -----------------------------------------------------------------------------------
+
+    def _refusal_checks(self, refused: Iterable[list[Any]], found: list[Violation]) -> None:
+        """A state machine refuses exactly the transitions the table forbids: refusing one it allows is a
+        table that differs from the model's (and a partition or replica stuck where Kafka would move it)."""
+        for entry in refused:
+            kind, partition, *rest = entry
+            invariant, _, valid = _PARTITION_MACHINE if kind == "partition" else _REPLICA_MACHINE
+            key: _Machine = partition if kind == "partition" else (partition, rest[0])
+            try:
+                allowed = (rest[-2], rest[-1]) in valid
+            except TypeError:  # an unhashable state name is no state at all
+                allowed = False
+            if allowed:
+                self._violate(found, invariant, f"{_machine(key)}: valid transition {rest[-2]} -> {rest[-1]} refused")
 
     def _transition_checks(
         self, action: str, delta: dict[str, Any], chains: dict[_Machine, list[Any]], actor_id: str,

@@ -363,6 +363,25 @@ class _Unknown(Exception):
     pass
 
 
+def _valid_refusal(event: Event) -> Failure | None:
+    """A refusal the controller recorded of a transition the table allows: no action explains it, since
+    the state machines refuse exactly the transitions the table forbids (and then change nothing)."""
+    for entry in event["args"].get("invalid_transitions") or []:
+        if not isinstance(entry, list) or len(entry) < 4:
+            continue
+        partition, src, dst = entry[1], entry[-2], entry[-1]
+        if entry[0] == "partition":
+            what, valid = f"{partition}", VALID_PARTITION_TRANSITIONS
+        elif len(entry) >= 5:
+            what, valid = f"{partition} replica {entry[2]}", VALID_REPLICA_TRANSITIONS
+        else:
+            continue
+        if isinstance(src, str) and isinstance(dst, str) and (src, dst) in valid:
+            return Failure(event["seq"], event["action"], event["actor"], str(partition),
+                           f"{what}: valid transition {src} -> {dst} refused", [])
+    return None
+
+
 def _common_prefix(a: list[Any] | None, b: list[Any] | None) -> int:
     if a is None or b is None:
         return 0
@@ -457,6 +476,9 @@ class Validator:
 
     def _step(self, event: Event, before: dict[str, Any], after: dict[str, Any],
               report: ValidationReport) -> Failure | None:
+        refusal = _valid_refusal(event)
+        if refusal is not None:
+            return refusal
         cands = candidates(event, self.brokers)
         try:
             cands = [(n, None if b is None else self.projection.mid(b, "the event")) for n, b in cands]

@@ -129,7 +129,7 @@ PartitionStates == {"NonExistentPartition", "NewPartition", "OnlinePartition", "
 ReplicaStates == {"NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionStarted",
                   "ReplicaDeletionSuccessful", "ReplicaDeletionIneligible", "NonExistentReplica"}
 
-\* The valid-previous-state tables of Kafka 2.3+ (impl/states.py).
+\* The valid-previous-state tables of Kafka 2.3+ (spec/states.py).
 ValidPreviousPartition ==
     [NewPartition         |-> {"NonExistentPartition"},
      OnlinePartition      |-> {"NewPartition", "OnlinePartition", "OfflinePartition"},

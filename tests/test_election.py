@@ -1,4 +1,4 @@
-"""The four leader elections and the valid-previous-state tables, as Kafka 2.3+ defines them."""
+"""The four leader elections, as Kafka 2.3+ defines them."""
 
 from __future__ import annotations
 
@@ -12,15 +12,7 @@ from kcm.impl.election import (
     preferred_replica_partition_leader,
     reassign_partition_leader,
 )
-from kcm.impl.states import (
-    PartitionState,
-    ReplicaState,
-    valid_partition_transition,
-    valid_replica_transition,
-)
-
-P = PartitionState
-R = ReplicaState
+from kcm.impl.states import PartitionState, ReplicaState
 
 
 def test_offline_election_takes_the_first_live_isr_member_in_assignment_order() -> None:
@@ -77,43 +69,6 @@ def test_controlled_shutdown_leader_never_shuts_down(
     leader = controlled_shutdown_partition_leader(assignment, isr, live, shutting)
     if leader is not None:
         assert leader in assignment and leader in live and leader in isr and leader not in shutting
-
-
-PARTITION_TABLE = {
-    P.NewPartition: {P.NonExistentPartition},
-    P.OnlinePartition: {P.NewPartition, P.OnlinePartition, P.OfflinePartition},
-    P.OfflinePartition: {P.NewPartition, P.OnlinePartition, P.OfflinePartition},
-    P.NonExistentPartition: {P.OfflinePartition},
-}
-REPLICA_TABLE = {
-    R.NewReplica: {R.NonExistentReplica},
-    R.OnlineReplica: {R.NewReplica, R.OnlineReplica, R.OfflineReplica, R.ReplicaDeletionIneligible},
-    R.OfflineReplica: {R.NewReplica, R.OnlineReplica, R.OfflineReplica, R.ReplicaDeletionIneligible},
-    R.ReplicaDeletionStarted: {R.OfflineReplica},
-    R.ReplicaDeletionSuccessful: {R.ReplicaDeletionStarted},
-    R.ReplicaDeletionIneligible: {R.OfflineReplica, R.ReplicaDeletionStarted},
-    R.NonExistentReplica: {R.ReplicaDeletionSuccessful},
-}
-
-
-def test_partition_table_accepts_exactly_the_valid_transitions() -> None:
-    for dst, valid in PARTITION_TABLE.items():
-        for src in P:
-            assert valid_partition_transition(src, dst) == (src in valid), (src, dst)
-
-
-def test_replica_table_accepts_exactly_the_valid_transitions() -> None:
-    for dst, valid in REPLICA_TABLE.items():
-        for src in R:
-            assert valid_replica_transition(src, dst) == (src in valid), (src, dst)
-
-
-def test_state_member_names() -> None:
-    assert [s.name for s in P] == ["NonExistentPartition", "NewPartition", "OnlinePartition", "OfflinePartition"]
-    assert {s.name for s in R} == {
-        "NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionStarted",
-        "ReplicaDeletionSuccessful", "ReplicaDeletionIneligible", "NonExistentReplica",
-    }
 
 
 def test_state_namespaces_hold_every_member() -> None:

@@ -4,11 +4,33 @@ the full run is behind `long`."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 
 import pytest
 
-from kcm.conformance.explore.mutants import CATALOGUE, RM, Mutant, MutationError, mutated_source, run_mutants
+from kcm.conformance.check.invariants import InvariantChecker
+from kcm.conformance.explore.mutants import (
+    CATALOGUE,
+    RM,
+    Mutant,
+    MutationError,
+    apply,
+    mutated_source,
+    run_mutants,
+)
+from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.trace.format import Event
+from kcm.spec.vocabulary import Knobs
+from kcm.spec.z3.validate import validate_events
 from kcm.tools.cli import main
+
+# The mutants of the implementation's state tables, each with a simulator run (seed, steps) that takes the
+# edited edge, and the invariant the checker names.
+TABLE_MUTANTS = {
+    "partition-table-drops-offline-to-online": (11, 200, "ValidPartitionTransitions"),
+    "replica-table-allows-deleted-to-ineligible": (3, 1750, "ValidReplicaTransitions"),
+    "replica-table-drops-ineligible-to-offline": (11, 1400, "ValidReplicaTransitions"),
+}
 
 
 def test_the_catalogue_is_large_and_every_mutant_applies() -> None:
@@ -30,6 +52,27 @@ def test_the_suite_kills_sample_mutants_and_spares_an_unchanged_one() -> None:
     results = {r.name: r for r in run_mutants((*sample, unchanged), processes=2, examples=4, steps=10)}
     assert results["hw-as-max"].killed and results["isr-order-election"].killed
     assert not results["unchanged"].killed, results["unchanged"].by
+
+
+def _first_findings(name: str) -> tuple[tuple[str, int] | None, int | None]:
+    """In a process of its own: the mutant applied, a simulator run, the checker's first violation and the
+    first step the Z3 validator cannot explain."""
+    apply(next(m for m in CATALOGUE if m.name == name))
+    seed, steps, _ = TABLE_MUTANTS[name]
+    events: list[Event] = []
+    Simulator(seed, Knobs(), SimConfig(), events.append).run(steps)
+    violations = InvariantChecker().check_all(events).violations
+    failure = validate_events(events).failure
+    return ((violations[0].invariant, violations[0].seq) if violations else None,
+            None if failure is None else failure.seq)
+
+
+def test_mutants_of_the_implementations_tables_are_caught_by_the_checker_and_by_validation_alone() -> None:
+    with multiprocessing.get_context("fork").Pool(2, maxtasksperchild=1) as pool:
+        found = dict(zip(TABLE_MUTANTS, pool.map(_first_findings, TABLE_MUTANTS), strict=True))
+    for name, (checked, validated) in found.items():
+        assert checked is not None and checked[0] == TABLE_MUTANTS[name][2], (name, checked)
+        assert validated == checked[1], (name, validated)
 
 
 def test_kcm_mutate_rejects_an_unknown_mutant(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from kcm.conformance.check.tables import implementation_rules, replica_table
 from kcm.impl import election
 from kcm.impl.states import VALID_PREVIOUS_REPLICA_STATES, ReplicaState
 from kcm.spec.vocabulary import Knobs
@@ -14,7 +15,6 @@ from kcm.spec.z3 import elections
 from kcm.spec.z3._z3 import z3
 from kcm.spec.z3.model import Rules
 from kcm.spec.z3.proofs import ProofResult, run_proofs
-from kcm.spec.z3.tables import impl_replica_table
 
 
 def failed(results: list[ProofResult]) -> dict[str, ProofResult]:
@@ -23,7 +23,7 @@ def failed(results: list[ProofResult]) -> dict[str, ProofResult]:
 
 @pytest.fixture(scope="module")
 def default_results() -> list[ProofResult]:
-    return run_proofs(brokers=8)
+    return run_proofs(brokers=8, rules=implementation_rules())
 
 
 def test_every_property_is_proved_for_up_to_8_brokers(default_results: list[ProofResult]) -> None:
@@ -82,7 +82,7 @@ def test_an_election_without_epoch_bump_breaks_epoch_monotonicity() -> None:
 
 
 def test_a_mutated_state_table_is_caught() -> None:
-    table = dict(impl_replica_table())
+    table = dict(replica_table())
     table["NonExistentReplica"] = table["NonExistentReplica"] | {"OnlineReplica"}
     results = failed(run_proofs(brokers=3, rules=Rules(replica_table=table), only="replica"))
     assert set(results) == {
@@ -96,7 +96,7 @@ def test_a_mutated_state_table_is_caught() -> None:
 
 
 def test_the_tables_checked_are_the_implementations() -> None:
-    table = impl_replica_table()
+    table = replica_table()
     for target, sources in VALID_PREVIOUS_REPLICA_STATES.items():
         assert table[target.value] == frozenset(s.value for s in sources)
     assert ReplicaState.NonExistentReplica.value in table

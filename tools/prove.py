@@ -61,9 +61,10 @@ def cmd_prove(args: argparse.Namespace) -> int:
     if args.invariant and "induction" not in parts:
         raise UsageError("--invariant goes with --bmc or the induction")
     if "proofs" in parts:
+        from kcm.conformance.check.tables import implementation_rules
         from kcm.spec.z3.proofs import run_proofs
 
-        rows += [r.to_json() for r in run_proofs(args.brokers or 8, knobs)]
+        rows += [r.to_json() for r in run_proofs(args.brokers or 8, knobs, implementation_rules())]
     if "induction" in parts:
         from kcm.spec.z3.induction import run_induction
 
@@ -83,10 +84,11 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
 def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     """The Z3 rows of `kcm verify`: the universal proofs and the induction, one summary row each."""
+    from kcm.conformance.check.tables import implementation_rules
     from kcm.spec.z3.induction import run_induction
     from kcm.spec.z3.proofs import run_proofs
 
-    proofs = [r.to_json() for r in run_proofs(8, ctx.knobs)]
+    proofs = [r.to_json() for r in run_proofs(8, ctx.knobs, implementation_rules())]
     induction = run_induction(3, ctx.knobs)
     steps = [step for result in induction for step in result.steps]
     strengthened = [r.invariant for r in induction if not r.alone]

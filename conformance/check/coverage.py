@@ -14,7 +14,7 @@ import networkx as nx  # type: ignore[import-untyped]  # no stubs in the dev dep
 from rich.table import Table
 
 from kcm.conformance.check.svg import Svg, box_exit
-from kcm.impl.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES
+from kcm.spec.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES, transitions
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import ACTIONS
 
@@ -26,12 +26,12 @@ BOX_H = 26.0
 
 def valid_edges(machine: str) -> list[tuple[str, str]]:
     table = VALID_PREVIOUS_PARTITION_STATES if machine == "partition" else VALID_PREVIOUS_REPLICA_STATES
-    return sorted((src.value, dst.value) for dst, sources in table.items() for src in sources)
+    return sorted(transitions(table))
 
 
 def states(machine: str) -> list[str]:
     table = VALID_PREVIOUS_PARTITION_STATES if machine == "partition" else VALID_PREVIOUS_REPLICA_STATES
-    return [s.value for s in table]
+    return list(table)
 
 
 @dataclass

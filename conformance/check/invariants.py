@@ -21,12 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kcm.impl.states import (
-    PartitionState,
-    ReplicaState,
-    valid_partition_transition,
-    valid_replica_transition,
-)
+from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
 from kcm.spec.trace.format import Event, empty_state, merge_variable
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES
 
@@ -62,18 +57,10 @@ _MERGE: Final[dict[str, int]] = {
     for name, depth in VARIABLES.items()
 }
 
-# Each state machine's invariant, its state when absent, and its table as (from, to) pairs of state
-# names: a set lookup per transition instead of two enum conversions.
-_PARTITION_MACHINE: Final = (
-    "ValidPartitionTransitions", "NonExistentPartition",
-    frozenset((src.value, dst.value) for src in PartitionState for dst in PartitionState
-              if valid_partition_transition(src, dst)),
-)
-_REPLICA_MACHINE: Final = (
-    "ValidReplicaTransitions", "NonExistentReplica",
-    frozenset((src.value, dst.value) for src in ReplicaState for dst in ReplicaState
-              if valid_replica_transition(src, dst)),
-)
+# Each state machine's invariant, its state when absent, and the model's table as (from, to) pairs of
+# state names: the implementation is judged by the model's tables, never by its own.
+_PARTITION_MACHINE: Final = ("ValidPartitionTransitions", "NonExistentPartition", VALID_PARTITION_TRANSITIONS)
+_REPLICA_MACHINE: Final = ("ValidReplicaTransitions", "NonExistentReplica", VALID_REPLICA_TRANSITIONS)
 
 # A state machine of a controller: a partition's, named by the partition, or a replica's, by (partition, replica).
 _Machine = str | tuple[str, str]
@@ -208,6 +195,9 @@ class InvariantChecker:
         if event.get("full"):
             self._reset_state()
         transitions = args.get("transitions")
+        refused = args.get("invalid_transitions")
+        if refused:
+            self._refusal_checks(refused, found)
         actor = event["actor"]
         names = self._actors.get(actor)
         if names is None:
@@ -646,6 +636,20 @@ class InvariantChecker:
                           f"{args['controller_epoch']} after seeing epoch {seen}")
 
     # -- state machines -----------------------------------------------------------------------------------
+
+    def _refusal_checks(self, refused: Iterable[list[Any]], found: list[Violation]) -> None:
+        """A state machine refuses exactly the transitions the table forbids: refusing one it allows is a
+        table that differs from the model's (and a partition or replica stuck where Kafka would move it)."""
+        for entry in refused:
+            kind, partition, *rest = entry
+            invariant, _, valid = _PARTITION_MACHINE if kind == "partition" else _REPLICA_MACHINE
+            key: _Machine = partition if kind == "partition" else (partition, rest[0])
+            try:
+                allowed = (rest[-2], rest[-1]) in valid
+            except TypeError:  # an unhashable state name is no state at all
+                allowed = False
+            if allowed:
+                self._violate(found, invariant, f"{_machine(key)}: valid transition {rest[-2]} -> {rest[-1]} refused")
 
     def _transition_checks(
         self, action: str, delta: dict[str, Any], chains: dict[_Machine, list[Any]], actor_id: str,

@@ -148,6 +148,19 @@ CATALOGUE: Final[tuple[Mutant, ...]] = (
        "partitions led by a failed broker are not moved offline and re-elected"),
     _m("reassign-without-isr-wait", CTL, "Controller._reassign", "if not set(target) <= set(leadership.isr):",
        "if False:", "write the final assignment before the new replicas have joined the ISR"),
+    # -- the implementation's valid-previous-state tables (the oracles judge by the model's, kcm.spec.states)
+    _m("partition-table-drops-offline-to-online", "kcm.impl.states", "valid_partition_transition",
+       "in _VALID_PARTITION_PAIRS", 'in _VALID_PARTITION_PAIRS - {("OfflinePartition", "OnlinePartition")}',
+       "the partition table drops OfflinePartition -> OnlinePartition: a partition whose leader failed is "
+       "never elected again"),
+    _m("replica-table-allows-deleted-to-ineligible", "kcm.impl.states", "valid_replica_transition",
+       "in _VALID_REPLICA_PAIRS",
+       'in _VALID_REPLICA_PAIRS | {("ReplicaDeletionSuccessful", "ReplicaDeletionIneligible")}',
+       "the replica table lets a deleted replica (ReplicaDeletionSuccessful) become ReplicaDeletionIneligible"),
+    _m("replica-table-drops-ineligible-to-offline", "kcm.impl.states", "valid_replica_transition",
+       "in _VALID_REPLICA_PAIRS", 'in _VALID_REPLICA_PAIRS - {("ReplicaDeletionIneligible", "OfflineReplica")}',
+       "the replica table drops ReplicaDeletionIneligible -> OfflineReplica: a deletion that failed is never "
+       "retried"),
 )
 
 

@@ -26,7 +26,7 @@ from kcm.conformance.check.invariants import (
     REPLICA_VARS,
     STORE_PARTITION_VARS,
 )
-from kcm.impl.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES
+from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, VARIABLES
 
 _LONG: Final = T.LongType()
@@ -59,10 +59,8 @@ ARGS_SCHEMA: Final = T.StructType(
 )
 VIOLATION_COLUMNS: Final = ("run", "seq", "invariant", "message")
 
-_PARTITION_PAIRS: Final = sorted(f"{s.value}>{d.value}" for d, ss in VALID_PREVIOUS_PARTITION_STATES.items()
-                                 for s in ss)
-_REPLICA_PAIRS: Final = sorted(f"{s.value}>{d.value}" for d, ss in VALID_PREVIOUS_REPLICA_STATES.items()
-                               for s in ss)
+_PARTITION_PAIRS: Final = sorted(f"{src}>{dst}" for src, dst in VALID_PARTITION_TRANSITIONS)
+_REPLICA_PAIRS: Final = sorted(f"{src}>{dst}" for src, dst in VALID_REPLICA_TRANSITIONS)
 _UNBOUNDED: Final = Window.unboundedPreceding
 
 

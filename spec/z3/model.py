@@ -17,10 +17,11 @@ Three modes use the same state and relations:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from kcm.spec.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES, Table
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 from kcm.spec.z3._z3 import Expr, and_, bool_array, bool_const, int_array, int_const, ite, or_all
 
@@ -44,9 +45,11 @@ class Rules:
     election_checks_live: bool = True
     leader_epoch_bump: int = 1
     unclean_isr: Literal["leader", "keep"] = "leader"
-    # Valid-previous-state tables, target -> valid sources; None: the implementation's (kcm.impl.states).
-    partition_table: Mapping[str, frozenset[str]] | None = None
-    replica_table: Mapping[str, frozenset[str]] | None = None
+    # The implementation's valid-previous-state tables, which the table proofs compare with the model's
+    # (kcm.spec.states): given by the caller, since the model does not read the implementation. None: the
+    # model's own, against which the comparison holds by construction.
+    partition_table: Table | None = None
+    replica_table: Table | None = None
 
     def describe(self) -> str:
         default = Rules()
@@ -55,9 +58,9 @@ class Rules:
             for name in ("election_order", "election_checks_live", "leader_epoch_bump", "unclean_isr")
             if getattr(self, name) != getattr(default, name)
         ]
-        if self.partition_table is not None:
+        if self.partition_table not in (None, VALID_PREVIOUS_PARTITION_STATES):
             changed.append("partition_table=mutated")
-        if self.replica_table is not None:
+        if self.replica_table not in (None, VALID_PREVIOUS_REPLICA_STATES):
             changed.append("replica_table=mutated")
         return ", ".join(changed) if changed else "as implemented"
 

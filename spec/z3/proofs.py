@@ -13,6 +13,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcm.spec.states import (
+    PARTITION_STATES,
+    REPLICA_STATES,
+    VALID_PREVIOUS_PARTITION_STATES,
+    VALID_PREVIOUS_REPLICA_STATES,
+    Table,
+)
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3 import elections, tables
 from kcm.spec.z3._z3 import Expr, and_, and_all, implies, int_const, not_, or_, or_all, py_value, z3
@@ -248,12 +255,17 @@ def election_obligations(n: int, knobs: Knobs, rules: Rules) -> Iterator[Obligat
 # -- the state tables -----------------------------------------------------------------------------------------
 
 
+def _given(table: Table | None, model: Table) -> Table:
+    """The implementation's table, as the caller gave it in `Rules`, or the model's."""
+    return model if table is None else table
+
+
 def table_obligations(rules: Rules) -> Iterator[Obligation]:
     kinds = (
-        ("partition", tables.PARTITION_STATES, tables.PARTITION_CODE, tables.SPEC_PARTITION_TABLE,
-         rules.partition_table if rules.partition_table is not None else tables.impl_partition_table()),
-        ("replica", tables.REPLICA_STATES, tables.REPLICA_CODE, tables.SPEC_REPLICA_TABLE,
-         rules.replica_table if rules.replica_table is not None else tables.impl_replica_table()),
+        ("partition", PARTITION_STATES, tables.PARTITION_CODE, VALID_PREVIOUS_PARTITION_STATES,
+         _given(rules.partition_table, VALID_PREVIOUS_PARTITION_STATES)),
+        ("replica", REPLICA_STATES, tables.REPLICA_CODE, VALID_PREVIOUS_REPLICA_STATES,
+         _given(rules.replica_table, VALID_PREVIOUS_REPLICA_STATES)),
     )
     for kind, names, codes, spec, impl in kinds:
         src, dst = z3.Int(f"{kind}_from"), z3.Int(f"{kind}_to")
@@ -275,13 +287,12 @@ def table_obligations(rules: Rules) -> Iterator[Obligation]:
 def _path_obligations(rules: Rules) -> Iterator[Obligation]:
     """Bounded reachability through the state machine: any sequence of requested transitions."""
     cases = (
-        ("replica", tables.REPLICA_CODE, tables.REPLICA_STATES,
-         rules.replica_table if rules.replica_table is not None else tables.impl_replica_table(),
-         "OnlineReplica", "NonExistentReplica",
+        ("replica", tables.REPLICA_CODE, REPLICA_STATES,
+         _given(rules.replica_table, VALID_PREVIOUS_REPLICA_STATES), "OnlineReplica", "NonExistentReplica",
          ("OfflineReplica", "ReplicaDeletionStarted", "ReplicaDeletionSuccessful"), 6),
-        ("partition", tables.PARTITION_CODE, tables.PARTITION_STATES,
-         rules.partition_table if rules.partition_table is not None else tables.impl_partition_table(),
-         "OnlinePartition", "NonExistentPartition", ("OfflinePartition",), 4),
+        ("partition", tables.PARTITION_CODE, PARTITION_STATES,
+         _given(rules.partition_table, VALID_PREVIOUS_PARTITION_STATES), "OnlinePartition", "NonExistentPartition",
+         ("OfflinePartition",), 4),
     )
     for kind, codes, names, table, start, end, through, steps in cases:
         targets = [z3.Int(f"{kind}_request{i}") for i in range(steps)]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
 from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.vocabulary import ACTIONS, VARIABLES, Knobs
 from kcm.spec.z3 import tables
@@ -362,6 +363,25 @@ class _Unknown(Exception):
     pass
 
 
+def _valid_refusal(event: Event) -> Failure | None:
+    """A refusal the controller recorded of a transition the table allows: no action explains it, since
+    the state machines refuse exactly the transitions the table forbids (and then change nothing)."""
+    for entry in event["args"].get("invalid_transitions") or []:
+        if not isinstance(entry, list) or len(entry) < 4:
+            continue
+        partition, src, dst = entry[1], entry[-2], entry[-1]
+        if entry[0] == "partition":
+            what, valid = f"{partition}", VALID_PARTITION_TRANSITIONS
+        elif len(entry) >= 5:
+            what, valid = f"{partition} replica {entry[2]}", VALID_REPLICA_TRANSITIONS
+        else:
+            continue
+        if isinstance(src, str) and isinstance(dst, str) and (src, dst) in valid:
+            return Failure(event["seq"], event["action"], event["actor"], str(partition),
+                           f"{what}: valid transition {src} -> {dst} refused", [])
+    return None
+
+
 def _common_prefix(a: list[Any] | None, b: list[Any] | None) -> int:
     if a is None or b is None:
         return 0
@@ -411,9 +431,6 @@ class Validator:
         self.projection = Projection(self.brokers, observed)
         self.history: dict[str, dict[int, int]] = {p: {} for p in self.partitions}
         self._previous: dict[str, dict[str, int | bool]] = {}
-        # the implementation's tables, which the traces' transitions must follow
-        self._partition_pairs = tables.pairs(tables.impl_partition_table(), tables.PARTITION_CODE)
-        self._replica_pairs = tables.pairs(tables.impl_replica_table(), tables.REPLICA_CODE)
 
     def run(self, stop_at_first: bool = True) -> ValidationReport:
         report = ValidationReport(events=len(self.events), partitions=self.partitions,
@@ -459,6 +476,9 @@ class Validator:
 
     def _step(self, event: Event, before: dict[str, Any], after: dict[str, Any],
               report: ValidationReport) -> Failure | None:
+        refusal = _valid_refusal(event)
+        if refusal is not None:
+            return refusal
         cands = candidates(event, self.brokers)
         try:
             cands = [(n, None if b is None else self.projection.mid(b, "the event")) for n, b in cands]
@@ -701,13 +721,13 @@ class Validator:
         out: list[tuple[str, Expr]] = []
         for key, chain in chains.items():
             if key[0] == "partition":
-                codes, pairs, state_pre, state_post, what, absent = (
-                    tables.PARTITION_CODE, self._partition_pairs, s.b("partition_state", c),
+                codes, valid, state_pre, state_post, what, absent = (
+                    tables.PARTITION_CODE, VALID_PARTITION_TRANSITIONS, s.b("partition_state", c),
                     t.b("partition_state", c), f"{p}", "NonExistentPartition")
             else:
                 r = self.projection.mid(int(key[1]), "a transition")
-                codes, pairs, state_pre, state_post, what, absent = (
-                    tables.REPLICA_CODE, self._replica_pairs, s[f"replica_state.{c}.{r}"],
+                codes, valid, state_pre, state_post, what, absent = (
+                    tables.REPLICA_CODE, VALID_REPLICA_TRANSITIONS, s[f"replica_state.{c}.{r}"],
                     t[f"replica_state.{c}.{r}"], f"{p} replica {key[1]}", "NonExistentReplica")
             # A context load starts afresh: what the controller held before does not count.
             current: Expr = z3.IntVal(codes[absent]) if loading else state_pre
@@ -721,7 +741,7 @@ class Validator:
                     out.append((f"{what}: transition from {src} chains from the state before",
                                 current == codes[src]))
                     out.append((f"{what}: {src} -> {dst} is a valid transition",
-                                z3.BoolVal((codes[src], codes[dst]) in pairs)))
+                                z3.BoolVal((src, dst) in valid)))
                 current = z3.IntVal(codes[dst])
             out.append((f"{what}: the transitions end in the state after",
                         implies(t.b("acting_controller_epoch", c) != 0, state_post == current)))

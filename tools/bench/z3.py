@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 
 from kcm.conformance.check.invariants import InvariantChecker
+from kcm.conformance.check.tables import implementation_rules
 from kcm.impl import election
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # -- universal proofs ---------------------------------------------------------------------------------
     baseline_s, inputs = enumerate_offline_election(4)
-    proofs = run_proofs(brokers=8)
+    proofs = run_proofs(brokers=8, rules=implementation_rules())
     worst = max(proofs, key=lambda r: r.seconds)
     total = sum(r.seconds for r in proofs)
     offline = sum(r.seconds for r in proofs if r.group == "election/offline")

@@ -10,8 +10,8 @@ import pytest
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.spec.trace.format import Event, TraceWriter, load_trace
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3._z3 import z3
 from kcm.spec.z3.bmc import BMC_INVARIANTS, KNOWN_BUGS, BmcResult, depth_query, diff_states, run_bmc
+from kcm.spec.z3.solver import z3
 from kcm.spec.z3.validate import validate_events
 
 

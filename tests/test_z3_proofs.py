@@ -12,9 +12,9 @@ from kcm.impl import election
 from kcm.impl.states import VALID_PREVIOUS_REPLICA_STATES, ReplicaState
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3 import elections
-from kcm.spec.z3._z3 import z3
 from kcm.spec.z3.model import Rules
 from kcm.spec.z3.proofs import ProofResult, run_proofs
+from kcm.spec.z3.solver import z3
 
 
 def failed(results: list[ProofResult]) -> dict[str, ProofResult]:

@@ -8,7 +8,7 @@ The model (`spec`) is the reference every oracle reads, so nothing in it may dep
 Every import counts, also one inside a function or under TYPE_CHECKING: a lazy import hides a dependency,
 it does not remove it. Three more rules keep the layers honest:
 - no module imports another module's private name (`from m import _x`), nor a private module of another
-  package (`kcm.spec.z3._z3` is for `kcm.spec.z3` alone);
+  package (`kcm.spec.z3.solver` is for `kcm.spec.z3` alone);
 - no product module imports or runs test code (the `tests/` folder's modules, or a test file by path);
 - no import cycle between modules.
 

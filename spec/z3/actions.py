@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kcm.spec.vocabulary import NO_LEADER
-from kcm.spec.z3._z3 import (
+from kcm.spec.z3.elections import ElectionInput
+from kcm.spec.z3.elections import offline as offline_election
+from kcm.spec.z3.model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
+from kcm.spec.z3.solver import (
     FALSE,
     TRUE,
     Expr,
@@ -41,9 +44,6 @@ from kcm.spec.z3._z3 import (
     select,
     store,
 )
-from kcm.spec.z3.elections import ElectionInput
-from kcm.spec.z3.elections import offline as offline_election
-from kcm.spec.z3.model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
 
 # The actions of the protocol model (model checking and induction), as `Relations.model_instances` makes them.
 MODEL_ACTIONS: Final = (

@@ -19,10 +19,10 @@ from typing import Any, Final
 
 from kcm.spec.trace.format import Event, make_event
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, VARIABLES, Knobs
-from kcm.spec.z3._z3 import Expr, and_, int_const, ite, not_, num, or_, or_all, py_value, z3
 from kcm.spec.z3.actions import Effect, Relations, next_relation
 from kcm.spec.z3.invariants import STATE_INVARIANTS, STEP_INVARIANTS, exposed_hw, initial, stale_controller_fenced
 from kcm.spec.z3.model import NO_EPOCH, ROLE_LEADER, ROLE_NAMES, Config, State
+from kcm.spec.z3.solver import Expr, and_, int_const, ite, not_, num, or_, or_all, py_value, z3
 
 PARTITION: Final = "t0-0"
 TOPIC: Final = "t0"

@@ -1,7 +1,7 @@
-"""The four partition leader elections of the controller, in z3, mirroring `kcm.impl.election` and the
-decisions of `PartitionStateMachine._decide`: candidates scanned in assignment order (or, for the
-reassignment election, in target order), each returning the leader (0 when none qualifies), the new ISR
-and the new leader epoch.
+"""The four partition leader elections of the controller, in z3, as the model states Kafka's rules (tests
+hold `kcm.impl.election` to them): candidates scanned in assignment order (or, for the reassignment
+election, in target order), each returning the leader (0 when none qualifies), the new ISR and the new
+leader epoch.
 
 The same functions serve the universal proofs (assignment and target are symbolic sequences of broker
 ids of symbolic length) and the protocol model (assignment in broker-id order). `Rules` can break them on
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kcm.spec.z3._z3 import Expr, and_, first, not_, num_like, or_all
 from kcm.spec.z3.model import Rules
+from kcm.spec.z3.solver import Expr, and_, first, not_, num_like, or_all
 
 Slot = tuple[Expr, Expr]  # (broker id, whether the position is occupied)
 BrokerSet = dict[int, Expr]  # broker id -> membership

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3._z3 import Expr, and_all, int_const, not_, py_value, z3
 from kcm.spec.z3.actions import Effect, Relations, next_relation
 from kcm.spec.z3.invariants import (
     STATE_INVARIANTS,
@@ -31,6 +30,7 @@ from kcm.spec.z3.invariants import (
     stale_controller_fenced,
 )
 from kcm.spec.z3.model import Config, Rules, State
+from kcm.spec.z3.solver import Expr, and_all, int_const, not_, py_value, z3
 
 TARGETS: tuple[str, ...] = (
     "OneLeaderPerEpoch", "IsrSubsetOfReplicas", "LeaderInIsr",

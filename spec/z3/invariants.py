@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from kcm.spec.vocabulary import HW_PER_LEADER
-from kcm.spec.z3._z3 import (
+from kcm.spec.z3.actions import Effect, fence_obligation
+from kcm.spec.z3.model import NO_EPOCH, ROLE_LEADER, Config, State
+from kcm.spec.z3.solver import (
     Expr,
     and_,
     and_all,
@@ -28,8 +30,6 @@ from kcm.spec.z3._z3 import (
     store,
     z3,
 )
-from kcm.spec.z3.actions import Effect, fence_obligation
-from kcm.spec.z3.model import NO_EPOCH, ROLE_LEADER, Config, State
 
 StateFormula = Callable[[State], Expr]
 

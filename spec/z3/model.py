@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from kcm.spec.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES, Table
+from kcm.spec.states import Table
 from kcm.spec.vocabulary import NO_LEADER, Knobs
-from kcm.spec.z3._z3 import Expr, and_, bool_array, bool_const, int_array, int_const, ite, or_all
+from kcm.spec.z3.solver import Expr, and_, bool_array, bool_const, int_array, int_const, ite, or_all
 
 ROLE_NONE: Final = 0
 ROLE_LEADER: Final = 1
@@ -50,19 +50,6 @@ class Rules:
     # model's own, against which the comparison holds by construction.
     partition_table: Table | None = None
     replica_table: Table | None = None
-
-    def describe(self) -> str:
-        default = Rules()
-        changed = [
-            f"{name}={getattr(self, name)!r}"
-            for name in ("election_order", "election_checks_live", "leader_epoch_bump", "unclean_isr")
-            if getattr(self, name) != getattr(default, name)
-        ]
-        if self.partition_table not in (None, VALID_PREVIOUS_PARTITION_STATES):
-            changed.append("partition_table=mutated")
-        if self.replica_table not in (None, VALID_PREVIOUS_REPLICA_STATES):
-            changed.append("replica_table=mutated")
-        return ", ".join(changed) if changed else "as implemented"
 
 
 @dataclass(frozen=True, slots=True)

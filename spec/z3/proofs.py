@@ -22,10 +22,10 @@ from kcm.spec.states import (
 )
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3 import elections, tables
-from kcm.spec.z3._z3 import Expr, and_, and_all, implies, int_const, not_, or_, or_all, py_value, z3
 from kcm.spec.z3.actions import Effect, Relations, relation
 from kcm.spec.z3.elections import ElectionInput, Outcome, member
 from kcm.spec.z3.model import ROLE_LEADER, Config, Rules, State
+from kcm.spec.z3.solver import Expr, and_, and_all, implies, int_const, not_, or_, or_all, py_value, z3
 
 
 @dataclass

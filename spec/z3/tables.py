@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from kcm.spec.states import PARTITION_STATES, REPLICA_STATES, Table
-from kcm.spec.z3._z3 import Expr, and_, ite, not_, or_all
+from kcm.spec.z3.solver import Expr, and_, ite, not_, or_all
 
 # State codes: 0 is the state a controller's context does not hold (absent counts as non-existent).
 PARTITION_CODE: Final[dict[str, int]] = {name: i for i, name in enumerate(PARTITION_STATES)}

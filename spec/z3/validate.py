@@ -24,9 +24,9 @@ from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIO
 from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.vocabulary import ACTIONS, VARIABLES, Knobs
 from kcm.spec.z3 import tables
-from kcm.spec.z3._z3 import Expr, and_all, implies, int_const, or_all, z3
 from kcm.spec.z3.actions import ERR_NONE, ERR_OTHER, ERR_OUT_OF_RANGE, Effect, Relations
 from kcm.spec.z3.model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
+from kcm.spec.z3.solver import Expr, and_all, implies, int_const, or_all, z3
 
 ROLE_CODE: Final = {"leader": ROLE_LEADER, "follower": ROLE_FOLLOWER}
 STUTTERS: Final = frozenset({

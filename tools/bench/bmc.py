@@ -22,8 +22,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kcm.spec.z3._z3 import z3
 from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug, depth_query, dimacs
+from kcm.spec.z3.solver import z3
 from kcm.tools.bench._common import (
     Figure,
     base_parser,

@@ -28,10 +28,10 @@ from kcm.impl import election
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3._z3 import z3
 from kcm.spec.z3.bmc import KNOWN_BUGS, run_bmc
 from kcm.spec.z3.induction import TARGETS, Induction
 from kcm.spec.z3.proofs import run_proofs
+from kcm.spec.z3.solver import z3
 from kcm.spec.z3.validate import Validator
 from kcm.tools.bench._common import (
     Figure,

@@ -50,6 +50,8 @@ def test_the_spec_configurations_leave_the_bindings_to_kcm() -> None:
     for model in models().values():
         cfg = model.config.read_text()
         assert not any(line.split()[:1] == [hook] for line in cfg.splitlines() for hook in ERA_HOOKS), model
+    assert models()["zombiefixed"].module == models()["zombie"].module
+    assert models()["opsshrink"].module == models()["ops"].module
 
 
 TLA_STATE = {

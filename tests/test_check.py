@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 from kcm.spec.tlc.config import configure, knob_settings
@@ -52,6 +54,13 @@ def test_the_spec_configurations_leave_the_bindings_to_kcm() -> None:
         assert not any(line.split()[:1] == [hook] for line in cfg.splitlines() for hook in ERA_HOOKS), model
     assert models()["zombiefixed"].module == models()["zombie"].module
     assert models()["opsshrink"].module == models()["ops"].module
+
+
+def test_by_hand_a_configuration_is_completed_under_its_own_knobs() -> None:
+    cfg = models()["kafka1211"].config.read_text()
+    run = subprocess.run([sys.executable, "-m", "kcm.spec.tlc.config"], input=cfg, capture_output=True, text=True,
+                         check=True)
+    assert run.stdout == configure(cfg, Knobs(truncation="hw"))
 
 
 TLA_STATE = {

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+from typing import Any, Final
 
 from kcm.spec.vocabulary import ERA_HOOKS, ERA_MODULES, KNOB_CONSTANTS, Knobs
 
-KNOB_OF_CONSTANT = {constant: knob for knob, constant in KNOB_CONSTANTS.items()}
+KNOB_OF_CONSTANT: Final = {constant: knob for knob, constant in KNOB_CONSTANTS.items()}
 
 
 def tla(value: Any) -> str:

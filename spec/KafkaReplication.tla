@@ -42,7 +42,8 @@ CONSTANTS
     ModelUpdateMetadata      \* BOOLEAN: controller events also send UpdateMetadata requests (they only
                              \*   carry the controller epoch here); FALSE leaves them out of a model
 
-(* Era hooks: bound in each model's .cfg to the definitions of one Truncation*.tla module. *)
+(* The era: its name (the knob truncation) and the hooks that the configuration kcm     *)
+(* writes (spec/tlc/config.py) binds to the definitions of the era's Truncation*.tla.    *)
 CONSTANTS
     Truncation,                 \* the era's name: "hw", "kip101", "kip279" or "kip320"
     TruncateOnBecomeFollower,   \* BOOLEAN: a new follower truncates to its own HW at once (no epoch request)

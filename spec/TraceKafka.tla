@@ -22,9 +22,9 @@
 (* length of the longest matched prefix (l = 1 at depth 1, on Init): event number       *)
 (* depth + 1 is the first one the specification cannot explain.                        *)
 (*                                                                                     *)
-(* The era is chosen in the .cfg by binding the hooks to one Truncation* module, as for *)
-(* model checking; the knobs likewise.  Bounds should be set high enough not to cut the *)
-(* trace (they only bound the search).  A trace is given by a module extending this one *)
+(* The knobs and the era hooks are bound as for model checking (spec/tlc/config.py).   *)
+(* Bounds should be set high enough not to cut the trace (they only bound the search).  *)
+(* A trace is given by a module extending this one                                      *)
 (* (TraceExample.tla by hand; `kcm validate --tlc` generates one, spec/tlc/validate.py). *)
 (***************************************************************************************)
 EXTENDS TruncationHW, TruncationKIP101, TruncationKIP279, TruncationKIP320

@@ -6,18 +6,10 @@
 (* reaches the leader's HW, and a new leader exposes its HW at once.                    *)
 (* impl: ReplicaManager._become_follower with knobs.truncation == "hw".                 *)
 (*                                                                                     *)
-(* A model binds the core's era hooks to these definitions in its .cfg:                 *)
-(*   Truncation <- HW_Truncation                                                        *)
-(*   TruncateOnBecomeFollower <- HW_TruncateOnBecomeFollower                            *)
-(*   FenceCurrentLeaderEpoch <- HW_FenceCurrentLeaderEpoch                              *)
-(*   EpochEndAnswer <- HW_EpochEndAnswer                                                *)
-(*   TruncationOffset <- HW_TruncationOffset                                            *)
-(*   InSyncForExpansion <- HW_InSyncForExpansion                                        *)
-(*   ExposesHw <- HW_ExposesHw                                                          *)
+(* kcm binds the core's era hooks to these definitions (HW_TruncationOffset for        *)
+(* TruncationOffset, ...) for Truncation = "hw" (spec/tlc/config.py).                  *)
 (***************************************************************************************)
 EXTENDS KafkaReplication
-
-HW_Truncation == "hw"
 
 \* Becoming a follower: truncate to the own HW (ReplicaManager._truncate(replica, replica.hw)).
 HW_TruncateOnBecomeFollower == TRUE

@@ -9,14 +9,11 @@
 (* impl: ReplicaManager._epoch_end / _on_offsets_for_leader_epoch_response with         *)
 (* knobs.truncation == "kip101"; replica_log.kip101_truncation_offset.                  *)
 (*                                                                                     *)
-(* .cfg bindings: Truncation <- KIP101_Truncation, TruncateOnBecomeFollower <-          *)
-(* KIP101_TruncateOnBecomeFollower, FenceCurrentLeaderEpoch <- KIP101_FenceCurrentLeaderEpoch, *)
-(* EpochEndAnswer <- KIP101_EpochEndAnswer, TruncationOffset <- KIP101_TruncationOffset, *)
-(* InSyncForExpansion <- KIP101_InSyncForExpansion, ExposesHw <- KIP101_ExposesHw.      *)
+(* kcm binds the core's era hooks to these definitions (KIP101_TruncationOffset for    *)
+(* TruncationOffset, ...) for Truncation = "kip101" (spec/tlc/config.py).              *)
 (***************************************************************************************)
 EXTENDS KafkaReplication
 
-KIP101_Truncation == "kip101"
 KIP101_TruncateOnBecomeFollower == FALSE
 KIP101_FenceCurrentLeaderEpoch == FALSE
 

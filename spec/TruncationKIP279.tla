@@ -8,14 +8,11 @@
 (* original design.                                                                     *)
 (* impl: replica_log.largest_epoch_at_most, kip279_truncation_offset.                   *)
 (*                                                                                     *)
-(* .cfg bindings: Truncation <- KIP279_Truncation, TruncateOnBecomeFollower <-          *)
-(* KIP279_TruncateOnBecomeFollower, FenceCurrentLeaderEpoch <- KIP279_FenceCurrentLeaderEpoch, *)
-(* EpochEndAnswer <- KIP279_EpochEndAnswer, TruncationOffset <- KIP279_TruncationOffset, *)
-(* InSyncForExpansion <- KIP279_InSyncForExpansion, ExposesHw <- KIP279_ExposesHw.      *)
+(* kcm binds the core's era hooks to these definitions (KIP279_TruncationOffset for    *)
+(* TruncationOffset, ...) for Truncation = "kip279" (spec/tlc/config.py).              *)
 (***************************************************************************************)
 EXTENDS KafkaReplication
 
-KIP279_Truncation == "kip279"
 KIP279_TruncateOnBecomeFollower == FALSE
 KIP279_FenceCurrentLeaderEpoch == FALSE
 

@@ -12,14 +12,11 @@
 (* impl: ReplicaManager._fence_error(..., fenced=True), _in_sync; the checker's         *)
 (* _exposed_hw_check.                                                                   *)
 (*                                                                                     *)
-(* .cfg bindings: Truncation <- KIP320_Truncation, TruncateOnBecomeFollower <-          *)
-(* KIP320_TruncateOnBecomeFollower, FenceCurrentLeaderEpoch <- KIP320_FenceCurrentLeaderEpoch, *)
-(* EpochEndAnswer <- KIP320_EpochEndAnswer, TruncationOffset <- KIP320_TruncationOffset, *)
-(* InSyncForExpansion <- KIP320_InSyncForExpansion, ExposesHw <- KIP320_ExposesHw.      *)
+(* kcm binds the core's era hooks to these definitions (KIP320_TruncationOffset for    *)
+(* TruncationOffset, ...) for Truncation = "kip320" (spec/tlc/config.py).              *)
 (***************************************************************************************)
 EXTENDS KafkaReplication
 
-KIP320_Truncation == "kip320"
 KIP320_TruncateOnBecomeFollower == FALSE
 KIP320_FenceCurrentLeaderEpoch == TRUE
 

@@ -1,4 +1,5 @@
-"""Design knobs and invariant names: the one vocabulary every engine of kcm speaks.
+"""Design knobs and invariant names: the one vocabulary every engine of kcm speaks, and how the TLA+
+specification spells the knobs.
 
 The default `Knobs()` is the safe design (KIP-320 era, clean elections, both fences on). Every other
 setting is a design variant whose consequences kcm exists to show.
@@ -33,6 +34,26 @@ HW_ACROSS_LEADERS: Final = "HighWatermarkMonotonic/AcrossLeaders"
 
 # Knobs whose every value is a safe design: a larger min_isr refuses more writes, it never loses one.
 SAFE_AT_ANY_VALUE: Final = frozenset({"min_isr"})
+# How the TLA+ specification reads the knobs: each is a constant of spec/KafkaReplication.tla (the
+# truncation rule as the string `Truncation`, e.g. "kip320").
+KNOB_CONSTANTS: Final[dict[str, str]] = {
+    "truncation": "Truncation",
+    "unclean_election": "UncleanElection",
+    "controller_epoch_fencing": "ControllerEpochFencing",
+    "leader_epoch_check": "LeaderEpochCheck",
+    "min_isr": "MinIsr",
+}
+# What differs between the truncation rules enters the core as these constant operators, the era hooks;
+# each rule's module defines all of them under its prefix (TruncationKIP320.tla: KIP320_ExposesHw, ...).
+ERA_HOOKS: Final[tuple[str, ...]] = (
+    "TruncateOnBecomeFollower", "FenceCurrentLeaderEpoch", "EpochEndAnswer", "TruncationOffset",
+    "InSyncForExpansion", "ExposesHw")
+ERA_MODULES: Final[dict[str, tuple[str, str]]] = {
+    "hw": ("TruncationHW", "HW_"),
+    "kip101": ("TruncationKIP101", "KIP101_"),
+    "kip279": ("TruncationKIP279", "KIP279_"),
+    "kip320": ("TruncationKIP320", "KIP320_"),
+}
 
 
 class KnobError(ValueError):

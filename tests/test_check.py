@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
-from kcm.spec.tlc.modelcheck import configure, diff_states, to_trace_state
+from kcm.spec.tlc.config import configure, knob_settings
+from kcm.spec.tlc.modelcheck import diff_states, models, to_trace_state
 from kcm.spec.trace.format import apply_delta, empty_state
-from kcm.spec.vocabulary import Knobs
+from kcm.spec.vocabulary import ERA_HOOKS, KNOB_CONSTANTS, Knobs
 
 BASE_CFG = """CONSTANTS
     Brokers = {1, 2}
-    UncleanElection = FALSE
-    ControllerEpochFencing = TRUE
-    LeaderEpochCheck = TRUE
-    MinIsr = 1
-    Truncation <- KIP320_Truncation
-    ExposesHw <- KIP320_ExposesHw
+    Truncation = "hw"
+    UncleanElection = TRUE
 INIT Init
 NEXT Next
 INVARIANTS
@@ -24,21 +23,44 @@ INVARIANTS
 """
 
 
-def test_configure_binds_knobs_and_the_variant_hooks() -> None:
-    knobs = Knobs(truncation="hw", unclean_election=True, controller_epoch_fencing=False, min_isr=2)
+def test_a_configuration_sets_its_knobs_apart_from_the_defaults() -> None:
+    assert knob_settings(BASE_CFG) == Knobs(truncation="hw", unclean_election=True)
+    assert knob_settings("\\* UncleanElection = TRUE.  Expect ...\nCONSTANTS\n    MinIsr = 2\n") == Knobs(min_isr=2)
+
+
+def test_configure_binds_every_knob_and_the_variant_hooks_once() -> None:
+    knobs = Knobs(truncation="kip101", controller_epoch_fencing=False, min_isr=2)
     cfg = configure(BASE_CFG, knobs, None)
-    assert "UncleanElection = TRUE" in cfg and "ControllerEpochFencing = FALSE" in cfg
-    assert "LeaderEpochCheck = TRUE" in cfg and "MinIsr = 2" in cfg
-    assert "Truncation <- HW_Truncation" in cfg and "ExposesHw <- HW_ExposesHw" in cfg
-    assert "KIP320" not in cfg
+    assert 'Truncation = "kip101"' in cfg and "UncleanElection = FALSE" in cfg
+    assert "ControllerEpochFencing = FALSE" in cfg and "LeaderEpochCheck = TRUE" in cfg and "MinIsr = 2" in cfg
+    assert "TruncationOffset <- KIP101_TruncationOffset" in cfg and "ExposesHw <- KIP101_ExposesHw" in cfg
+    assert '"hw"' not in cfg
+    for name in (*KNOB_CONSTANTS.values(), *ERA_HOOKS):
+        assert len([line for line in cfg.splitlines() if line.split()[:1] == [name]]) == 1, name
     assert "Brokers = {1, 2}" in cfg and "OneLeaderPerEpoch" in cfg
+    assert knob_settings(cfg) == knobs
 
 
 def test_configure_replaces_the_invariants_when_asked() -> None:
     cfg = configure(BASE_CFG, Knobs(), ["NoCommittedDataLoss"])
     assert "OneLeaderPerEpoch" not in cfg and "TypeOK" not in cfg
     assert cfg.rstrip().endswith("INVARIANTS\n    NoCommittedDataLoss")
-    assert "NEXT Next" in cfg
+    assert "NEXT Next" in cfg and "ExposesHw <- KIP320_ExposesHw" in cfg
+
+
+def test_the_spec_configurations_leave_the_bindings_to_kcm() -> None:
+    for model in models().values():
+        cfg = model.config.read_text()
+        assert not any(line.split()[:1] == [hook] for line in cfg.splitlines() for hook in ERA_HOOKS), model
+    assert models()["zombiefixed"].module == models()["zombie"].module
+    assert models()["opsshrink"].module == models()["ops"].module
+
+
+def test_by_hand_a_configuration_is_completed_under_its_own_knobs() -> None:
+    cfg = models()["kafka1211"].config.read_text()
+    run = subprocess.run([sys.executable, "-m", "kcm.spec.tlc.config"], input=cfg, capture_output=True, text=True,
+                         check=True)
+    assert run.stdout == configure(cfg, Knobs(truncation="hw"))
 
 
 TLA_STATE = {

@@ -51,8 +51,8 @@ KAFKA_2334_ALSO = ("hw", "kip101")
 
 def announced() -> dict[str, str]:
     found = {}
-    for name, module in models().items():
-        expected = EXPECT.search(module.with_suffix(".cfg").read_text())
+    for name, model in models().items():
+        expected = EXPECT.search(model.config.read_text())
         if expected:
             found[name] = expected.group(1)
     return found
@@ -73,7 +73,7 @@ def test_every_reproduction_is_announced_by_its_configuration_with_its_knobs() -
 
 
 def _checked(model: str) -> list[str]:
-    cfg = models()[model].with_suffix(".cfg").read_text()
+    cfg = models()[model].config.read_text()
     return re.findall(r"^\s+(\w+)\s*$", cfg.split("INVARIANTS", 1)[1], re.M)
 
 

@@ -1,14 +1,15 @@
 """`kcm check`: model-check a TLA+ instance of spec/ under chosen knobs with TLC.
 
-A model is one of the `MC<name>.tla/.cfg` pairs in spec/. Knob settings are applied by generating, in
-a temporary folder, a copy of the model whose configuration binds the knob constants and the era hooks
-of the chosen truncation variant; TLC's state files go to another temporary folder, removed afterwards.
+A model is a `MC<name>.cfg` of spec/ with its module: `MC<name>.tla`, or for a configuration that varies
+another model, the module of that model (`MCzombiefixed.cfg` runs `MCzombie.tla`). Knob settings are
+applied by generating, in a temporary folder, a module extending the model and the chosen truncation
+variant, with the model's configuration plus the bindings of the knob constants and the era hooks
+(spec/tlc/config.py); TLC's state files go to another temporary folder, removed afterwards.
 A counterexample is converted to trace format v1 (`kcm check-trace` and `kcm replay` read it).
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -17,17 +18,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from kcm.spec.tlc.config import configure, knob_settings
 from kcm.spec.tlc.runner import TlcResult, TraceState, run_tlc
 from kcm.spec.trace.format import TraceWriter, make_event
-from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES, Knobs
+from kcm.spec.vocabulary import ERA_MODULES, HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES, Knobs
 
-VARIANT_MODULES: Final = {"hw": "TruncationHW", "kip101": "TruncationKIP101", "kip279": "TruncationKIP279",
-                          "kip320": "TruncationKIP320"}
-VARIANT_PREFIX: Final = {"hw": "HW_", "kip101": "KIP101_", "kip279": "KIP279_", "kip320": "KIP320_"}
-ERA_HOOKS: Final = ("Truncation", "TruncateOnBecomeFollower", "FenceCurrentLeaderEpoch", "EpochEndAnswer",
-                    "TruncationOffset", "InSyncForExpansion", "ExposesHw")
-KNOB_CONSTANTS: Final = {"unclean_election": "UncleanElection", "controller_epoch_fencing": "ControllerEpochFencing",
-                         "leader_epoch_check": "LeaderEpochCheck", "min_isr": "MinIsr"}
 # The two readings of HighWatermarkMonotonic are separate operators in TLA+.
 TLA_READINGS: Final = {
     "HighWatermarkMonotonicPerLeaderEpoch": HW_PER_LEADER,
@@ -38,6 +33,8 @@ TLA_READINGS: Final = {
 def vocabulary_name(tla_name: str) -> str:
     """An invariant as kcm names it everywhere (a reading after a slash), from its TLA+ operator name."""
     return TLA_READINGS.get(tla_name, tla_name)
+
+
 GENERATED: Final = "MCkcm"
 # Spec actions that fuse several protocol steps (to keep reproductions small), by the step they end with.
 FUSED_ACTIONS: Final = {"FetchRound": "FetchResponse", "TruncationRound": "OffsetsForLeaderEpochResponse"}
@@ -51,13 +48,30 @@ def spec_dir() -> Path:
     return Path(str(resources.files("kcm.spec")))
 
 
-def models() -> dict[str, Path]:
-    """Model name (lower case, without `MC`) -> its module, for every MC*.tla with a .cfg beside it."""
+@dataclass(frozen=True)
+class Model:
+    module: Path
+    config: Path
+
+
+def models() -> dict[str, Model]:
+    """Model name (lower case, without `MC`) -> its module and configuration, for every MC*.cfg: a
+    configuration without a module of its own name runs the model whose name its own begins with (the
+    longest), so a design that differs from a model in its knobs and invariants needs only a `.cfg`."""
+    modules = {module.stem: module for module in spec_dir().glob("MC*.tla")}
     found = {}
-    for module in sorted(spec_dir().glob("MC*.tla")):
-        if module.with_suffix(".cfg").is_file() and module.stem != GENERATED:
-            found[module.stem[2:].lower()] = module
+    for config in sorted(spec_dir().glob("MC*.cfg")):
+        base = max((stem for stem in modules if config.stem.startswith(stem)), key=len, default=None)
+        if base is not None:
+            found[config.stem[2:].lower()] = Model(modules[base], config)
     return found
+
+
+def _model(name: str) -> Model:
+    known = models()
+    if name not in known:
+        raise ModelError(f"unknown model {name!r} (known: {', '.join(sorted(known))})")
+    return known[name]
 
 
 @dataclass
@@ -83,20 +97,7 @@ class CheckOutcome:
 
 def model_knobs(model: str) -> Knobs:
     """The knob settings a model's configuration makes: the defaults of `kcm check --model NAME`."""
-    known = models()
-    if model not in known:
-        raise ModelError(f"unknown model {model!r} (known: {', '.join(sorted(known))})")
-    cfg = known[model].with_suffix(".cfg").read_text()
-    knobs = Knobs()
-    era = re.search(r"Truncation\s*<-\s*(\w+)_Truncation", cfg)
-    if era:
-        by_prefix = {prefix: rule for rule, prefix in VARIANT_PREFIX.items()}
-        knobs = knobs.with_value("truncation", by_prefix[era.group(1) + "_"])
-    for knob, name in KNOB_CONSTANTS.items():
-        setting = re.search(rf"\b{name}\s*=\s*(\w+)", cfg)
-        if setting:
-            knobs = knobs.with_value(knob, setting.group(1))
-    return knobs
+    return knob_settings(_model(model).config.read_text())
 
 
 def check_model(
@@ -111,13 +112,10 @@ def check_model(
 ) -> CheckOutcome:
     """TLC on a model under knobs (and, optionally, only some invariants), with TLC's heap bounded
     (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time."""
-    known = models()
-    if model not in known:
-        raise ModelError(f"unknown model {model!r} (known: {', '.join(sorted(known))})")
+    base = _model(model)
     for name in invariants or []:
         if name not in (*INVARIANTS, *TLA_READINGS, "TypeOK"):
             raise ModelError(f"unknown invariant {name!r} (known: TypeOK, {', '.join(INVARIANTS)})")
-    base = known[model]
     with tempfile.TemporaryDirectory(prefix="kcm-model-") as folder:
         work = Path(folder)
         for source in spec_dir().glob("*.tla"):
@@ -133,42 +131,18 @@ def check_model(
     return CheckOutcome(model, knobs, result, trace_path)
 
 
-def _generate(work: Path, base: Path, knobs: Knobs, invariants: list[str] | None) -> tuple[Path, Path]:
+def _generate(work: Path, base: Model, knobs: Knobs, invariants: list[str] | None) -> tuple[Path, Path]:
     """A model extending the base one and the chosen variant, configured with the knobs."""
-    variant = VARIANT_MODULES[knobs.truncation]
+    variant, _ = ERA_MODULES[knobs.truncation]
     module = work / f"{GENERATED}.tla"
     module.write_text(
         f"---- MODULE {GENERATED} ----\n"
-        f"(* Generated by kcm check from {base.name}: {knobs.describe()} *)\n"
-        f"EXTENDS {base.stem}, {variant}\n====\n"
+        f"(* Generated by kcm check from {base.config.name}: {knobs.describe()} *)\n"
+        f"EXTENDS {base.module.stem}, {variant}\n====\n"
     )
     config = work / f"{GENERATED}.cfg"
-    config.write_text(configure(base.with_suffix(".cfg").read_text(), knobs, invariants))
+    config.write_text(configure(base.config.read_text(), knobs, invariants))
     return module, config
-
-
-def configure(cfg: str, knobs: Knobs, invariants: list[str] | None) -> str:
-    """The base configuration with the knob constants, the era hooks and (optionally) the invariants."""
-    prefix = VARIANT_PREFIX[knobs.truncation]
-    values = knobs.to_dict()
-    lines = []
-    for line in cfg.splitlines():
-        stripped = line.strip()
-        hook = re.fullmatch(r"(\w+)\s*<-\s*\w+", stripped)
-        if hook and hook.group(1) in ERA_HOOKS:
-            line = f"    {hook.group(1)} <- {prefix}{hook.group(1)}"
-        constant = re.fullmatch(r"(\w+)\s*=\s*\S+", stripped)
-        if constant:
-            for knob, name in KNOB_CONSTANTS.items():
-                if constant.group(1) == name:
-                    value = values[knob]
-                    line = f"    {name} = {str(value).upper() if isinstance(value, bool) else value}"
-        lines.append(line)
-    text = "\n".join(lines) + "\n"
-    if invariants:
-        text = re.sub(r"(?ms)^INVARIANTS?\b.*?(?=^[A-Z]+\b|\Z)", "", text)
-        text += "INVARIANTS\n" + "".join(f"    {n}\n" for n in invariants)
-    return text
 
 
 # -- counterexamples as trace format v1 ------------------------------------------------------------------

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.spec.tlc.modelcheck import ERA_HOOKS, KNOB_CONSTANTS, VARIANT_PREFIX, spec_dir
+from kcm.spec.tlc.config import bindings, tla
+from kcm.spec.tlc.modelcheck import spec_dir
 from kcm.spec.tlc.runner import run_tlc
 from kcm.spec.trace.format import Event, apply_event
 from kcm.spec.vocabulary import VARIABLES, Knobs
@@ -78,20 +79,6 @@ class TraceCheck:
 
 
 # -- TLA+ values ------------------------------------------------------------------------------------------
-
-
-def tla(value: Any) -> str:
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, frozenset):
-        return "{" + ", ".join(tla(item) for item in sorted(value)) + "}"
-    if isinstance(value, tuple | list):
-        return "<<" + ", ".join(tla(item) for item in value) + ">>"
-    raise ValueError(f"no TLA+ value for {value!r}")
 
 
 def _partition_function(values: dict[str, str]) -> str:
@@ -261,22 +248,16 @@ def uses_operations(events: list[Event]) -> bool:
 
 
 def trace_config(knobs: Knobs, constants: dict[str, str], update_metadata: bool) -> str:
-    values = knobs.to_dict()
-    prefix = VARIANT_PREFIX[knobs.truncation]
     lines = ["CONSTANTS"]
     lines += [f"    {name} <- {value}" for name, value in constants.items()]
-    for knob, name in KNOB_CONSTANTS.items():
-        value = values[knob]
-        lines.append(f"    {name} = {str(value).upper() if isinstance(value, bool) else value}")
     lines += [f"    {name} = {BOUND}" for name in
               ("MaxRecords", "MaxLeaderEpoch", "MaxControllerEpoch", "MaxCrashes", "MaxExpiries")]
-    lines.append(f"    ModelUpdateMetadata = {'TRUE' if update_metadata else 'FALSE'}")
-    lines += [f"    {hook} <- {prefix}{hook}" for hook in ERA_HOOKS]
+    lines.append(f"    ModelUpdateMetadata = {tla(update_metadata)}")
     lines.append("    SealRequests <- TraceSealRequests")
     operations = "ReassignTargets" in constants
     lines += ["INIT OpsTraceInit" if operations else "INIT TraceInit",
               "NEXT OpsTraceNext" if operations else "NEXT TraceNext", f"INVARIANT {ACCEPTED}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + bindings(knobs)
 
 
 def validate_with_tlc(events: list[Event], heap_mb: int = 2048,

@@ -95,8 +95,8 @@ def selected_models(quick: bool, only: list[str] | None) -> list[tuple[str, str 
     """(model, the invariant its configuration announces as violated, or None): `ci` and `deep` (not with
     --quick), every reproduction and the fixed designs on their models; or the models named."""
     chosen = []
-    for name, module in models().items():
-        expected = EXPECT.search(module.with_suffix(".cfg").read_text())
+    for name, model in models().items():
+        expected = EXPECT.search(model.config.read_text())
         wanted = (name in ("ci", "deep") and not quick) or expected or name.endswith("fixed") or name == "kip320"
         if (only and name in only) or (not only and wanted):
             chosen.append((name, expected.group(1) if expected else None))

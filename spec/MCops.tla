@@ -17,15 +17,12 @@ OneShutdown == \A b \in Brokers \ {1} : ~cs_requested'[b]
 NoRecreation == \A p \in Partitions : assignment[p] = <<>> => assignment'[p] = <<>>
 
 \* MCops.cfg: the operations without message loss (MCci covers it), without ISR shrinks by
-\* leaders and without re-creating a deleted topic -- each of which leads to a violation, see
-\* MCopsShrink.cfg and MCopsRecreate.cfg -- explored exhaustively up to DepthBound steps.
+\* leaders (MCopsShrink.cfg adds them) and without re-creating a deleted topic, explored
+\* exhaustively up to DepthBound steps.
 MCOpsNext == (OpsControlNext \/ OpsReplicationNext) /\ OneShutdown /\ NoRecreation
 
 \* MCopsShrink.cfg: with ISR shrinks: the implementation's reassignment trusts its cached ISR.
 MCOpsShrinkNext == (OpsControlNext \/ OpsReplicationNext \/ OpsShrinkNext) /\ OneShutdown /\ NoRecreation
-
-\* MCopsRecreate.cfg: with re-creation: a reordered LeaderAndIsr of the deleted topic.
-MCOpsRecreateNext == (OpsControlNext \/ OpsReplicationNext) /\ OneShutdown
 
 DepthBound == TLCGet("level") <= 14
 

@@ -147,7 +147,8 @@ def _generate(work: Path, base: Model, knobs: Knobs, invariants: list[str] | Non
 
 # -- counterexamples as trace format v1 ------------------------------------------------------------------
 
-BROKER_KEYED: Final = frozenset({"acting_controller_epoch", "alive", "broker_controller_epoch"})
+# In the vocabulary's order: a counterexample's trace is the same file at every run.
+BROKER_KEYED: Final = ("acting_controller_epoch", "alive", "broker_controller_epoch")
 REPLICA_VARS: Final = ("role", "local_leader_epoch", "local_isr", "log", "hw", "hw_checkpoint", "epoch_start_offset")
 NODE_VARS: Final = ("leader", "leader_epoch", "isr", "partition_controller_epoch", "partition_version")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kcm.spec.tlc.config import bindings, tla
-from kcm.spec.tlc.modelcheck import spec_dir
+from kcm.spec.tlc.modelcheck import BROKER_KEYED, spec_dir
 from kcm.spec.tlc.runner import run_tlc
 from kcm.spec.trace.format import Event, apply_event
 from kcm.spec.vocabulary import VARIABLES, Knobs
@@ -32,7 +32,6 @@ MODULE: Final = "TraceRun"
 ACCEPTED: Final = "TraceNotAccepted"
 # Bounds of the specification: a trace validation must never be cut short by them.
 BOUND: Final = 100_000
-_BROKER_KEYED: Final = frozenset({"acting_controller_epoch", "alive", "broker_controller_epoch"})
 # The value a v1 map leaves out, per variable (docs/spec.md, "Variables and trace format v1").
 _ABSENT: Final[dict[str, Any]] = {
     "assignment": (), "leader": 0, "leader_epoch": -1, "isr": frozenset(), "partition_controller_epoch": 0,
@@ -111,7 +110,7 @@ class _Encoder:
         depth = VARIABLES[name]
         if depth == 0:
             return tla(value)
-        if depth == 1 and name in _BROKER_KEYED:
+        if depth == 1 and name in BROKER_KEYED:
             return _broker_function(self.brokers, {b: self.leaf(name, value.get(str(b))) for b in self.brokers})
         if depth == 1:
             return _partition_function({p: self.leaf(name, value.get(p)) for p in self.partitions})
@@ -149,7 +148,7 @@ def _partition_scoped(delta: dict[str, Any], partition: str, first: bool) -> dic
     scoped: dict[str, Any] = {}
     for name, value in delta.items():
         depth = VARIABLES[name]
-        if depth == 0 or name in _BROKER_KEYED:
+        if depth == 0 or name in BROKER_KEYED:
             if first:
                 scoped[name] = value
         elif depth == 1:

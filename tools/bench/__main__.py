@@ -21,6 +21,7 @@ from rich.console import JustifyMethod
 from rich.table import Table
 
 from kcm.tools.bench._common import PACKAGE, Figure, console, load_note, machine, read_summary
+from kcm.tools.bench.run import command
 
 BENCHMARKS = ("controller", "simulator", "checker", "z3", "tlc", "replay", "pipeline", "conform")
 
@@ -42,9 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = console()
     info = machine()
-    command = shlex.join(["python", "-m", PACKAGE, *(sys.argv[1:] if argv is None else argv)])
+    invocation = shlex.join(["python", "-m", PACKAGE, *(sys.argv[1:] if argv is None else argv)])
     out.rule("[bold]kcm benchmarks")
-    out.print(f"command : {command}")
+    out.print(f"command : {invocation}")
     out.print(f"date    : {info['date']}")
     out.print(f"machine : nproc={info['nproc']}, CPU {info['cpu']}, {info['platform']}; {info['python']}")
     out.print(f"code    : {info['revision']}")
@@ -57,9 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kcm-bench-") as tmp:
         for name in args.only or BENCHMARKS:
             summary = Path(tmp) / f"{name}.json"
-            cmd = [sys.executable, "-m", f"{PACKAGE}.{name}", "--summary", str(summary)]
-            if args.quick:
-                cmd.append("--quick")
+            cmd = command(name, ["--summary", str(summary), *(["--quick"] if args.quick else [])])
             out.print()
             sys.stdout.flush()
             start = time.perf_counter()

@@ -37,6 +37,7 @@ import cProfile
 import gc
 import itertools
 import json
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -74,6 +75,7 @@ from kcm.tools.bench._common import (
     table,
     write_summary,
 )
+from kcm.tools.bench.run import command
 
 NAME = "controller"
 TARGET_SECONDS = 1.0
@@ -515,7 +517,8 @@ def _work_table(title: str, rows: list[tuple[Bench, list[OpSample], OpSample]]) 
 def main(argv: Sequence[str] | None = None) -> int:
     if interpreted.compiled():
         # It times Controller.process by wrapping it, which a compiled controller refuses.
-        return interpreted.rerun_interpreted("kcm.tools.bench.controller", sys.argv[1:] if argv is None else argv)
+        rerun = command("controller", sys.argv[1:] if argv is None else argv, interpreted=True)
+        return subprocess.run(rerun, check=False).returncode
     parser = base_parser(NAME, "Controller handling of a broker failure and a controlled shutdown.")
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions of each operation (median)")
     parser.add_argument(

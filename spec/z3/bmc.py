@@ -92,8 +92,9 @@ class Unrolling:
         k = self.depth
         s, t = self.states[k - 1], self.states[k]
         out: dict[str, Expr] = {}
-        wanted = set(names)
-        for name in wanted:
+        # In the order given, not a set's: the solver's answer depends on the order of its formulas, and a
+        # counterexample should be the same at every run.
+        for name in dict.fromkeys(names):
             if name == "OneLeaderPerEpoch":
                 out[name] = self._two_leaders()
             elif name in STATE_INVARIANTS:

@@ -23,7 +23,6 @@ from kcm.tools.review import (
     markdown,
     review,
     select,
-    settings_of,
     to_json,
 )
 
@@ -53,9 +52,9 @@ def test_select_and_settings() -> None:
     with pytest.raises(ModelError, match="unknown review row 'nope'"):
         select(["nope"])
     knobs = Knobs(truncation="hw", unclean_election=True, min_isr=2)
-    assert settings_of(knobs) == ("truncation=hw", "unclean_election=true", "min_isr=2")
-    assert Knobs().with_settings(list(settings_of(knobs))) == knobs
-    assert settings_of(Knobs()) == ()
+    assert knobs.settings() == ["truncation=hw", "unclean_election=true", "min_isr=2"]
+    assert Knobs().with_settings(knobs.settings()) == knobs
+    assert Knobs().settings() == []
 
 
 def test_markdown_and_json_of_a_row() -> None:

@@ -292,7 +292,7 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     import tempfile
 
 
-    ci = Variant(f"ci ({ctx.knobs.describe()})", settings_of(ctx.knobs), "ci")
+    ci = Variant(f"ci ({ctx.knobs.describe()})", tuple(ctx.knobs.settings()), "ci")
     variants = [v for v in VARIANTS if v.knobs != ctx.knobs or v.model != "ci"]
     with tempfile.TemporaryDirectory(prefix="kcm-review-") as folder:
         rows = review([ci, *variants], Path(folder), workers=2)
@@ -313,13 +313,6 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
         check = "model ci" if row.variant is ci else f"review {row.variant.label} ({row.variant.model})"
         stage.append(StageRow("tlc", check, verdict, detail, row.seconds))
     return stage
-
-
-def settings_of(knobs: Knobs) -> tuple[str, ...]:
-    """`--set` strings that turn the defaults into `knobs`."""
-    defaults = Knobs().to_dict()
-    return tuple(f"{name}={str(value).lower()}" for name, value in knobs.to_dict().items()
-                 if value != defaults[name])
 
 
 def _states(row: RowResult) -> int:

@@ -16,7 +16,7 @@
 (* TruncationKIP320 define and a model's .cfg binds with `<-`.                          *)
 (*                                                                                     *)
 (* Encoding of "absent" (a key missing from a trace map) by sentinel values:            *)
-(*   leader = 0 (NoLeader); leader_epoch, local_leader_epoch = -1; partition_version =  *)
+(*   leader = -1 (NoLeader); leader_epoch, local_leader_epoch = -1; partition_version = *)
 (*   -1; partition_controller_epoch = 0; assignment = <<>>; isr, local_isr = {};        *)
 (*   role = "absent" (no replica object: log key absent too) or "none" (replica exists, *)
 (*   no role, as after a crash: role key absent, log key present);                      *)
@@ -124,7 +124,7 @@ DataView == <<proto_vars, h_committed, h_violations>>
 (***************************************************************************************)
 (* Constants and helpers.                                                               *)
 (***************************************************************************************)
-NoLeader == 0
+NoLeader == -1          \* LeaderAndIsr.NoLeader: brokers are non-negative, 0 among them
 Undefined == -1          \* UNDEFINED_EPOCH
 MaxFetchRecords == 4     \* replica_manager.MAX_FETCH_RECORDS
 
@@ -157,11 +157,11 @@ Max(a, b) == IF a > b THEN a ELSE b
 MinOf(S) == CHOOSE x \in S : \A y \in S : x <= y
 Range(s) == {s[i] : i \in DOMAIN s}
 
-\* The first element of seq that is in S, in sequence order; 0 if none (election.py's _first).
+\* The first element of seq that is in S, in sequence order; NoLeader if none (election.py's _first).
 FirstIn(seq, S) ==
     IF \E i \in DOMAIN seq : seq[i] \in S
     THEN seq[CHOOSE i \in DOMAIN seq : seq[i] \in S /\ \A j \in 1..(i - 1) : seq[j] \notin S]
-    ELSE 0
+    ELSE NoLeader
 
 \* A partition state node (or the controller's cached copy of one).
 NoNode == [leader |-> NoLeader, le |-> -1, isr |-> {}, pce |-> 0, version |-> -1]
@@ -458,20 +458,20 @@ WriteNode(W, n, newLeader, newIsr, K) ==
     LET written == [leader |-> newLeader, le |-> n.le + 1, isr |-> newIsr, pce |-> K.ce, version |-> n.version + 1]
     IN [W EXCEPT !.node = written, !.cache = written, !.wrote = TRUE]
 
-\* PartitionStateMachine._decide: [leader (0 = none), isr, recipients] for a strategy, on node n.
+\* PartitionStateMachine._decide: [leader (NoLeader = none), isr, recipients] for a strategy, on node n.
 Decide(W, n, strategy, target, K) ==
     LET electable == Electable(K)
         everyone == LiveOf(K)
     IN CASE strategy = "offline" ->
               LET clean == FirstIn(W.asg, electable \cap n.isr)
-                  ldr == IF clean = 0 /\ UncleanElection THEN FirstIn(W.asg, electable) ELSE clean
+                  ldr == IF clean = NoLeader /\ UncleanElection THEN FirstIn(W.asg, electable) ELSE clean
               IN [leader |-> ldr,
                   isr |-> IF ldr \in n.isr \cap electable THEN n.isr \cap electable ELSE {ldr},
                   recipients |-> Range(W.asg) \cap electable]
          [] strategy = "reassign" ->
               [leader |-> FirstIn(target, electable \cap n.isr), isr |-> n.isr, recipients |-> Range(target)]
          [] strategy = "preferred" ->
-              [leader |-> IF W.asg # <<>> /\ W.asg[1] \in electable \cap n.isr THEN W.asg[1] ELSE 0,
+              [leader |-> IF W.asg # <<>> /\ W.asg[1] \in electable \cap n.isr THEN W.asg[1] ELSE NoLeader,
                isr |-> n.isr, recipients |-> Range(W.asg)]
          [] strategy = "controlled_shutdown" ->
               [leader |-> FirstIn(W.asg, (everyone \cap n.isr) \ K.shutting),
@@ -481,9 +481,9 @@ Decide(W, n, strategy, target, K) ==
 Elect(W, strategy, target, K) ==
     LET Apply(Wx, n) ==
             LET d == Decide(Wx, n, strategy, target, K)
-            IN IF d.leader = 0 THEN [Wx EXCEPT !.cache = n]
+            IN IF d.leader = NoLeader THEN [Wx EXCEPT !.cache = n]
                ELSE AddLai(WriteNode(Wx, n, d.leader, d.isr, K), d.recipients, K)
-    IN IF ~HasNode(W.cache) \/ Decide(W, W.cache, strategy, target, K).leader = 0 THEN W
+    IN IF ~HasNode(W.cache) \/ Decide(W, W.cache, strategy, target, K).leader = NoLeader THEN W
        ELSE IF W.cache.version = W.node.version THEN Apply(W, W.cache)
        ELSE IF ~HasNode(W.node) THEN [W EXCEPT !.cache = W.node]
        ELSE Apply(W, W.node)

@@ -226,4 +226,13 @@ VARIABLES: Final[dict[str, int]] = {
     "epoch_start_offset": 2,
 }
 
-NO_LEADER: Final = 0
+# "No broker": no partition leader, no controller. -1 is what Kafka writes for a partition without a leader
+# (`LeaderAndIsr.NoLeader = -1`: 0.8.2.2 core/src/main/scala/kafka/api/LeaderAndIsrRequest.scala, 2.3.0 and
+# 3.8.0 core/src/main/scala/kafka/api/LeaderAndIsr.scala), so that broker 0, Kafka's default broker.id, is a
+# broker like any other.
+NO_LEADER: Final = -1
+
+
+def shown_broker(broker: int | None) -> str:
+    """A leader or controller as messages print it: `none` for NO_LEADER."""
+    return "none" if broker == NO_LEADER else str(broker)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcm.impl.sim.cluster import Cluster
+from kcm.impl.sim.cluster import Cluster, broker_ids
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
 
@@ -11,7 +11,7 @@ def reelected_controller(run: str, back: bool) -> list[Event]:
     """tests/scenarios/reelected_controller_reloads.txt: controller 1 re-elected after retiring replica 1
     unnoticed, with the partition reassigned back to broker 1 before (`back`) or not."""
     events: list[Event] = []
-    cluster = Cluster(3, Knobs(), events.append)
+    cluster = Cluster(broker_ids(3), Knobs(), events.append)
     cluster.create_topic("t0", {0: (1, 2)})
     cluster.stabilize()
     cluster.expire_session(1)

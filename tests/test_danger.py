@@ -13,13 +13,13 @@ from kcm.conformance.explore.danger import (
     unacknowledged_commits,
 )
 from kcm.impl.messages import Envelope, LeaderAndIsrRequest
-from kcm.impl.sim.cluster import Cluster, Event
+from kcm.impl.sim.cluster import Cluster, Event, broker_ids
 from kcm.spec.vocabulary import Knobs
 
 
 def _cluster() -> Cluster:
     events: list[Event] = []
-    cluster = Cluster(3, Knobs(), events.append)
+    cluster = Cluster(broker_ids(3), Knobs(), events.append)
     cluster.stabilize()
     cluster.create_topic("t0", {0: (1, 2, 3)})
     cluster.stabilize()
@@ -104,7 +104,7 @@ def test_a_leader_and_isr_in_flight_counts_when_its_receiver_knows_or_gets_a_new
 def _stable() -> Cluster:
     """Broker 1 controls; broker 2 leads t0-0, broker 1 is its last choice (the TLC models' InitStable)."""
     events: list[Event] = []
-    cluster = Cluster(3, Knobs(), events.append)
+    cluster = Cluster(broker_ids(3), Knobs(), events.append)
     cluster.stabilize()
     cluster.create_topic("t0", {0: (2, 3, 1)})
     cluster.stabilize()

@@ -1,6 +1,7 @@
-"""`kcm sim`: one seeded simulation of a cluster under faults, written as a trace (format v1).
+"""`kcm sim`: one seeded simulation of a cluster under faults, written as a trace (format v2).
 
-    kcm sim --seed S --steps N [--set knob=value ...] [--brokers B --partitions P] [--faults F] --out FILE
+    kcm sim --seed S --steps N [--set knob=value ...] [--brokers B --partitions P] [--faults F]
+            [--first-broker-id I] --out FILE
 
 The same seed and knobs write the same file, byte for byte. `kcm verify` shares the cluster options.
 """
@@ -11,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from kcm.impl.sim.cluster import FIRST_BROKER_ID
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import TraceWriter
 from kcm.spec.vocabulary import Knobs
@@ -22,7 +24,7 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--steps", type=int, default=1000)
     cluster_options(sim)
-    sim.add_argument("--out", required=True, help="trace file to write (JSON Lines, trace format v1)")
+    sim.add_argument("--out", required=True, help="trace file to write (JSON Lines, trace format v2)")
     sim.set_defaults(handler=cmd_sim)
 
 
@@ -31,6 +33,9 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
                         help="design knob: truncation, unclean_election, controller_epoch_fencing, "
                              "leader_epoch_check, min_isr")
     parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--first-broker-id", type=int, default=FIRST_BROKER_ID, metavar="ID",
+                        help=f"id of the first broker; the others follow it (default {FIRST_BROKER_ID}; "
+                             "Kafka's sample server.properties numbers from 0)")
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--faults", type=float, default=1.0, help="fault intensity (0 = none)")
 
@@ -42,6 +47,7 @@ def cluster_config(args: argparse.Namespace) -> tuple[Knobs, SimConfig]:
         partitions=args.partitions,
         replication_factor=min(3, args.brokers),
         faults=args.faults,
+        first_broker_id=args.first_broker_id,
     )
     if args.steps < 0:
         raise UsageError("--steps must not be negative")

@@ -469,7 +469,7 @@ class InvariantChecker:
         logs = self._logs.get(p, _NONE)
         leader = self._leader.get(p)
         current = None
-        if leader:
+        if leader is not None and leader != NO_LEADER:
             b = str(leader)
             epoch = self._leader_epoch.get(p)
             if self._role.get(b, _NONE).get(p) == "leader" and self._local_epoch.get(b, _NONE).get(p) == epoch:

@@ -221,14 +221,18 @@ def _knobs(init: Event) -> Knobs:
         raise ReplayError(f"Init event: args.knobs: {err}") from None
 
 
-def _brokers(init: Event) -> int:
+def _brokers(init: Event) -> list[int]:
+    """The trace's broker ids: Init's args.brokers, else the brokers its initial state names alive."""
     brokers = init["args"].get("brokers")
-    if not isinstance(brokers, list) or not brokers or brokers != list(range(1, len(brokers) + 1)):
-        alive = init["state"].get("alive", {})
-        if not alive:
-            raise ReplayError("Init event: args.brokers: expected the broker ids 1..N")
-        return max(int(b) for b in alive)
-    return len(brokers)
+    if isinstance(brokers, list) and brokers:
+        if not all(isinstance(b, int) and not isinstance(b, bool) and b >= 0 for b in brokers) \
+                or len(set(brokers)) != len(brokers):
+            raise ReplayError("Init event: args.brokers: expected distinct non-negative broker ids")
+        return list(brokers)
+    alive = init["state"].get("alive", {})
+    if not alive:
+        raise ReplayError("Init event: args.brokers: expected the broker ids")
+    return sorted(int(b) for b in alive)
 
 
 class Replayer:

@@ -19,11 +19,12 @@ REPLICAS: Final = st.tuples(st.permutations([1, 2, 3, 4]), st.integers(1, 3))
 ACKS: Final = st.sampled_from([-1, 1])
 
 
-def fold_replicas(order: list[int], count: int, brokers: int) -> tuple[int, ...]:
-    """The first `count` distinct brokers of a drawn order of ids, folded onto the cluster's brokers."""
+def fold_replicas(order: list[int], count: int, brokers: list[int]) -> tuple[int, ...]:
+    """The first `count` distinct brokers of a drawn order of positions (from 1), folded onto the cluster's
+    broker ids."""
     out: list[int] = []
     for r in order:
-        b = (r - 1) % brokers + 1
+        b = brokers[(r - 1) % len(brokers)]
         if b not in out:
             out.append(b)
     return tuple(out[:count])
@@ -47,7 +48,7 @@ class ClusterMachine(Machine):
         self.h.run("stabilize", self.cluster.stabilize)
 
     def _assignment(self, replicas: tuple[list[int], int]) -> tuple[int, ...]:
-        return fold_replicas(replicas[0], replicas[1], self.config.brokers)
+        return fold_replicas(replicas[0], replicas[1], sorted(self.cluster.managers))
 
     def _args(self, assignments: dict[int, tuple[int, ...]]) -> str:
         return " ".join(f"{i}={','.join(map(str, r))}" for i, r in sorted(assignments.items()))
@@ -69,7 +70,7 @@ class ClusterMachine(Machine):
 
     @initialize(target=brokers)
     def all_brokers(self) -> Any:
-        return multiple(*range(1, self.config.brokers + 1))
+        return multiple(*sorted(self.cluster.managers))
 
     @initialize(target=topics, layout=st.lists(REPLICAS, min_size=1, max_size=2))
     def first_topic(self, layout: list[tuple[list[int], int]]) -> str:

@@ -11,7 +11,7 @@ from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.conformance.check.validate import StepValidator
 from kcm.conformance.explore.config import MachineConfig
 from kcm.conformance.explore.finding import IMPLEMENTATION_ERROR, MODEL_STEP, ConformanceFailure, Found
-from kcm.impl.sim.cluster import Cluster
+from kcm.impl.sim.cluster import Cluster, broker_ids
 from kcm.spec.trace.format import Event
 
 
@@ -41,7 +41,8 @@ class Harness:
         self.tolerated: set[str] = set()
         self.validator: StepValidator | None = None
         self.checked = 0
-        self.cluster = Cluster(config.brokers, config.knobs, self.events.append)
+        # Numbered as the scenario language numbers `cluster brokers=N`, so a finding replays as written.
+        self.cluster = Cluster(broker_ids(config.brokers), config.knobs, self.events.append)
         self.run(" ".join([f"cluster brokers={config.brokers}", *config.knobs.settings()]), lambda: None)
 
     def run(self, command: str, action: Callable[[], object]) -> None:

@@ -124,7 +124,7 @@ class ReplicationMachine(Machine):
     def stable_start(self) -> None:
         self.step("stabilize", self.cluster.stabilize)
         holder = self.cluster.controller_holder()
-        others = [b for b in range(1, self.config.brokers + 1) if b != holder]
+        others = [b for b in sorted(self.cluster.managers) if b != holder]
         replicas = (*others[:REPLICATION_FACTOR - 1], holder)
         self.step(f"create-topic t0 0={','.join(map(str, replicas))}",
                   lambda: self.cluster.create_topic("t0", {0: replicas}))

@@ -42,7 +42,7 @@ from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.conformance.scenario.language import Case, fill, parse, run_file
 from kcm.conformance.scenario.rendering import render_event, render_logs, render_state, shows_when_quiet
 from kcm.impl.messages import ACTION_OF
-from kcm.impl.sim.cluster import Cluster, Event
+from kcm.impl.sim.cluster import Cluster, Event, broker_ids
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, Knobs
 
 VIOLATION_NAMES: Final = frozenset({*INVARIANTS, HW_PER_LEADER, HW_ACROSS_LEADERS})
@@ -213,7 +213,7 @@ class Environment:
         self.fresh = []
         self.seen = set()
         self.tolerated = set()
-        self._cluster = Cluster(brokers, knobs, self._sink)
+        self._cluster = Cluster(broker_ids(brokers), knobs, self._sink)
         return self._drain()
 
     def _sink(self, event: Event) -> None:

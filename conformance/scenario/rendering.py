@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from kcm.conformance.check.invariants import Violation
 from kcm.spec.trace.format import Event
-from kcm.spec.vocabulary import Knobs
+from kcm.spec.vocabulary import Knobs, shown_broker
 
 # Replication chatter, hidden by `stabilize` and `replicate` unless it changed a partition node or broke an
 # invariant (see `shows_when_quiet`).
@@ -151,7 +151,7 @@ def partition_key(partition: str) -> tuple[str, int]:
 def render_state(s: dict[str, Any]) -> list[str]:
     """The controller, every partition (as stored and as the acting controller sees it), every broker."""
     controller = s["controller"]
-    lines = [f"controller={controller or 'none'} epoch={s['controller_epoch']}"]
+    lines = [f"controller={shown_broker(controller)} epoch={s['controller_epoch']}"]
     for p in sorted(set(s["assignment"]) | set(s["leader"]), key=partition_key):
         lines.append(_partition_line(s, p, str(controller)))
     lines.extend(_broker_line(s, b) for b in sorted(s["alive"], key=int))
@@ -161,7 +161,7 @@ def render_state(s: dict[str, Any]) -> list[str]:
 def _partition_line(s: dict[str, Any], p: str, acting: str) -> str:
     leader = s["leader"].get(p)
     node = "no state node" if leader is None else (
-        f"leader={leader or 'none'} epoch={s['leader_epoch'].get(p)} isr={fmt(s['isr'].get(p, []))}"
+        f"leader={shown_broker(leader)} epoch={s['leader_epoch'].get(p)} isr={fmt(s['isr'].get(p, []))}"
     )
     pstate = short_state(s["partition_state"].get(acting, {}).get(p), "Partition")
     replica_states = s["replica_state"].get(acting, {}).get(p, {})

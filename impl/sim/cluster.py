@@ -5,9 +5,9 @@ trace event (actor, action, arguments, and the change of the model's variables).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, Final
 
 from kcm.impl import zk_paths
 from kcm.impl.abstraction import Abstraction
@@ -27,19 +27,28 @@ from kcm.impl.messages import (
 from kcm.impl.replica_manager import LEADER, ReplicaManager
 from kcm.impl.sim.network import Network
 from kcm.impl.store import InMemoryStore, NodeExistsError, NoNodeError
+from kcm.spec.trace.format import FORMAT_VERSION
 from kcm.spec.vocabulary import ACTIONS, NO_LEADER, Knobs
 
 Event = dict[str, Any]
 EventSink = Callable[[Event], None]
-ADMIN = 0
+ADMIN = -1  # the owner of the operators' session: not a broker id, which is never negative
+# The first broker id of a simulated cluster unless told otherwise. Kafka's shipped config/server.properties
+# sets broker.id=0 (2.3.0), but 1 keeps the broker names of every scenario file and recorded seed stable.
+FIRST_BROKER_ID: Final = 1
 CONTROLLER_REQUESTS = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
 TO_CONTROLLER = (ControlledShutdownRequest, StopReplicaResponse)
+
+
+def broker_ids(count: int, first: int = FIRST_BROKER_ID) -> list[int]:
+    """The ids of a cluster of `count` brokers numbered from `first`."""
+    return list(range(first, first + count))
 
 
 class Cluster:
     def __init__(
         self,
-        brokers: int,
+        brokers: Sequence[int],
         knobs: Knobs,
         sink: EventSink,
         run: str = "run",
@@ -64,7 +73,9 @@ class Cluster:
         self.session_owner: dict[int, int] = {}
         self.partitions: set[str] = set()
         self._fetch_round: list[tuple[int, str]] = []
-        for broker in range(1, brokers + 1):
+        if len(set(brokers)) != len(brokers) or not brokers or min(brokers) < 0:
+            raise ValueError(f"broker ids must be distinct and non-negative, got {list(brokers)}")
+        for broker in brokers:
             self.controllers[broker] = Controller(broker, knobs, self.store)
             self.managers[broker] = ReplicaManager(broker, knobs, self.store, 0)
             self._start(broker)
@@ -74,13 +85,13 @@ class Cluster:
 
     # -- recording ------------------------------------------------------------------------------------
 
-    def _record_init(self, brokers: int) -> None:
+    def _record_init(self, brokers: Sequence[int]) -> None:
         state = self.abstraction.snapshot(self.store, self.managers, self.controllers, self.partitions)
-        args = {"knobs": self.knobs.to_dict(), "brokers": list(range(1, brokers + 1))}
+        args = {"knobs": self.knobs.to_dict(), "brokers": list(brokers)}
         self.sink(self._event("env", "Init", args, state, full=True))
 
     def _event(self, actor: str, action: str, args: dict[str, Any], state: dict[str, Any], full: bool = False) -> Event:
-        event: Event = {"v": 1, "run": self.run, "seq": self.seq, "actor": actor, "action": action,
+        event: Event = {"v": FORMAT_VERSION, "run": self.run, "seq": self.seq, "actor": actor, "action": action,
                         "args": args, "state": state}
         if full:
             event["full"] = True

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kcm.impl.replica_manager import LEADER
-from kcm.impl.sim.cluster import Cluster, Event, EventSink
+from kcm.impl.sim.cluster import FIRST_BROKER_ID, Cluster, Event, EventSink, broker_ids
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 
 
@@ -26,10 +26,13 @@ class SimConfig:
     admin: float = 1.0
     max_delay: int = 2
     rebalance_every: int = 25
+    first_broker_id: int = FIRST_BROKER_ID  # brokers are first_broker_id .. first_broker_id + brokers - 1
 
     def __post_init__(self) -> None:
         if self.brokers < 1 or self.partitions < 1:
             raise ValueError("a cluster needs at least one broker and one partition")
+        if self.first_broker_id < 0:
+            raise ValueError(f"broker ids are non-negative, got a first broker id of {self.first_broker_id}")
         if not 1 <= self.replication_factor <= self.brokers:
             raise ValueError(f"replication factor {self.replication_factor} needs 1..{self.brokers} brokers")
 
@@ -48,8 +51,8 @@ class Simulator:
     def __init__(self, seed: int, knobs: Knobs, config: SimConfig, sink: EventSink) -> None:
         self.rng = random.Random(seed)
         self.config = config
-        self.cluster = Cluster(config.brokers, knobs, sink, run=f"seed-{seed}", rng=self.rng,
-                               max_delay=config.max_delay)
+        self.cluster = Cluster(broker_ids(config.brokers, config.first_broker_id), knobs, sink, run=f"seed-{seed}",
+                               rng=self.rng, max_delay=config.max_delay)
         self.topics = 0
         self.weights = dict(PROTOCOL_WEIGHTS)
         self.weights.update({k: w * config.faults for k, w in FAULT_WEIGHTS.items()})

@@ -21,7 +21,16 @@ from typing import Any, Final
 from kcm.spec.tlc.config import configure, knob_settings
 from kcm.spec.tlc.runner import TlcResult, TraceState, run_tlc
 from kcm.spec.trace.format import TraceWriter, make_event
-from kcm.spec.vocabulary import ERA_MODULES, HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES, Knobs
+from kcm.spec.vocabulary import (
+    ERA_MODULES,
+    HW_ACROSS_LEADERS,
+    HW_PER_LEADER,
+    INVARIANTS,
+    NO_LEADER,
+    VARIABLES,
+    Knobs,
+    shown_broker,
+)
 
 # The two readings of HighWatermarkMonotonic are separate operators in TLA+.
 TLA_READINGS: Final = {
@@ -290,12 +299,12 @@ def _describe(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     out = []
     if old.get("controller") != new.get("controller") or old.get("controller_epoch") != new.get("controller_epoch"):
         holder = new.get("controller", NO_LEADER)
-        out.append(f"controller {holder or 'none'} (epoch {new.get('controller_epoch')})")
+        out.append(f"controller {shown_broker(holder)} (epoch {new.get('controller_epoch')})")
     for p in sorted(new.get("leader", {})):
         now = (new["leader"].get(p), new.get("leader_epoch", {}).get(p), new.get("isr", {}).get(p))
         before = (old.get("leader", {}).get(p), old.get("leader_epoch", {}).get(p), old.get("isr", {}).get(p))
         if now != before:
-            out.append(f"{p}: leader {now[0] or 'none'} epoch {now[1]} ISR {now[2]}")
+            out.append(f"{p}: leader {shown_broker(now[0])} epoch {now[1]} ISR {now[2]}")
     for b in sorted(new.get("alive", {})):
         if old.get("alive", {}).get(b) != new["alive"][b]:
             out.append(f"broker {b} {'up' if new['alive'][b] else 'down'}")

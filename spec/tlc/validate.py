@@ -26,15 +26,15 @@ from kcm.spec.tlc.config import bindings, tla
 from kcm.spec.tlc.modelcheck import BROKER_KEYED, spec_dir
 from kcm.spec.tlc.runner import run_tlc
 from kcm.spec.trace.format import Event, apply_event
-from kcm.spec.vocabulary import VARIABLES, Knobs
+from kcm.spec.vocabulary import NO_LEADER, VARIABLES, Knobs
 
 MODULE: Final = "TraceRun"
 ACCEPTED: Final = "TraceNotAccepted"
 # Bounds of the specification: a trace validation must never be cut short by them.
 BOUND: Final = 100_000
-# The value a v1 map leaves out, per variable (docs/spec.md, "Variables and trace format v1").
+# The value a trace map leaves out, per variable (docs/spec.md, "Variables and trace format v2").
 _ABSENT: Final[dict[str, Any]] = {
-    "assignment": (), "leader": 0, "leader_epoch": -1, "isr": frozenset(), "partition_controller_epoch": 0,
+    "assignment": (), "leader": NO_LEADER, "leader_epoch": -1, "isr": frozenset(), "partition_controller_epoch": 0,
     "partition_version": -1, "acting_controller_epoch": 0, "alive": False, "broker_controller_epoch": 0,
     "partition_state": "NonExistentPartition", "replica_state": "NonExistentReplica", "local_leader_epoch": -1,
     "local_isr": frozenset(), "log": (), "hw": 0, "hw_checkpoint": 0, "epoch_start_offset": 0,
@@ -86,12 +86,13 @@ def _partition_function(values: dict[str, str]) -> str:
 
 
 def _broker_function(brokers: list[int], values: dict[int, str]) -> str:
-    # A function on 1..N is a tuple in TLA+.
-    return "<<" + ", ".join(values[b] for b in brokers) + ">>"
+    """A function on the run's broker ids, whatever they are: (0 :> x @@ 1 :> y); equal in TLA+ to the
+    tuple TLC makes of a function on 1..N."""
+    return "(" + " @@ ".join(f"{b} :> {values[b]}" for b in brokers) + ")"
 
 
 class _Encoder:
-    """Full v1 states (of the observed variables) as TLA+ records in the specification's encoding."""
+    """Full states (of the observed variables) as TLA+ records in the specification's encoding."""
 
     def __init__(self, brokers: list[int], partitions: list[str]) -> None:
         self.brokers = brokers
@@ -139,8 +140,9 @@ class _Encoder:
 
 
 def _actor_id(actor: str) -> int:
+    """The actor's broker id; NO_LEADER (in no broker set) for an actor that is not a broker."""
     kind, _, ident = actor.partition(":")
-    return int(ident) if kind in ("broker", "controller") and ident.isdigit() else 0
+    return int(ident) if kind in ("broker", "controller") and ident.isdigit() else NO_LEADER
 
 
 def _partition_scoped(delta: dict[str, Any], partition: str, first: bool) -> dict[str, Any]:
@@ -203,9 +205,9 @@ def trace_module(events: list[Event]) -> tuple[str, dict[str, str]]:
     observed = [name for name in VARIABLES if any(name in e["state"] for e in events)]
     if "role" in observed and "log" not in observed:
         raise ValueError("a trace observing role must observe log too (a replica's existence is read from it)")
-    brokers = sorted(int(b) for b in events[0]["args"].get("brokers") or events[0]["state"].get("alive", {}))
-    if brokers != list(range(1, len(brokers) + 1)):
-        raise ValueError("Init event: args.brokers: expected the broker ids 1..N")
+    brokers = sorted({int(b) for b in events[0]["args"].get("brokers") or events[0]["state"].get("alive", {})})
+    if not brokers or brokers[0] < 0:
+        raise ValueError("Init event: args.brokers: expected non-negative broker ids")
     assignment: dict[str, list[int]] = {}
     for event in events:
         for partition, replicas in event["state"].get("assignment", {}).items():

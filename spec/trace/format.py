@@ -1,8 +1,11 @@
-"""Trace format v1: one JSON object per line, each an event carrying the delta of the state it produced.
+"""Trace format v2: one JSON object per line, each an event carrying the delta of the state it produced.
 
 Every engine of kcm (the implementation, TLC and Z3 counterexamples, parsed Kafka logs) writes and reads
 this one format, so a trace from any of them can be replayed through the same invariant checker.
-docs/trace-format.md describes the format for users; trace_schema.json is its single-event schema.
+docs/trace-format.md describes the format for users; schema.json is its single-event schema.
+
+Format v1 differs in one value only: it wrote "no leader" and "no controller" as 0, so its broker ids
+started at 1. The readers accept v1 and hand out v2 events (`upgrade_v1`); the writers write v2 only.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from typing import IO, Any, Final
 
 import fastjsonschema
 
-from kcm.spec.vocabulary import ACTIONS, VARIABLES
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES
 
 Event = dict[str, Any]
 
 # Located through the package, not __file__, which a compiled module does not set to its own folder.
 SCHEMA_PATH: Final = importlib.resources.files("kcm.spec.trace").joinpath("schema.json")
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
+V1: Final = 1
+V1_NO_LEADER: Final = 0
 
 # The order keys are written in; fixed so the same run always produces the same bytes.
 KEY_ORDER: Final[tuple[str, ...]] = ("v", "run", "seq", "actor", "action", "args", "state", "full")
@@ -40,7 +45,7 @@ _validator: _Validator | None = None
 
 
 class TraceError(Exception):
-    """A trace that breaks format v1; the one exception type the readers and writers raise."""
+    """A trace that breaks the format; the one exception type the readers and writers raise."""
 
     def __init__(self, file: str, line: int, field: str, reason: str) -> None:
         self.file = file
@@ -116,6 +121,103 @@ def actor_kind(actor: str) -> str:
     return actor.partition(":")[0]
 
 
+# Where a v1 event names a broker: the actor, Init's broker list, the broker keys of the broker-keyed
+# variables (depth 2 and 3 and these depth-1 ones), the replica keys of `replica_state` and the members of
+# these replica lists.
+_V1_BROKER_KEYED: Final = frozenset(
+    {"acting_controller_epoch", "alive", "broker_controller_epoch"} | {n for n, d in VARIABLES.items() if d >= 2}
+)
+_V1_REPLICA_LISTS: Final = ("assignment", "isr")
+
+
+def upgrade_v1(event: Any, file: str, line: int) -> Any:
+    """A v1 event as v2: every "no leader"/"no controller" 0 becomes NO_LEADER; anything else is returned
+    as given (the schema judges it). A v1 event that names broker 0 as a broker, or writes -1 where v1
+    wrote 0, is an error: v1 had no broker 0, so such a file was not written as v1."""
+    if not isinstance(event, dict) or event.get("v") != V1:
+        return event
+    upgraded = dict(event, v=FORMAT_VERSION)
+    _check_v1_actor(event.get("actor"), file, line)
+    args = event.get("args")
+    if isinstance(args, dict):
+        brokers = args.get("brokers")
+        if isinstance(brokers, list) and V1_NO_LEADER in brokers:
+            raise TraceError(file, line, "args.brokers", "a v1 trace names broker 0, which v1 cannot hold")
+        upgraded["args"] = _upgrade_args(args, "args", file, line)
+    state = event.get("state")
+    if isinstance(state, dict):
+        _check_v1_brokers(state, file, line)
+        upgraded["state"] = _upgrade_state(state, file, line)
+    return upgraded
+
+
+def _v1_leader(value: Any, field: str, file: str, line: int) -> Any:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    if value == NO_LEADER:
+        raise TraceError(file, line, field, f"{NO_LEADER} in a v1 trace (v1 wrote no leader as 0)")
+    return NO_LEADER if value == V1_NO_LEADER else value
+
+
+def _upgrade_state(state: dict[str, Any], file: str, line: int) -> dict[str, Any]:
+    out = dict(state)
+    if "controller" in state:
+        out["controller"] = _v1_leader(state["controller"], "state.controller", file, line)
+    leaders = state.get("leader")
+    if isinstance(leaders, dict):
+        out["leader"] = {p: _v1_leader(v, f"state.leader.{p}", file, line) for p, v in leaders.items()}
+    return out
+
+
+def _upgrade_args(value: Any, field: str, file: str, line: int) -> Any:
+    """Every `leader` field of the arguments (a request's partition states, a written state node)."""
+    if isinstance(value, dict):
+        return {
+            key: _v1_leader(inner, f"{field}.{key}", file, line)
+            if key == "leader"
+            else _upgrade_args(inner, f"{field}.{key}", file, line)
+            for key, inner in value.items()
+        }
+    if isinstance(value, list):
+        return [_upgrade_args(inner, f"{field}.{i}", file, line) for i, inner in enumerate(value)]
+    return value
+
+
+def _check_v1_actor(actor: Any, file: str, line: int) -> None:
+    if isinstance(actor, str) and actor_kind(actor) in ("broker", "controller") and actor.endswith(":0"):
+        raise TraceError(file, line, "actor", f"a v1 trace names broker 0 ({actor}), which v1 cannot hold")
+
+
+def _v1_brokers_named(state: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(field, broker) for every place a v1 delta names a broker: a key or a replica-list member."""
+    for name, value in state.items():
+        if not isinstance(value, dict):
+            continue
+        if name in _V1_REPLICA_LISTS:
+            for p, members in value.items():
+                if isinstance(members, list):
+                    yield from ((f"state.{name}.{p}", r) for r in members)
+            continue
+        if name not in _V1_BROKER_KEYED:
+            continue
+        for b, parts in value.items():
+            yield f"state.{name}.{b}", b
+            if name not in ("replica_state", "local_isr") or not isinstance(parts, dict):
+                continue
+            for p, inner in parts.items():
+                where = f"state.{name}.{b}.{p}"
+                if isinstance(inner, dict):
+                    yield from ((f"{where}.{r}", r) for r in inner)
+                elif isinstance(inner, list):
+                    yield from ((where, r) for r in inner)
+
+
+def _check_v1_brokers(state: dict[str, Any], file: str, line: int) -> None:
+    for field, broker in _v1_brokers_named(state):
+        if broker in (V1_NO_LEADER, str(V1_NO_LEADER)) and not isinstance(broker, bool):
+            raise TraceError(file, line, field, "a v1 trace names broker 0, which v1 cannot hold")
+
+
 class Continuity:
     """The checks that span events or that the schema cannot express: one run, consecutive seq, and
     an actor of the kind the action needs."""
@@ -126,6 +228,7 @@ class Continuity:
         self.next_seq: int | None = None
 
     def check(self, event: Any, line: int) -> Event:
+        event = upgrade_v1(event, self.file, line)
         try:
             schema_validator()(event)
         except fastjsonschema.JsonSchemaValueException as err:
@@ -194,8 +297,15 @@ def load_trace(path: str | Path) -> list[Event]:
     return list(read_trace(path))
 
 
+def empty_value(name: str) -> Any:
+    """A variable's value before anything sets it: no controller, epoch 0, or an empty map."""
+    if VARIABLES[name] > 0:
+        return {}
+    return NO_LEADER if name == "controller" else 0
+
+
 def empty_state() -> dict[str, Any]:
-    return {name: 0 if depth == 0 else {} for name, depth in VARIABLES.items()}
+    return {name: empty_value(name) for name in VARIABLES}
 
 
 def _merge1(target: dict[str, Any], delta: dict[str, Any]) -> None:

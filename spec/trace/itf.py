@@ -1,12 +1,12 @@
-"""ITF (the Informal Trace Format of Apalache and Quint) to and from trace format v1, losslessly.
+"""ITF (the Informal Trace Format of Apalache and Quint) to and from trace format v2, losslessly.
 
 ITF is one JSON document: `vars` (the variable names), `states` (each a full assignment of the variables
-plus a `#meta` object). A v1 trace is a sequence of deltas; going to ITF replays them into full states and
+plus a `#meta` object). A v2 trace is a sequence of deltas; going to ITF replays them into full states and
 keeps each event's fields in the state's `#meta`, going back diffs consecutive states at each variable's
 depth (docs/trace-format.md, "Conversion to and from ITF").
 
 Value encoding: integers are JSON numbers when they fit a double exactly, `{"#bigint": "..."}` beyond;
-depth-1..3 variables are `#map`s keyed by the v1 key strings; log entries are `#tup` pairs; other lists
+depth-1..3 variables are `#map`s keyed by the v2 key strings; log entries are `#tup` pairs; other lists
 stay JSON arrays (sequences). Read back, `#set` becomes a sorted list (an ISR as a set), `#map` keys are
 turned into strings (a broker id given as a number becomes its decimal form).
 """
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.spec.trace.format import Continuity, Event, TraceError, apply_event, make_event, read_trace
+from kcm.spec.trace.format import Continuity, Event, TraceError, apply_event, empty_value, make_event
 from kcm.spec.vocabulary import VARIABLES
 
 Itf = dict[str, Any]
@@ -33,7 +33,7 @@ _TUPLE_VARS: Final = frozenset({"log"})
 _SAME: Final = object()
 
 
-# -- v1 -> ITF ---------------------------------------------------------------------------------------------
+# -- v2 -> ITF ---------------------------------------------------------------------------------------------
 
 
 def observed_variables(events: list[Event]) -> list[str]:
@@ -61,7 +61,7 @@ def to_itf(events: list[Event], source: str = "") -> Itf:
         previous = json.loads(json.dumps(current))
     return {
         "#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
-                  "source": source, "description": "converted from kcm trace format v1"},
+                  "source": source, "description": "converted from kcm trace format v2"},
         "vars": variables,
         "states": states,
     }
@@ -79,15 +79,15 @@ def _encode(value: Any, name: str) -> Any:
     return value
 
 
-# -- ITF -> v1 ---------------------------------------------------------------------------------------------
+# -- ITF -> v2 ---------------------------------------------------------------------------------------------
 
 
 def diff_states(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The v1 delta from `old` to `new`: changed leaves at each variable's depth, null for removed keys."""
+    """The v2 delta from `old` to `new`: changed leaves at each variable's depth, null for removed keys."""
     delta: dict[str, Any] = {}
     for name in new:
         depth = VARIABLES[name]
-        changed = _diff(old.get(name, 0 if depth == 0 else {}), new[name], depth)
+        changed = _diff(old.get(name, empty_value(name)), new[name], depth)
         if changed is not _SAME:
             delta[name] = changed
     return delta
@@ -106,7 +106,7 @@ def _diff(old: Any, new: Any, depth: int) -> Any:
         if inner is not _SAME:
             out[key] = inner
         elif key not in old:
-            # A broker's map that appears empty: the delta creates it, as the v1 merge would.
+            # A broker's map that appears empty: the delta creates it, as the v2 merge would.
             out[key] = {}
     for key in old:
         if key not in new:
@@ -202,7 +202,7 @@ class _Reader:
         if tag in ("#tup", "#set") and isinstance(inner, list):
             items = [self._plain(item, f"{where}.{tag}[{i}]") for i, item in enumerate(inner)]
             return sorted(items, key=json.dumps) if tag == "#set" else items
-        raise self.fail(f"{where}.{tag}", "unsupported ITF value here (a trace v1 leaf cannot hold it)")
+        raise self.fail(f"{where}.{tag}", "unsupported ITF value here (a trace v2 leaf cannot hold it)")
 
     def _event(self, meta: Any, where: str, index: int, run: str, previous: dict[str, Any],
                current: dict[str, Any]) -> Event:
@@ -230,7 +230,7 @@ class _Reader:
 
 
 def from_itf(doc: Any, file: str = "<itf>") -> list[Event]:
-    """The v1 events of an ITF document; raises TraceError (file, JSON path, reason) at the first fault."""
+    """The v2 events of an ITF document; raises TraceError (file, JSON path, reason) at the first fault."""
     return _Reader(file).events(doc)
 
 
@@ -254,9 +254,3 @@ def write_itf(events: list[Event], path: str | Path, source: str = "") -> None:
         Path(path).write_text(text + "\n", encoding="utf-8")
     except OSError as err:
         raise TraceError(str(path), 0, "-", err.strerror or str(err)) from None
-
-
-def convert_v1_to_itf(source: str | Path, target: str | Path) -> int:
-    events = list(read_trace(source))
-    write_itf(events, target, str(source))
-    return len(events)

@@ -21,7 +21,7 @@ from typing import Any, Final
 from kcm.spec.vocabulary import NO_LEADER
 from kcm.spec.z3.elections import ElectionInput
 from kcm.spec.z3.elections import offline as offline_election
-from kcm.spec.z3.model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
+from kcm.spec.z3.model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, UNSET, Config, State
 from kcm.spec.z3.solver import (
     FALSE,
     TRUE,
@@ -148,7 +148,7 @@ class Relations:
             e.updates[f"isr.{r}"] = ite(when, isr[r], s.isr(r))
         if self.cfg.ghosts:
             old = select(s["g.epoch_leader"], epoch)
-            claim = ite(old == 0, leader, old)  # the first broker ever named leader of the epoch
+            claim = ite(old == UNSET, leader, old)  # the first broker ever named leader of the epoch
             e.updates["g.epoch_leader"] = ite(when, store(s["g.epoch_leader"], epoch, claim), s["g.epoch_leader"])
             for name, value in (("ver_epoch", epoch), ("ver_leader", leader), ("ver_ce", pce)):
                 e.updates[f"g.{name}"] = ite(when, store(s[f"g.{name}"], version, value), s[f"g.{name}"])
@@ -161,7 +161,7 @@ class Relations:
         s = self.s
         e.updates[f"role.{b}"] = ite(when, ROLE_NONE, s.b("role", b))
         e.updates[f"local_leader_epoch.{b}"] = ite(when, NO_EPOCH, s.b("local_leader_epoch", b))
-        e.updates[f"leader_id.{b}"] = ite(when, 0, s.b("leader_id", b))
+        e.updates[f"leader_id.{b}"] = ite(when, NO_LEADER, s.b("leader_id", b))
         e.updates[f"truncating.{b}"] = ite(when, FALSE, s.b("truncating", b))
         for r in self.ids:
             e.updates[f"local_isr.{b}.{r}"] = ite(when, FALSE, s.local_isr(b, r))
@@ -192,7 +192,7 @@ class Relations:
         e.updates[f"registered.{b}"] = FALSE
         e.updates[f"broker_controller_epoch.{b}"] = self.num(0)
         e.updates[f"acting_controller_epoch.{b}"] = self.num(0)
-        e.updates["controller"] = ite(s["controller"] == b, 0, s["controller"])
+        e.updates["controller"] = ite(s["controller"] == b, NO_LEADER, s["controller"])
         self._forget(e, b)
         self._drop_context(e, b)
         replica = s.b("replica", b)
@@ -218,7 +218,7 @@ class Relations:
         s = self.s
         e = Effect("SessionExpire", "env", b, args={"broker": b})
         e.guard(f"broker {b} is alive", s.b("alive", b))
-        e.updates["controller"] = ite(s["controller"] == b, 0, s["controller"])
+        e.updates["controller"] = ite(s["controller"] == b, NO_LEADER, s["controller"])
         e.updates[f"registered.{b}"] = FALSE
         return e
 
@@ -253,13 +253,13 @@ class Relations:
         )
         outcome = offline_election(inp, self.knobs.unclean_election, self.cfg.rules)
         leader = s["leader"]
-        need_election = or_(leader == 0, not_(or_all(and_(leader == r, live[r]) for r in ids)))
-        elected = and_(need_election, outcome.leader != 0)
+        need_election = or_(leader == NO_LEADER, not_(or_all(and_(leader == r, live[r]) for r in ids)))
+        elected = and_(need_election, outcome.leader != NO_LEADER)
         live_isr = {r: and_(s.isr(r), live[r]) for r in ids}
         any_live = or_all(live_isr.values())
         last = {r: and_(s.isr(r), *[not_(s.isr(q)) for q in ids if q > r]) for r in ids}
         isr = {r: ite(elected, outcome.isr[r], ite(any_live, live_isr[r], last[r])) for r in ids}
-        new_leader = ite(elected, outcome.leader, ite(need_election, 0, leader))
+        new_leader = ite(elected, outcome.leader, ite(need_election, NO_LEADER, leader))
         write = and_(s["node"], or_(new_leader != leader, or_all(isr[r] != s.isr(r) for r in ids)))
         return write, new_leader, isr
 
@@ -269,7 +269,7 @@ class Relations:
         s = self.s
         e = Effect("ControllerElect", f"broker:{b}", b, kind="broker")
         e.guard(f"broker {b} is alive", s.b("alive", b))
-        e.guard("no controller holds /controller", s["controller"] == 0)
+        e.guard("no controller holds /controller", s["controller"] == NO_LEADER)
         epoch = s["controller_epoch"] + 1
         e.updates["controller"] = self.num(b)
         e.updates["controller_epoch"] = epoch
@@ -329,13 +329,13 @@ class Relations:
         wrote = or_(node_changed, asg_changed)
         e.guard("the controller may write the store", implies(wrote, may_write))
         isr_sub_asg = and_all(implies(t.isr(r), t.assigned(r)) for r in ids)
-        sane = and_(t["leader"] >= 0, t["leader"] <= self.cfg.brokers,
-                    or_(t["leader"] == 0, t.isr_has(t["leader"])), or_all(t.isr(r) for r in ids),
+        sane = and_(self.cfg.broker_or_none(t["leader"]),
+                    or_(t["leader"] == NO_LEADER, t.isr_has(t["leader"])), or_all(t.isr(r) for r in ids),
                     t["assigned"], isr_sub_asg)
         single_leader_isr = and_all(t.isr(r) == (t["leader"] == r) for r in ids)
         clean = and_(and_all(implies(t.isr(r), s.isr(r)) for r in ids),
-                     or_(t["leader"] == 0, s.isr_has(t["leader"])))
-        unclean = and_(t["leader"] != 0, single_leader_isr) if self.knobs.unclean_election else FALSE
+                     or_(t["leader"] == NO_LEADER, s.isr_has(t["leader"])))
+        unclean = and_(t["leader"] != NO_LEADER, single_leader_isr) if self.knobs.unclean_election else FALSE
         grow = and_all(implies(s.assigned(r), t.assigned(r)) for r in ids)
         shrink = and_all(implies(t.assigned(r), s.assigned(r)) for r in ids)
         rewritten = and_(s["node"], t["node"], node_changed)
@@ -344,7 +344,7 @@ class Relations:
             t["partition_controller_epoch"] == writer, sane, or_(clean, unclean))))
         e.guard("creation of the partition's state node", implies(and_(not_(s["node"]), t["node"]), and_(
             t["leader_epoch"] >= 0, t["partition_version"] >= 0, t["partition_controller_epoch"] == writer,
-            t["leader"] != 0, sane)))
+            t["leader"] != NO_LEADER, sane)))
         e.guard("deletion removes the topic", implies(and_(s["node"], not_(t["node"])), not_(t["assigned"])))
         e.guard("reassignment grows, then shrinks, the assignment",
                 implies(and_(s["assigned"], t["assigned"], asg_changed), or_(grow, shrink)))
@@ -380,7 +380,7 @@ class Relations:
         elected = self._bool(e, "elected")
         epoch = s["controller_epoch"] + 1
         e.guard(f"broker {b} is alive", s.b("alive", b))
-        e.guard("an election needs /controller free", implies(elected, s["controller"] == 0))
+        e.guard("an election needs /controller free", implies(elected, s["controller"] == NO_LEADER))
         e.updates["controller"] = ite(elected, self.num(b), s["controller"])
         e.updates["controller_epoch"] = ite(elected, epoch, s["controller_epoch"])
         new_acting = self._free(e, f"acting_controller_epoch.{b}")

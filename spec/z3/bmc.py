@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kcm.spec.trace.format import Event, make_event
-from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, VARIABLES, Knobs
+from kcm.spec.trace.format import Event, empty_state, make_event
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES, Knobs
 from kcm.spec.z3.actions import Effect, Relations, next_relation
 from kcm.spec.z3.invariants import STATE_INVARIANTS, STEP_INVARIANTS, exposed_hw, initial, stale_controller_fenced
 from kcm.spec.z3.model import NO_EPOCH, ROLE_LEADER, ROLE_NAMES, Config, State
@@ -177,7 +177,7 @@ class Unrolling:
 
 def _claims(s: State) -> list[tuple[Expr, Expr, Expr]]:
     """Who is named leader of which epoch in a state: (epoch, broker, whether the claim is made)."""
-    out = [(s["leader_epoch"], s["leader"], and_(s["node"], s["leader"] != 0))]
+    out = [(s["leader_epoch"], s["leader"], and_(s["node"], s["leader"] != NO_LEADER))]
     out += [(s.b("local_leader_epoch", b), num(b, s.cfg.width), s.b("role", b) == ROLE_LEADER) for b in s.cfg.ids]
     return out
 
@@ -208,7 +208,7 @@ def trace_state(model: Expr, s: State) -> dict[str, Any]:
     def v(name: str) -> Any:
         return py_value(model, s[name])
 
-    out: dict[str, Any] = {name: 0 if depth == 0 else {} for name, depth in VARIABLES.items()}
+    out = empty_state()
     out["controller"] = v("controller")
     out["controller_epoch"] = v("controller_epoch")
     if v("assigned"):

@@ -1,6 +1,6 @@
 """The four partition leader elections of the controller, in z3, as the model states Kafka's rules (tests
 hold `kcm.impl.election` to them): candidates scanned in assignment order (or, for the reassignment
-election, in target order), each returning the leader (0 when none qualifies), the new ISR and the new
+election, in target order), each returning the leader (NO_LEADER when none qualifies), the new ISR and the new
 leader epoch.
 
 The same functions serve the universal proofs (assignment and target are symbolic sequences of broker
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from kcm.spec.vocabulary import NO_LEADER
 from kcm.spec.z3.model import Rules
 from kcm.spec.z3.solver import Expr, and_, first, not_, num_like, or_all
 
@@ -59,7 +60,7 @@ class ElectionInput:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    leader: Expr  # 0 when no replica qualifies
+    leader: Expr  # NO_LEADER when no replica qualifies
     isr: BrokerSet
     leader_epoch: Expr
 
@@ -73,8 +74,8 @@ def _scan(inp: ElectionInput, order: Sequence[Slot], accept: Callable[[Expr], Ex
             for k in range(n)
             for b in inp.ids
         ]
-        return first([(c, cond) for c, cond in candidates])
-    return first([(broker, and_(present, accept(broker))) for broker, present in order])
+        return first([(c, cond) for c, cond in candidates], none=NO_LEADER)
+    return first([(broker, and_(present, accept(broker))) for broker, present in order], none=NO_LEADER)
 
 
 def _live(inp: ElectionInput, rules: Rules, broker: Expr) -> Expr:
@@ -90,8 +91,8 @@ def offline(inp: ElectionInput, unclean_enabled: bool, rules: Rules) -> Outcome:
     clean = _scan(inp, inp.assignment, clean_ok, rules)
     leader = clean
     if unclean_enabled:
-        leader = first([(clean, clean != 0)]
-                       + [(b, and_(present, _live(inp, rules, b))) for b, present in inp.assignment])
+        leader = first([(clean, clean != NO_LEADER)]
+                       + [(b, and_(present, _live(inp, rules, b))) for b, present in inp.assignment], none=NO_LEADER)
     live_isr = {b: and_(inp.isr[b], inp.live[b]) for b in inp.ids}
     in_live_isr = and_(inp.isr_(leader), inp.live_(leader))
     if rules.unclean_isr == "leader":
@@ -116,7 +117,7 @@ def preferred(inp: ElectionInput, rules: Rules) -> Outcome:
     if rules.election_order == "isr":
         leader = _scan(inp, inp.assignment, lambda r: and_(_live(inp, rules, r), inp.isr_(r)), rules)
     else:
-        leader = first([(head, and_(present, _live(inp, rules, head), inp.isr_(head)))])
+        leader = first([(head, and_(present, _live(inp, rules, head), inp.isr_(head)))], none=NO_LEADER)
     return Outcome(leader, dict(inp.isr), inp.leader_epoch + rules.leader_epoch_bump)
 
 

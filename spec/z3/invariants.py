@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from kcm.spec.vocabulary import HW_PER_LEADER
+from kcm.spec.vocabulary import HW_PER_LEADER, NO_LEADER
 from kcm.spec.z3.actions import Effect, fence_obligation
-from kcm.spec.z3.model import NO_EPOCH, ROLE_LEADER, Config, State
+from kcm.spec.z3.model import NO_EPOCH, ROLE_LEADER, UNSET, Config, State
 from kcm.spec.z3.solver import (
     Expr,
     and_,
@@ -42,7 +42,7 @@ def isr_subset_of_replicas(s: State) -> Expr:
 
 
 def leader_in_isr(s: State) -> Expr:
-    return implies(s["node"], or_(s["leader"] == 0, s.isr_has(s["leader"])))
+    return implies(s["node"], or_(s["leader"] == NO_LEADER, s.isr_has(s["leader"])))
 
 
 def one_leader_per_epoch(s: State) -> Expr:
@@ -56,13 +56,13 @@ def one_leader_per_epoch(s: State) -> Expr:
             for a in ids for b in ids if a < b
         ]
         same = [
-            implies(and_(s["node"], s["leader"] != 0, s.b("role", b) == ROLE_LEADER,
+            implies(and_(s["node"], s["leader"] != NO_LEADER, s.b("role", b) == ROLE_LEADER,
                          s.b("local_leader_epoch", b) == s["leader_epoch"]), s["leader"] == b)
             for b in ids
         ]
         return and_all(pairs + same)
     history = s["g.epoch_leader"]
-    store_claim = implies(and_(s["node"], s["leader"] != 0), select(history, s["leader_epoch"]) == s["leader"])
+    store_claim = implies(and_(s["node"], s["leader"] != NO_LEADER), select(history, s["leader_epoch"]) == s["leader"])
     broker_claims = [
         implies(s.b("role", b) == ROLE_LEADER, select(history, s.b("local_leader_epoch", b)) == b) for b in ids
     ]
@@ -186,9 +186,9 @@ def initial(s: State, controller: int = 1) -> Expr:
             parts.append(s.b("partition_state", b) == 0)
             parts += [s[f"replica_state.{b}.{r}"] == 0 for r in ids]
     if cfg.ghosts:
-        parts.append(s["g.epoch_leader"] == store(const_int_array(0), 0, 1))
+        parts.append(s["g.epoch_leader"] == store(const_int_array(UNSET), 0, 1))
         parts += [s["g.ver_epoch"] == store(const_int_array(0), 0, 0),
-                  s["g.ver_leader"] == store(const_int_array(0), 0, 1),
+                  s["g.ver_leader"] == store(const_int_array(UNSET), 0, 1),
                   s["g.ver_ce"] == store(const_int_array(0), 0, 1)]
         parts += [s[f"g.ver_isr.{r}"] == store(const_bool_array(False), 0, True) for r in ids]
     if cfg.logs == "content" and not cfg.validation:
@@ -230,8 +230,8 @@ def lemmas(cfg: Config) -> list[Lemma]:
             isr = {r: select(s[f"g.ver_isr.{r}"], v) for r in ids}
             return and_(
                 epoch >= 0, epoch <= s["leader_epoch"], leader >= 0, leader <= cfg.brokers,
-                implies(leader != 0, select(s["g.epoch_leader"], epoch) == leader),
-                implies(leader != 0, or_all(and_(leader == r, isr[r]) for r in ids)),
+                implies(leader != NO_LEADER, select(s["g.epoch_leader"], epoch) == leader),
+                implies(leader != NO_LEADER, or_all(and_(leader == r, isr[r]) for r in ids)),
                 and_all(implies(isr[r], s.assigned(r)) for r in ids),
             )
         return _versions(s, body)
@@ -240,12 +240,11 @@ def lemmas(cfg: Config) -> list[Lemma]:
         Lemma("NodeExists", "the partition's state node and assignment exist",
               lambda s: and_(s["node"], s["assigned"])),
         Lemma("EpochsInRange", "0 <= acting, seen and node controller epochs <= controller_epoch; "
-              "leader epoch, version >= 0; controller and leader are broker ids or 0",
+              "leader epoch, version >= 0; controller and leader are broker ids or NO_LEADER",
               lambda s: and_(s["controller_epoch"] >= 0, s["leader_epoch"] >= 0, s["partition_version"] >= 0,
                              s["partition_controller_epoch"] >= 0,
                              s["partition_controller_epoch"] <= s["controller_epoch"],
-                             s["controller"] >= 0, s["controller"] <= cfg.brokers,
-                             s["leader"] >= 0, s["leader"] <= cfg.brokers,
+                             cfg.broker_or_none(s["controller"]), cfg.broker_or_none(s["leader"]),
                              *[and_(s.b("acting_controller_epoch", b) >= 0,
                                     s.b("acting_controller_epoch", b) <= s["controller_epoch"],
                                     s.b("broker_controller_epoch", b) >= 0,
@@ -279,7 +278,8 @@ def lemmas(cfg: Config) -> list[Lemma]:
         Lemma("LeadersAreRecorded", "every leader named now is the one recorded for its epoch",
               one_leader_per_epoch),
         Lemma("NoFutureEpochRecorded", "no leader is recorded for an epoch after the store's",
-              lambda s: _all_epochs(s, lambda e: implies(e > s["leader_epoch"], select(s["g.epoch_leader"], e) == 0))),
+              lambda s: _all_epochs(s, lambda e: implies(e > s["leader_epoch"],
+                                                         select(s["g.epoch_leader"], e) == UNSET))),
         Lemma("SentRequestsAreConsistent", "every version a controller may still deliver names the leader "
               "recorded for its epoch, an ISR holding that leader and within the assignment, an epoch <= the store's",
               pool),

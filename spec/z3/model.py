@@ -3,9 +3,10 @@ brokers and one partition, plus the implementation-level (`aux`) and history (`g
 relations need.
 
 A state is a flat map from *leaf* names to z3 constants. Leaf names follow the trace variables:
-`leader`, `isr.2`, `hw.1`, `log.1.0.e` (the epoch of broker 1's entry at offset 0), and so on. Broker ids
-run from 1 to N; `0` means "no broker" (NO_LEADER), `-1` "no leader epoch known" (a replica that never
-heard of the partition, or forgot after a restart).
+`leader`, `isr.2`, `hw.1`, `log.1.0.e` (the epoch of broker 1's entry at offset 0), and so on. The model's
+brokers are 1 to N (step validation maps a trace's broker ids, whatever they are, onto them in order);
+NO_LEADER (-1) means "no broker", NO_EPOCH (-1) "no leader epoch known" (a replica that never heard of the
+partition, or forgot after a restart).
 
 Three modes use the same state and relations:
 
@@ -23,7 +24,7 @@ from typing import Final, Literal
 
 from kcm.spec.states import Table
 from kcm.spec.vocabulary import NO_LEADER, Knobs
-from kcm.spec.z3.solver import Expr, and_, bool_array, bool_const, int_array, int_const, ite, or_all
+from kcm.spec.z3.solver import Expr, and_, bool_array, bool_const, int_array, int_const, ite, or_, or_all
 
 ROLE_NONE: Final = 0
 ROLE_LEADER: Final = 1
@@ -70,6 +71,10 @@ class Config:
     @property
     def ids(self) -> range:
         return range(1, self.brokers + 1)
+
+    def broker_or_none(self, x: Expr) -> Expr:
+        """`x` is one of the model's brokers or NO_LEADER."""
+        return or_(x == NO_LEADER, and_(x >= self.ids.start, x < self.ids.stop))
 
     @property
     def ghosts(self) -> bool:

@@ -20,7 +20,7 @@ from kcm.spec.states import (
     VALID_PREVIOUS_REPLICA_STATES,
     Table,
 )
-from kcm.spec.vocabulary import Knobs
+from kcm.spec.vocabulary import NO_LEADER, Knobs
 from kcm.spec.z3 import elections, tables
 from kcm.spec.z3.actions import Effect, Relations, relation
 from kcm.spec.z3.elections import ElectionInput, Outcome, member
@@ -145,14 +145,15 @@ def _symbolic(n: int) -> _Symbolic:
         length = int_const(f"{name}_len", width)
         premises = [length >= 1, length <= n]
         for i, a in enumerate(items):
-            premises.append(implies(i < length, and_(a >= 1, a <= n)))
+            premises.append(implies(i < length, and_(a >= 0, a < n)))
             for j in range(i):
                 premises.append(implies(i < length, items[j] != a))
         return items, length, premises
 
     assignment, alen, p1 = seq("a")
     target, tlen, p2 = seq("t")
-    ids = range(1, n + 1)
+    # Brokers 0..n-1, as Kafka's sample configuration numbers them; NO_LEADER (-1) is none of them.
+    ids = range(n)
     sort = z3.BitVecSort(width)
     live_fn = z3.Function("live", sort, z3.BoolSort())
     isr_fn = z3.Function("in_isr", sort, z3.BoolSort())
@@ -168,7 +169,7 @@ def _symbolic(n: int) -> _Symbolic:
     )
     # Outside the broker ids nothing is live, in the ISR or shutting down.
     x = z3.BitVec("x", width)
-    outside = or_(x < 1, x > n)
+    outside = or_(x < 0, x >= n)
     sym.premises.append(z3.ForAll([x], implies(outside, and_(not_(live_fn(x)), not_(isr_fn(x)), not_(shutting_fn(x))))))
     # What holds of the partition before any election: the ISR is a non-empty subset of the assignment,
     # listed in some order; the reassignment's target was added to the assignment (OAR + RAR).
@@ -186,12 +187,12 @@ def _symbolic(n: int) -> _Symbolic:
 
 
 def _first_in_order(order: list[Expr], length: Expr, accept: Callable[[Expr], Expr], leader: Expr) -> Expr:
-    """Declaratively: `leader` is the first element of `order` that `accept`s (0 if none does)."""
+    """Declaratively: `leader` is the first element of `order` that `accept`s (NO_LEADER if none does)."""
     parts = []
     for i, a in enumerate(order):
         earlier = [and_(j < length, accept(order[j])) for j in range(i)]
         parts.append(and_(i < length, a == leader, accept(a), not_(or_all(earlier))))
-    none = and_(leader == 0, not_(or_all(and_(i < length, accept(a)) for i, a in enumerate(order))))
+    none = and_(leader == NO_LEADER, not_(or_all(and_(i < length, accept(a)) for i, a in enumerate(order))))
     return or_(none, *parts)
 
 
@@ -220,7 +221,7 @@ def election_obligations(n: int, knobs: Knobs, rules: Rules) -> Iterator[Obligat
     ]
     for name, outcome, where, order_name in cases:
         leader = outcome.leader
-        elected = leader != 0
+        elected = leader != NO_LEADER
 
         def show(model: Expr, outcome: Outcome = outcome) -> dict[str, Any]:
             return sym.show(model, outcome)
@@ -236,7 +237,7 @@ def election_obligations(n: int, knobs: Knobs, rules: Rules) -> Iterator[Obligat
             order_claim = _first_in_order(sym.target, sym.tlen, lambda x: and_(live(x), in_isr(x)), leader)
         elif name == "preferred":
             head = sym.assignment[0]
-            order_claim = z3.If(and_(live(head), in_isr(head)), leader == head, leader == 0)
+            order_claim = z3.If(and_(live(head), in_isr(head)), leader == head, leader == NO_LEADER)
         else:
             order_claim = _first_in_order(sym.assignment, sym.alen,
                                           lambda x: and_(live(x), in_isr(x), not_(inp.shutting_(x))), leader)
@@ -381,8 +382,8 @@ def relation_obligations(n: int, knobs: Knobs, rules: Rules) -> Iterator[Obligat
     precise = rel.broker_change(b)
     yield Obligation("refinement", "BrokerChange (model checking) refines ControllerDecision (step validation)",
                      [relation(precise, s, t), s["node"], s["assigned"], s["leader_epoch"] >= 0,
-                      s["partition_version"] >= 0, s["leader"] >= 0, s["leader"] <= n,
-                      or_(s["leader"] == 0, s.isr_has(s["leader"])), or_all(s.isr(r) for r in cfg.ids),
+                      s["partition_version"] >= 0, cfg.broker_or_none(s["leader"]),
+                      or_(s["leader"] == NO_LEADER, s.isr_has(s["leader"])), or_all(s.isr(r) for r in cfg.ids),
                       *[implies(s.isr(r), s.assigned(r)) for r in cfg.ids]],
                      and_all(g for _, g in summary.guards),
                      _show_step(s, t, precise, ["leader", "leader_epoch"]))

@@ -104,7 +104,7 @@ def store(array: Expr, index: Expr, value: Expr) -> Expr:
     return z3.Store(array, index, value)
 
 
-def first(candidates: Sequence[tuple[Expr, Expr]], none: Expr | int = 0) -> Expr:
+def first(candidates: Sequence[tuple[Expr, Expr]], none: Expr | int) -> Expr:
     """The first `value` whose `condition` holds, scanning in order; `none` when no condition holds."""
     result: Expr = none
     for value, condition in reversed(candidates):

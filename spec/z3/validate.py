@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
 from kcm.spec.trace.format import Event, apply_event, empty_state
-from kcm.spec.vocabulary import ACTIONS, VARIABLES, Knobs
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES, Knobs
 from kcm.spec.z3 import tables
 from kcm.spec.z3.actions import ERR_NONE, ERR_OTHER, ERR_OUT_OF_RANGE, Effect, Relations
 from kcm.spec.z3.model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
@@ -257,13 +257,16 @@ class Projection:
 
     def __init__(self, brokers: list[int], observed: set[str]) -> None:
         self.brokers = brokers
-        self.index = {b: i + 1 for i, b in enumerate(brokers)}
+        # The trace's broker ids, whatever they are, onto the model's (Config.ids), in order.
+        self.ids = Config(brokers=len(brokers)).ids
+        self.index = dict(zip(brokers, self.ids, strict=True))
         self.observed = observed
         self._names: dict[str, list[str]] = {}
 
     def mid(self, broker: Any, what: str) -> int:
-        if broker == 0 or broker is None:
-            return 0
+        """The model's id of a trace's broker id; NO_LEADER stays itself."""
+        if broker is None or broker == NO_LEADER:
+            return NO_LEADER
         index = self.index.get(int(broker)) if isinstance(broker, int) or str(broker).isdigit() else None
         if index is None:
             raise _Unknown(f"{what} names broker {broker}, which is not one of the trace's brokers")
@@ -297,7 +300,7 @@ class Projection:
         return names
 
     def _read(self, state: dict[str, Any], p: str, var: str, out: dict[str, int | bool]) -> None:
-        ids = range(1, len(self.brokers) + 1)
+        ids = self.ids
         value: Any
         if var == "controller":
             out["controller"] = self.mid(state["controller"], "controller")
@@ -333,7 +336,7 @@ class Projection:
 
     def _read_replica(self, state: dict[str, Any], p: str, var: str, key: str, i: int,
                       out: dict[str, int | bool]) -> None:
-        ids = range(1, len(self.brokers) + 1)
+        ids = self.ids
         if var == "replica_state":
             states = state["replica_state"].get(key, {}).get(p) or {}
             for r, rb in self.index.items():
@@ -464,7 +467,7 @@ class Validator:
                 continue
             leader = state["leader"].get(p)
             epoch = state["leader_epoch"].get(p)
-            if leader and epoch is not None:
+            if leader is not None and leader != NO_LEADER and epoch is not None:
                 seen.setdefault(int(epoch), int(leader))
             for b, parts in state["role"].items():
                 if parts.get(p) == "leader":
@@ -643,7 +646,7 @@ class Validator:
                          None)
             bind("included", entry is not None)
             if entry is not None:
-                leader = mid(entry.get("leader", 0), "the request")
+                leader = mid(entry.get("leader", NO_LEADER), "the request")
                 bind("leader", leader)
                 bind("leader_epoch", entry.get("leader_epoch"))
                 isr = {mid(r, "the request's ISR") for r in entry.get("isr", [])}
@@ -652,7 +655,7 @@ class Validator:
                     bind(f"isr.{r}", r in isr)
                     bind(f"replicas.{r}", r in replicas)
                 known = self.history.get(p, {}).get(int(entry.get("leader_epoch", -1)))
-                if known is not None and leader != 0:
+                if known is not None and leader != NO_LEADER:
                     out.append((f"the request names broker {entry.get('leader')} leader of epoch "
                                 f"{entry.get('leader_epoch')}, first led by broker {known}",
                                 z3.BoolVal(self.projection.brokers[leader - 1] == known)))

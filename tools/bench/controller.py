@@ -56,7 +56,7 @@ from kcm.impl.messages import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from kcm.impl.sim.cluster import Cluster, Event
+from kcm.impl.sim.cluster import Cluster, Event, broker_ids
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 from kcm.tools import interpreted
 from kcm.tools.bench._common import (
@@ -196,7 +196,7 @@ class Bench:
         self.sink = Sink()
         self.times = BuildTimes()
         start = time.perf_counter()
-        self.cluster = Cluster(size.brokers, Knobs(), self.sink)
+        self.cluster = Cluster(broker_ids(size.brokers), Knobs(), self.sink)
         self.cluster.stabilize()  # no topics yet: only the controller election
         self.controller_id = self.cluster.controller_holder()
         self.times.elect_seconds = time.perf_counter() - start
@@ -425,7 +425,7 @@ class Bench:
 
     def victims(self, count: int) -> list[int]:
         """Non-controller brokers spread over the cluster, reused when the cluster has fewer."""
-        others = [b for b in range(1, self.size.brokers + 1) if b != self.controller_id]
+        others = [b for b in sorted(self.cluster.managers) if b != self.controller_id]
         stride = max(1, len(others) // max(1, count))
         return [others[(i * stride) % len(others)] for i in range(count)]
 

@@ -35,7 +35,7 @@ from rich.progress import Progress, TaskID
 from kcm.impl.controller import StepResult
 from kcm.impl.sim.cluster import Event, EventSink
 from kcm.impl.sim.simulator import SimConfig, Simulator
-from kcm.spec.trace.format import TraceWriter
+from kcm.spec.trace.format import FORMAT_VERSION, TraceWriter
 from kcm.spec.vocabulary import Knobs
 from kcm.tools import interpreted
 from kcm.tools.bench._common import (
@@ -107,7 +107,7 @@ def floor_events(run: str, count: int, sink: EventSink) -> float:
         partition = f"t0-{seq & 1}"
         sink(
             {
-                "v": 1,
+                "v": FORMAT_VERSION,
                 "run": run,
                 "seq": seq,
                 "actor": f"broker:{broker}",

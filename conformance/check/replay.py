@@ -32,7 +32,7 @@ from kcm.impl.replica_manager import FOLLOWER, LEADER, REPLICA_LAG_TICKS, REQUES
 from kcm.impl.sim.cluster import Cluster, message_args
 from kcm.impl.sim.simulator import SimConfig
 from kcm.spec.trace.format import Event, actor_kind, apply_event
-from kcm.spec.vocabulary import ACTIONS, VARIABLES, Knobs
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES, Knobs
 
 Step = Callable[[Cluster], object]
 
@@ -354,7 +354,7 @@ class Replayer:
                 self.names[f"{topic}-{index}"] = name
         for topic, partitions in topics.items():
             cluster.create_topic(topic, partitions)
-        if topics or self.init["state"].get("controller"):
+        if topics or self.init["state"].get("controller", NO_LEADER) != NO_LEADER:
             cluster.stabilize()
         world.fold(self.names)
         return world
@@ -387,7 +387,7 @@ class Replayer:
         action, actor, args = event["action"], event["actor"], event["args"]
         if actor_kind(actor) == "observer":
             return self._searched(cluster, args.get("tla_action", action), action)
-        actor_id = int(actor.partition(":")[2]) if ":" in actor else 0
+        actor_id = int(actor.partition(":")[2]) if ":" in actor else NO_LEADER
         if action in _MESSAGE_ACTIONS and "from" in args:
             return _deliveries(cluster, action, actor_id, args)
         if action in _MESSAGE_ACTIONS:

@@ -1,4 +1,4 @@
-"""`ingest`: Kafka state-change logs and trace-format-v1 JSON Lines into the pipeline layout, one Spark task
+"""`ingest`: Kafka state-change logs and trace-format JSON Lines (v2, or v1 upgraded) into the pipeline layout, one Spark task
 per file. A line that cannot be used is quarantined with its file, line number and reason; the others are
 written as (partial) traces, one run per file."""
 
@@ -13,7 +13,16 @@ from pyspark.sql import SparkSession
 
 from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, Counts, Progress, no_progress, write_json, write_quarantine
 from kcm.conformance.pipeline.kafka_log import parse_kafka_log
-from kcm.spec.trace.format import OBSERVER, Event, TraceError, actor_kind, parse_line, schema_error, schema_validator
+from kcm.spec.trace.format import (
+    OBSERVER,
+    Event,
+    TraceError,
+    actor_kind,
+    parse_line,
+    schema_error,
+    schema_validator,
+    upgrade_v1,
+)
 from kcm.spec.trace.parquet import write_parquet
 from kcm.spec.vocabulary import ACTIONS
 
@@ -21,7 +30,8 @@ Outcome = tuple[str, int, int, list[dict[str, Any]]]  # file, lines read, events
 
 
 def parse_jsonl(path: str) -> tuple[list[Event], list[dict[str, Any]], int]:
-    """A v1 trace read line by line: what breaks the format is quarantined, the rest kept."""
+    """A trace read line by line, v1 events upgraded to v2: what breaks the format is quarantined, the rest
+    kept."""
     events: list[Event] = []
     quarantine: list[dict[str, Any]] = []
     run: str | None = None
@@ -34,7 +44,7 @@ def parse_jsonl(path: str) -> tuple[list[Event], list[dict[str, Any]], int]:
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
-                event = parse_line(raw, path, number)
+                event = upgrade_v1(parse_line(raw, path, number), path, number)
                 schema_validator()(event)
             except TraceError as err:
                 reject(number, f"{_kind(err.reason)}: {err.field}: {err.reason}")

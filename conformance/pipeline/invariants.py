@@ -27,7 +27,7 @@ from kcm.conformance.check.invariants import (
     STORE_PARTITION_VARS,
 )
 from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
-from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, VARIABLES
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, NO_LEADER, VARIABLES
 
 _LONG: Final = T.LongType()
 _IDS: Final = T.ArrayType(_LONG)
@@ -180,7 +180,7 @@ def _store_state(t: _Tables) -> DataFrame:
     isr_v = _violations(isr, "IsrSubsetOfReplicas",
                         _fmt("%s: ISR %s has %s outside the assignment %s", F.col("p"), F.col("isr"), outside,
                              F.col("assignment")))
-    lii = sp.filter(F.col("leader").isNotNull() & F.col("isr").isNotNull() & (F.col("leader") != 0)
+    lii = sp.filter(F.col("leader").isNotNull() & F.col("isr").isNotNull() & (F.col("leader") != NO_LEADER)
                     & ~F.array_contains("isr", F.col("leader")))
     lii_v = _violations(lii, "LeaderInIsr", _fmt("%s: leader %s is not in the ISR %s", F.col("p"), F.col("leader"),
                                                  F.col("isr")))
@@ -188,7 +188,7 @@ def _store_state(t: _Tables) -> DataFrame:
 
 
 def _claims(t: _Tables) -> DataFrame:
-    store = t.store.filter(F.col("leader").isNotNull() & F.col("leader_epoch").isNotNull() & (F.col("leader") != 0))
+    store = t.store.filter(F.col("leader").isNotNull() & F.col("leader_epoch").isNotNull() & (F.col("leader") != NO_LEADER))
     store = store.select("run", "hseg", "pgen", "p", "seq", F.lit(0).alias("o"), F.lit("").alias("ob"),
                          F.col("leader_epoch").alias("epoch"), F.col("leader").alias("broker"))
     leading = _leading(t.replica)
@@ -411,7 +411,7 @@ def _first_difference(a: str, b: str) -> Column:
 
 def _current(per_broker: DataFrame) -> DataFrame:
     """The row of the partition's current leader: the store's leader, leading in the store's epoch."""
-    return per_broker.filter((F.col("leader") != 0) & (F.col("b") == F.col("leader").cast("string"))
+    return per_broker.filter((F.col("leader") != NO_LEADER) & (F.col("b") == F.col("leader").cast("string"))
                              & (F.col("role") == "leader") & (F.col("local_leader_epoch") == F.col("leader_epoch")))
 
 

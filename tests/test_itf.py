@@ -122,7 +122,7 @@ def test_cli_converts_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["trace", "convert", str(itf), str(back)]) == 0
     assert back.read_bytes() == source.read_bytes()
     (tmp_path / "broken.json").write_text("{")
-    assert main(["trace", "convert", str(tmp_path / "broken.json"), str(back), "--to", "v1"]) == 2
+    assert main(["trace", "convert", str(tmp_path / "broken.json"), str(back), "--to", "v2"]) == 2
     assert "broken.json:1: -: invalid JSON" in capsys.readouterr().err
 
 

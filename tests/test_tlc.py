@@ -53,8 +53,8 @@ def test_parse_value_rejects_malformed_text(text: str) -> None:
 
 
 def test_parse_state() -> None:
-    state = parse_state('/\\ leader = [p0 |-> 1]\n/\\ isr = [p0 |-> {1, 2}]\n/\\ controller = 0\n')
-    assert state == {"leader": {"p0": 1}, "isr": {"p0": [1, 2]}, "controller": 0}
+    state = parse_state('/\\ leader = [p0 |-> 1]\n/\\ isr = [p0 |-> {1, 2}]\n/\\ controller = -1\n')
+    assert state == {"leader": {"p0": 1}, "isr": {"p0": [1, 2]}, "controller": -1}
 
 
 def test_parse_output_of_a_violation() -> None:

@@ -1,4 +1,4 @@
-"""Trace format v1: reader, writer, delta merge, schema/vocabulary agreement and the Parquet layout."""
+"""Trace format v2 (and v1 read): reader, writer, delta merge, schema/vocabulary agreement and the Parquet layout."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from kcm.spec.trace.format import (
     read_trace,
 )
 from kcm.spec.trace.parquet import read_parquet, write_parquet
-from kcm.spec.vocabulary import ACTIONS, VARIABLES
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "trace-format.md"
 RUN = "run-1"
@@ -36,10 +36,10 @@ RUN = "run-1"
 def valid_events() -> list[Event]:
     """A small valid trace: initial snapshot, a controller election, a LeaderAndIsr on broker 2."""
     init_state: dict[str, Any] = {
-        "controller": 0,
+        "controller": NO_LEADER,
         "controller_epoch": 0,
         "assignment": {"t0-0": [1, 2]},
-        "leader": {"t0-0": 0},
+        "leader": {"t0-0": NO_LEADER},
         "leader_epoch": {"t0-0": -1},
         "isr": {"t0-0": []},
         "alive": {"1": True, "2": True},
@@ -110,7 +110,7 @@ def test_writer_output_is_reproducible_whatever_the_key_order(tmp_path: Path) ->
             for event in batch:
                 writer.write(event)
     assert first.read_bytes() == second.read_bytes()
-    assert first.read_text(encoding="utf-8").splitlines()[0].startswith('{"v":1,"run":"run-1","seq":0,')
+    assert first.read_text(encoding="utf-8").splitlines()[0].startswith('{"v":2,"run":"run-1","seq":0,')
 
 
 def test_writer_to_stream_leaves_it_open() -> None:
@@ -256,7 +256,7 @@ MALFORMED: list[tuple[str, Edit, int, str, str]] = [
     ("whitespace-only line", insert_line(2, "   "), 3, "-", "blank line"),
     ("not an object", replace_line(1, "[1, 2, 3]"), 2, "-", "must be object"),
     ("missing v", edit_event(1, deleter("v")), 2, "v", "missing"),
-    ("wrong v", edit_event(0, setter("v", 2)), 1, "v", "const"),
+    ("wrong v", edit_event(0, setter("v", 3)), 1, "v", "const"),
     ("missing run", edit_event(1, deleter("run")), 2, "run", "missing"),
     ("empty run", edit_event(0, setter("run", "")), 1, "run", ""),
     ("run changes mid-trace", edit_event(2, setter("run", "run-2")), 3, "run", "differs"),
@@ -291,7 +291,9 @@ MALFORMED: list[tuple[str, Edit, int, str, str]] = [
         "state.isr.t0-0[0]",
         "",
     ),
-    ("isr member zero", edit_event(2, state_setter("isr", {"t0-0": [0]})), 3, "state.isr.t0-0[0]", ""),
+    ("isr member negative", edit_event(2, state_setter("isr", {"t0-0": [-1]})), 3, "state.isr.t0-0[0]", ""),
+    ("leader below -1", edit_event(0, state_setter("leader", {"t0-0": -2})), 1, "state.leader.t0-0", ""),
+    ("controller below -1", edit_event(1, state_setter("controller", -2)), 2, "state.controller", ""),
     (
         "leader epoch below -1",
         edit_event(0, state_setter("leader_epoch", {"t0-0": -2})),
@@ -380,7 +382,8 @@ def test_enough_malformed_cases() -> None:
 def test_empty_state() -> None:
     state = empty_state()
     assert list(state) == list(VARIABLES)
-    assert all(state[name] == (0 if depth == 0 else {}) for name, depth in VARIABLES.items())
+    assert state["controller"] == NO_LEADER
+    assert all(state[name] == (0 if depth == 0 else {}) for name, depth in VARIABLES.items() if name != "controller")
 
 
 def test_apply_delta_depth0_replaces() -> None:

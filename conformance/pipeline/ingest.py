@@ -1,5 +1,5 @@
-"""`ingest`: Kafka state-change logs and trace-format JSON Lines (v2, or v1 upgraded) into the pipeline layout, one Spark task
-per file. A line that cannot be used is quarantined with its file, line number and reason; the others are
+"""`ingest`: Kafka state-change logs and trace-format JSON Lines (v2, or v1 upgraded) into the pipeline layout,
+one Spark task per file. A line that cannot be used is quarantined with its file, line number and reason; the others are
 written as (partial) traces, one run per file."""
 
 from __future__ import annotations

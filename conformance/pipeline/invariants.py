@@ -188,7 +188,8 @@ def _store_state(t: _Tables) -> DataFrame:
 
 
 def _claims(t: _Tables) -> DataFrame:
-    store = t.store.filter(F.col("leader").isNotNull() & F.col("leader_epoch").isNotNull() & (F.col("leader") != NO_LEADER))
+    store = t.store.filter(F.col("leader").isNotNull() & F.col("leader_epoch").isNotNull()
+                           & (F.col("leader") != NO_LEADER))
     store = store.select("run", "hseg", "pgen", "p", "seq", F.lit(0).alias("o"), F.lit("").alias("ob"),
                          F.col("leader_epoch").alias("epoch"), F.col("leader").alias("broker"))
     leading = _leading(t.replica)

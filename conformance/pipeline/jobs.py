@@ -227,7 +227,8 @@ def _row_problems(frame: DataFrame) -> DataFrame:
                            ("v", "run", "seq", "actor", "action", "args", "state")])
     problem = F.coalesce(
         missing,
-        F.when(F.col("v") != FORMAT_VERSION, F.format_string("unsupported format version: v=%s", F.col("v").cast("string"))),
+        F.when(F.col("v") != FORMAT_VERSION,
+               F.format_string("unsupported format version: v=%s", F.col("v").cast("string"))),
         F.when(F.col("seq") < 0, F.lit("invalid seq: negative")),
         F.when(needed.isNull(), F.format_string("unknown action: %s", F.col("action"))),
         F.when((actor_kind != needed) & (actor_kind != "observer"),

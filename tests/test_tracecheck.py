@@ -33,8 +33,8 @@ def test_the_generated_module_encodes_absent_keys_as_the_specifications_sentinel
     assert constants["TraceLog"] == "RunTraceLog"
     assert 'RunPartitions == {"t0-0"}' in text and "RunBrokers == {1, 2}" in text
     first = text.split("[action |->", 2)[1]
-    assert '"Init", actor |-> 0' in first
-    assert 'role |-> <<("t0-0" :> "absent"), ("t0-0" :> "absent")>>' in first
+    assert '"Init", actor |-> -1' in first  # NoLeader: env is no broker
+    assert 'role |-> (1 :> ("t0-0" :> "absent") @@ 2 :> ("t0-0" :> "absent"))' in first
 
 
 def test_batched_events_become_one_model_step_per_partition_ending_in_the_events_state() -> None:

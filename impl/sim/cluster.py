@@ -261,7 +261,8 @@ class Cluster:
 
     def request_controlled_shutdown(self, broker: int) -> Event:
         manager = self.managers[broker]
-        target = manager.metadata_controller or self.controller_holder()
+        known = manager.metadata_controller
+        target = known if known != NO_LEADER else self.controller_holder()
         self._send(manager.request_controlled_shutdown(target))
         args: dict[str, Any] = {"to": target, "attempt": manager.shutdown_attempts}
         if manager.shutdown_complete:

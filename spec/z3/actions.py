@@ -563,7 +563,7 @@ class Relations:
         current = self._int(e, "current_leader_epoch")
         cas = self._bool(e, "cas")
         e.guard(f"broker {b} is alive", s.b("alive", b))
-        e.guard("the fetch comes from another broker", and_(f != b, f >= 1, f <= self.cfg.brokers))
+        e.guard("the fetch comes from another broker", and_(f != b, self.cfg.is_broker(f)))
         if self.cfg.atomic:
             assert follower is not None
             e.guard(f"broker {follower} follows broker {b} and fetches from its log end", and_(

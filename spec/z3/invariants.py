@@ -229,7 +229,7 @@ def lemmas(cfg: Config) -> list[Lemma]:
             epoch = select(s["g.ver_epoch"], v)
             isr = {r: select(s[f"g.ver_isr.{r}"], v) for r in ids}
             return and_(
-                epoch >= 0, epoch <= s["leader_epoch"], leader >= 0, leader <= cfg.brokers,
+                epoch >= 0, epoch <= s["leader_epoch"], cfg.broker_or_none(leader),
                 implies(leader != NO_LEADER, select(s["g.epoch_leader"], epoch) == leader),
                 implies(leader != NO_LEADER, or_all(and_(leader == r, isr[r]) for r in ids)),
                 and_all(implies(isr[r], s.assigned(r)) for r in ids),

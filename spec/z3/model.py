@@ -72,9 +72,13 @@ class Config:
     def ids(self) -> range:
         return range(1, self.brokers + 1)
 
+    def is_broker(self, x: Expr) -> Expr:
+        """`x` is one of the model's brokers."""
+        return and_(x >= self.ids.start, x < self.ids.stop)
+
     def broker_or_none(self, x: Expr) -> Expr:
         """`x` is one of the model's brokers or NO_LEADER."""
-        return or_(x == NO_LEADER, and_(x >= self.ids.start, x < self.ids.stop))
+        return or_(x == NO_LEADER, self.is_broker(x))
 
     @property
     def ghosts(self) -> bool:

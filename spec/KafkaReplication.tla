@@ -58,11 +58,11 @@ CONSTANTS
 (***************************************************************************************)
 VARIABLES
     \* the coordination store (ZooKeeper)
-    controller,                  \* holder of /controller, 0 if none
+    controller,                  \* holder of /controller, NoLeader if none
     controller_epoch,            \* /controller_epoch
     assignment,                  \* [Partitions -> Seq(Brokers)], <<>> while the topic does not exist
     leader, leader_epoch, isr, partition_controller_epoch, partition_version,  \* partition state node
-    registered,                  \* [Brokers -> Nat]: session of the /brokers/ids/N node, 0 if none  (not in trace v1)
+    registered,                  \* [Brokers -> Nat]: session of the /brokers/ids/N node, 0 if none  (not in the trace format)
     \* each broker's controller role and its context
     acting_controller_epoch,     \* [Brokers -> Nat]: epoch the broker acts as controller in, 0 if none
     partition_state,             \* [Brokers -> [Partitions -> PartitionStates]]
@@ -71,23 +71,23 @@ VARIABLES
     ctl_cache,                   \* [Brokers -> [Partitions -> Node]]: context's cached partition state nodes
     zombie_events,               \* [Brokers -> SUBSET EventKinds]: events a controller had queued when its session
                                  \*   expired; they come before its Reregister event, so it may still handle them
-                                 \*   as a deposed (zombie) controller, and nothing else (not in trace v1)
+                                 \*   as a deposed (zombie) controller, and nothing else (not in the trace format)
     \* each broker's replica manager
     alive,                       \* [Brokers -> BOOLEAN]
-    session,                     \* [Brokers -> Nat]: current store session number (not in trace v1)
-    reregister,                  \* [Brokers -> BOOLEAN]: a Reregister event is queued after a session expiry (not in trace v1)
+    session,                     \* [Brokers -> Nat]: current store session number (not in the trace format)
+    reregister,                  \* [Brokers -> BOOLEAN]: a Reregister event is queued after a session expiry (not in the trace format)
     broker_controller_epoch,     \* [Brokers -> Nat]: newest controller epoch seen
     role,                        \* [Brokers -> [Partitions -> {"leader","follower","none","absent"}]]
     local_leader_epoch,          \* [Brokers -> [Partitions -> Int]]
-    local_leader,                \* [Brokers -> [Partitions -> 0..]]: leader id the replica knows (not in trace v1)
+    local_leader,                \* [Brokers -> [Partitions -> {NoLeader} \cup Brokers]]: leader id the replica knows (not in the trace format)
     local_isr,                   \* [Brokers -> [Partitions -> SUBSET Brokers]]
-    local_version,               \* [Brokers -> [Partitions -> Int]]: partition version a leader knows, for its CAS; -1 unless leader (not in trace v1)
+    local_version,               \* [Brokers -> [Partitions -> Int]]: partition version a leader knows, for its CAS; -1 unless leader (not in the trace format)
     log,                         \* [Brokers -> [Partitions -> Seq(<<leader_epoch, record>>)]]
     hw, hw_checkpoint, epoch_start_offset,
     follower_leo,                \* [Brokers -> [Partitions -> [Brokers -> Int]]]: leader's view of follower fetch offsets;
-                                 \*   -2 = not a follower of this leader, -1 = unknown (not in trace v1)
-    truncating,                  \* [Brokers -> [Partitions -> BOOLEAN]]: follower must ask OffsetsForLeaderEpoch first (not in trace v1)
-    inflight,                    \* [Brokers -> [Partitions -> BOOLEAN]]: follower has a request outstanding (not in trace v1)
+                                 \*   -2 = not a follower of this leader, -1 = unknown (not in the trace format)
+    truncating,                  \* [Brokers -> [Partitions -> BOOLEAN]]: follower must ask OffsetsForLeaderEpoch first (not in the trace format)
+    inflight,                    \* [Brokers -> [Partitions -> BOOLEAN]]: follower has a request outstanding (not in the trace format)
     \* the network
     ctl_msgs,                    \* set of in-flight LeaderAndIsr requests (lossy, reordering)
     msgs,                        \* set of in-flight broker-to-broker requests and responses (lossy, reordering)

@@ -4,7 +4,8 @@
 (* validation"): two brokers, broker 1 wins the controller election, an operator        *)
 (* creates orders-0 on <<1, 2>>, the controller makes 1 the leader, a record is produced *)
 (* and broker 2 fetches it twice (learning the HW the second time).  It observes only    *)
-(* controller, controller_epoch, leader, leader_epoch, isr, role, log and hw.            *)
+(* controller, controller_epoch, leader, leader_epoch, isr, role, log and hw.  No leader *)
+(* and no controller are NoLeader (-1), and so is the actor of env, admin and client.   *)
 (***************************************************************************************)
 EXTENDS TraceKafka
 
@@ -26,21 +27,21 @@ S(ctl, ce, ldr, le, isrSet, roles, logs, hws) ==
 R1 == <<0, 1>>   \* the record: leader epoch 0, record id 1
 
 ExampleTraceLog == <<
-    [action |-> "Init", actor |-> 0,
-     state |-> S(0, 0, 0, -1, {}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
+    [action |-> "Init", actor |-> NoLeader,
+     state |-> S(NoLeader, 0, NoLeader, -1, {}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
     [action |-> "ControllerElect", actor |-> 1,
-     state |-> S(1, 1, 0, -1, {}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
+     state |-> S(1, 1, NoLeader, -1, {}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
     [action |-> "ControllerElect", actor |-> 2,
-     state |-> S(1, 1, 0, -1, {}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
-    [action |-> "CreateTopic", actor |-> 0,
-     state |-> S(1, 1, 0, -1, {}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
+     state |-> S(1, 1, NoLeader, -1, {}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
+    [action |-> "CreateTopic", actor |-> NoLeader,
+     state |-> S(1, 1, NoLeader, -1, {}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
     [action |-> "TopicChange", actor |-> 1,
      state |-> S(1, 1, 1, 0, {1, 2}, <<"absent", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
     [action |-> "LeaderAndIsr", actor |-> 1,
      state |-> S(1, 1, 1, 0, {1, 2}, <<"leader", "absent">>, <<<<>>, <<>>>>, <<0, 0>>)],
     [action |-> "LeaderAndIsr", actor |-> 2,
      state |-> S(1, 1, 1, 0, {1, 2}, <<"leader", "follower">>, <<<<>>, <<>>>>, <<0, 0>>)],
-    [action |-> "Produce", actor |-> 0,
+    [action |-> "Produce", actor |-> NoLeader,
      state |-> S(1, 1, 1, 0, {1, 2}, <<"leader", "follower">>, <<<<R1>>, <<>>>>, <<0, 0>>)],
     [action |-> "SendFetch", actor |-> 2,
      state |-> S(1, 1, 1, 0, {1, 2}, <<"leader", "follower">>, <<<<R1>>, <<>>>>, <<0, 0>>)],

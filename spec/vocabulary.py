@@ -150,7 +150,7 @@ def _as_bool(name: str, value: object) -> bool:
 
 
 # The actions of the protocol, named as the TLA+ actions and the Z3 relations will be. A trace event's
-# `action` is one of these; each carries who may perform it (the `actor` kind of trace format v1).
+# `action` is one of these; each carries who may perform it (the `actor` kind of trace format v2).
 ACTIONS: Final[dict[str, str]] = {
     "Init": "env",
     # environment and operators

@@ -1,5 +1,5 @@
 """`kcm check`: model checking an instance of the TLA+ specification (`spec/MC<name>.tla`) with TLC.
-Exit 0 holds, 1 violated (the counterexample rendered step by step and written in trace format v1), 2 no
+Exit 0 holds, 1 violated (the counterexample rendered step by step and written in trace format v2), 2 no
 Java 17, no `tla2tools.jar`, or a bad knob or model."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
     check.add_argument("--workers", type=int, default=1)
     check.add_argument("--heap", type=int, default=None,
                        help="TLC's heap in MiB (default: KCM_TLC_HEAP_MB, else 4096)")
-    check.add_argument("--trace-out", help="where a counterexample is written (trace format v1)")
+    check.add_argument("--trace-out", help="where a counterexample is written (trace format v2)")
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=cmd_check)
 
@@ -55,5 +55,5 @@ def cmd_check(args: argparse.Namespace) -> int:
               f"states, depth {result.depth}, {result.seconds:.1f} s")
         if result.violated:
             print(render_counterexample(result.trace))
-            print(f"counterexample written to {outcome.trace_path} (trace format v1)")
+            print(f"counterexample written to {outcome.trace_path} (trace format v2)")
     return EXIT_OK if outcome.result.violated is None else EXIT_VIOLATED

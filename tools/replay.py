@@ -1,5 +1,5 @@
 """`kcm replay TRACE [--json]`: drive the implementation with the actions of a trace (a TLC counterexample
-converted by `kcm check`, or any trace in format v1) under the trace's knobs, compare the abstract state
+converted by `kcm check`, or any trace in format v2) under the trace's knobs, compare the abstract state
 after every step, and report the first divergence or that the trace's invariant breaks in the
 implementation too (conformance/check/replay.py).
 

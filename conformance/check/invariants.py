@@ -1,4 +1,4 @@
-"""The invariant checker: reads a trace (format v1) event by event, keeps the model state, and checks the
+"""The invariant checker: reads a trace (format v2) event by event, keeps the model state, and checks the
 eleven invariants of kcm on what each event changed. Exact definitions: docs/invariants.md.
 
 Checking is incremental: an event's delta names the partitions and replicas it touched, and only those

@@ -1,5 +1,5 @@
 """What a search reports: a shrunk failure (`Found`) with the commands that reproduce it, written as a
-scenario file (filled in by the scenario environment) and as a trace (format v1), and the names a failure
+scenario file (filled in by the scenario environment) and as a trace (format v2), and the names a failure
 is reported under besides the invariants."""
 
 from __future__ import annotations

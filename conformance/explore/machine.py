@@ -2,7 +2,7 @@
 rule, the danger scores it hands to `hypothesis.target`, and a follower's fetch round.
 
 Each rule is exactly one command of the scenario language (`kcm.conformance.scenario`), so a failure
-shrinks to a list of commands that prints as a scenario file, next to the trace (format v1) it produced.
+shrinks to a list of commands that prints as a scenario file, next to the trace (format v2) it produced.
 Brokers and topics live in hypothesis Bundles. A rule whose operation needs, say, a live broker is guarded
 by a precondition that one exists; the broker drawn from the bundle is then used if it qualifies, or else
 the next one that does in id order (`next_of`), so no drawn example is thrown away and shrinking still

@@ -5,7 +5,7 @@ another model, the module of that model (`MCzombiefixed.cfg` runs `MCzombie.tla`
 applied by generating, in a temporary folder, a module extending the model and the chosen truncation
 variant, with the model's configuration plus the bindings of the knob constants and the era hooks
 (spec/tlc/config.py); TLC's state files go to another temporary folder, removed afterwards.
-A counterexample is converted to trace format v1 (`kcm check-trace` and `kcm replay` read it).
+A counterexample is converted to trace format v2 (`kcm check-trace` and `kcm replay` read it).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def _generate(work: Path, base: Model, knobs: Knobs, invariants: list[str] | Non
     return module, config
 
 
-# -- counterexamples as trace format v1 ------------------------------------------------------------------
+# -- counterexamples as trace format v2 ------------------------------------------------------------------
 
 # In the vocabulary's order: a counterexample's trace is the same file at every run.
 BROKER_KEYED: Final = ("acting_controller_epoch", "alive", "broker_controller_epoch")
@@ -235,7 +235,7 @@ def _machines(tla: dict[str, Any], state: dict[str, Any]) -> None:
 
 
 def diff_states(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The delta (trace format v1) that takes `old` to `new`: changed leaves, null for removed ones."""
+    """The delta (trace format v2) that takes `old` to `new`: changed leaves, null for removed ones."""
     delta: dict[str, Any] = {}
     for name, depth in VARIABLES.items():
         if name in new or name in old:
@@ -266,7 +266,7 @@ def _diff(old: Any, new: Any, depth: int) -> Any:
 
 
 def write_trace(trace: list[TraceState], knobs: Knobs, run: str, path: Path) -> None:
-    """A TLC counterexample as trace format v1: the first state in full, then one delta per step."""
+    """A TLC counterexample as trace format v2: the first state in full, then one delta per step."""
     previous: dict[str, Any] = {}
     with TraceWriter(path) as writer:
         for seq, step in enumerate(trace):

@@ -1,4 +1,4 @@
-"""The Parquet layout of trace format v1, for the batch (Spark) side of the pipeline.
+"""The Parquet layout of trace format v2, for the batch (Spark) side of the pipeline.
 
 One row per event, partitioned hive-style by run (`run=<run>/part-0.parquet`) so a job can select runs by
 directory. `args` and `state` stay compact JSON strings: their shapes vary by action and by the variables a

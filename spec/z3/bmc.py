@@ -1,6 +1,6 @@
 """Bounded model checking: unroll the transition relation from the initial state, depth by depth, and
 ask at each depth whether some invariant breaks in the last state (or on the last step). The first depth
-that answers yes gives a shortest counterexample, which is written as a trace (format v1) that the
+that answers yes gives a shortest counterexample, which is written as a trace (format v2) that the
 invariant checker of kcm.conformance reads like any other.
 
 History invariants are asked of the whole unrolling: `OneLeaderPerEpoch` compares the leaders named in
@@ -245,7 +245,7 @@ def trace_state(model: Expr, s: State) -> dict[str, Any]:
 
 
 def diff_states(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """The delta between two full states at each variable's depth (the ITF-to-v1 direction)."""
+    """The delta between two full states at each variable's depth (the ITF-to-v2 direction)."""
     delta: dict[str, Any] = {}
     for name, depth in VARIABLES.items():
         a, b = before.get(name), after.get(name)

@@ -107,9 +107,11 @@ class ClusterSize:
 
 
 def assignment(size: ClusterSize, topic: int) -> dict[int, tuple[int, ...]]:
-    """Round-robin placement: partition j of topic t is led by broker (t + j) mod B, and its followers sit
-    at distinct offsets after the leader that shift with the topic, spreading each broker's followers."""
+    """Round-robin placement: partition j of topic t is led by the broker at position (t + j) mod B, and its
+    followers sit at distinct offsets after the leader that shift with the topic, spreading each broker's
+    followers."""
     brokers = size.brokers
+    ids = broker_ids(brokers)  # the ids of the bench's cluster, by position
     shift = topic % (brokers - 1) if brokers > 1 else 0
     result: dict[int, tuple[int, ...]] = {}
     for index in range(size.partitions_per_topic):
@@ -117,7 +119,7 @@ def assignment(size: ClusterSize, topic: int) -> dict[int, tuple[int, ...]]:
         followers = [
             (first + 1 + (shift + k) % (brokers - 1)) % brokers for k in range(size.replication_factor - 1)
         ]
-        result[index] = tuple(b + 1 for b in (first, *followers))
+        result[index] = tuple(ids[b] for b in (first, *followers))
     return result
 
 

@@ -14,7 +14,7 @@ from kcm.tools.cli import main
 
 
 def _event(action: str, **args: Any) -> dict[str, Any]:
-    return {"v": 1, "run": "r", "seq": 1, "actor": "controller:1", "action": action, "args": args, "state": {}}
+    return {"v": 2, "run": "r", "seq": 1, "actor": "controller:1", "action": action, "args": args, "state": {}}
 
 
 def test_transitions_are_counted_and_unreached_ones_listed() -> None:

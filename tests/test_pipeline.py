@@ -25,7 +25,7 @@ from kcm.conformance.pipeline.session import CONF_DIR, spark_session
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event, TraceWriter, apply_event, empty_state, make_event
 from kcm.spec.trace.parquet import ARROW_SCHEMA, read_parquet, write_parquet
-from kcm.spec.vocabulary import Knobs
+from kcm.spec.vocabulary import NO_LEADER, Knobs
 
 ROOT = Path(__file__).resolve().parents[1]
 KAFKA = ROOT / "tests" / "data" / "kafka"
@@ -59,7 +59,7 @@ def _plant(kind: str, events: list[Event]) -> tuple[Event, str]:
     """An event appended to a clean run that breaks exactly one invariant, and that invariant."""
     s = _final(events)
     run, seq = events[0]["run"], events[-1]["seq"] + 1
-    p = next(p for p, leader in sorted(s["leader"].items()) if leader and len(s["isr"][p]) > 1
+    p = next(p for p, leader in sorted(s["leader"].items()) if leader != NO_LEADER and len(s["isr"][p]) > 1
              and s["role"][str(leader)].get(p) == "leader" and s["hw"][str(leader)].get(p, 0) > 0
              and s["local_leader_epoch"][str(leader)][p] == s["leader_epoch"][p])
     leader, isr = s["leader"][p], s["isr"][p]
@@ -173,13 +173,13 @@ def _broken_jsonl(path: Path) -> int:
     good = len(events)
     lines = path.read_bytes().splitlines(keepends=True)
     bad = [
-        b'{"v":1,"run":"jsonl","seq":\n',  # malformed JSON
+        b'{"v":2,"run":"jsonl","seq":\n',  # malformed JSON
         json.dumps({**events[5], "extra": 1}).encode() + b"\n",  # schema drift: an unknown field
         json.dumps({**events[6], "action": "Teleport"}).encode() + b"\n",  # unknown action
         lines[19],  # duplicate seq
         lines[3],  # out-of-order seq
     ]
-    path.write_bytes(b"".join(lines[:20] + bad + lines[20:]) + b'{"v":1,"run":"jsonl","seq":99')  # truncated
+    path.write_bytes(b"".join(lines[:20] + bad + lines[20:]) + b'{"v":2,"run":"jsonl","seq":99')  # truncated
     return good
 
 

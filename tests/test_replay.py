@@ -96,7 +96,7 @@ def test_cli_reports_conformance_and_divergence(tmp_path: Path, capsys: pytest.C
     ("content", "message"),
     [
         ("", "empty trace"),
-        ('{"v":1}\n', "missing required field"),
+        ('{"v":2}\n', "missing required field"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,

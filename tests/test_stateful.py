@@ -108,7 +108,7 @@ def test_step_validator_rejects_a_step_the_model_cannot_explain() -> None:
     # a clock tick that changes a leader epoch
     partition = sorted(sim.cluster.partitions)[0]
     epoch = step.state["leader_epoch"][partition] + 5
-    bad = {"v": 1, "run": events[0]["run"], "seq": len(events), "actor": "clock", "action": "Tick",
+    bad = {"v": 2, "run": events[0]["run"], "seq": len(events), "actor": "clock", "action": "Tick",
            "args": {"now": 99}, "state": {"leader_epoch": {partition: epoch}}}
     failure = step.step(bad)
     assert failure is not None and failure.partition == partition

@@ -249,7 +249,7 @@ def non_utf8(lines: list[str]) -> bytes:
 
 # (name, edit, line, field, a fragment of the reason)
 MALFORMED: list[tuple[str, Edit, int, str, str]] = [
-    ("broken JSON mid-file", replace_line(1, '{"v":1,"run":'), 2, "-", "invalid JSON"),
+    ("broken JSON mid-file", replace_line(1, '{"v":2,"run":'), 2, "-", "invalid JSON"),
     ("truncated last line", truncate_last, 3, "-", "truncated file (last line incomplete)"),
     ("empty file", empty, 0, "-", "empty trace"),
     ("blank line", insert_line(1, ""), 2, "-", "blank line"),

@@ -1,5 +1,6 @@
 """Broker ids from 0 and trace format v2: every engine on a simulator run whose brokers are 0, 1 and 2, and
-v1 traces read (no leader 0 -> -1) and converted by `kcm trace convert --to v2`."""
+v1 traces read (no leader 0 -> -1) and converted by `kcm trace convert --to v2`. The Spark pipeline's
+`check --validate-sample all` on such a run is in tests/test_pipeline.py, which has a Spark session."""
 
 from __future__ import annotations
 
@@ -8,14 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.check.replay import replay
-from kcm.conformance.pipeline import jobs as pl
-from kcm.conformance.pipeline.ingest import ingest
-from kcm.conformance.pipeline.session import spark_session
 from kcm.impl.sim.cluster import Cluster
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.tlc.validate import validate_with_tlc
@@ -114,21 +111,6 @@ def test_itf_round_trip(trace: Path, tmp_path: Path) -> None:
 def test_parquet_round_trip(run: list[Event], tmp_path: Path) -> None:
     assert write_parquet(run, tmp_path / "events") == len(run)
     assert read_parquet(tmp_path / "events") == run
-
-
-def test_pipeline_ingest_and_check_with_every_run_validated(trace: Path, tmp_path: Path) -> None:
-    """`pipeline check --validate-sample all` on the run (it stopped at KeyError 'alive.0' before v2)."""
-    spark = spark_session("local[1]", shuffle_partitions=1)
-    try:
-        corpus = tmp_path / "corpus"
-        counts = ingest(spark, [], [str(trace)], corpus)
-        assert (counts.checked, counts.quarantined) == (counts.read, 0)
-        result = pl.check(spark, corpus, tmp_path / "checked", validate_sample=1.0)
-    finally:
-        spark.stop()
-    assert result.violations == 0 and result.exit_code == 0
-    rows = pq.read_table(tmp_path / "checked" / "validation.parquet").to_pylist()
-    assert [(r["ok"], r["failed_seq"]) for r in rows] == [(True, None)]
 
 
 @pytest.mark.tlc

@@ -294,3 +294,23 @@ def test_a_context_load_starts_the_state_machines_afresh(spark: SparkSession, tm
     found = {(r["run"], r["seq"], r["invariant"]) for r in check_invariants(
         spark.read.parquet(str(tmp_path / pl.EVENTS))).select("run", "seq", "invariant").distinct().collect()}
     assert found == _reference(events) == set()
+
+
+def test_brokers_from_zero_check_and_validate_on_spark(spark: SparkSession, tmp_path: Path) -> None:
+    """`pipeline check --validate-sample all` on a run whose brokers are 0, 1, 2 (before trace format v2 it
+    stopped at KeyError 'alive.0'); tests/test_broker_zero.py runs the other engines on such runs."""
+    events: list[Event] = []
+    simulator = Simulator(3, Knobs(), SimConfig(first_broker_id=0), events.append)
+    simulator.bootstrap()
+    simulator.run(150)
+    assert events[0]["args"]["brokers"] == [0, 1, 2] and any(e["actor"] == "broker:0" for e in events)
+    trace = tmp_path / "zero.jsonl"
+    with TraceWriter(trace) as writer:
+        for event in events:
+            writer.write(event)
+    counts = ingest(spark, [], [str(trace)], tmp_path / "corpus")
+    assert (counts.read, counts.checked, counts.quarantined) == (len(events), len(events), 0)
+    result = pl.check(spark, tmp_path / "corpus", tmp_path / "checked", validate_sample=1.0)
+    assert result.violations == 0 and result.exit_code == 0
+    rows = _table(tmp_path / "checked" / "validation.parquet")
+    assert [(r["ok"], r["failed_seq"]) for r in rows] == [(True, None)]

@@ -156,6 +156,12 @@ def test_a_v1_leader_0_reads_as_no_leader(tmp_path: Path) -> None:
     assert load_trace(write_lines(tmp_path / "old.jsonl", v1)) == events
 
 
+def test_v1_rows_of_a_parquet_dataset_read_as_v2(tmp_path: Path) -> None:
+    events = simulate(4, 100, first=1)
+    write_parquet(list(as_v1(events)), tmp_path / "events")
+    assert read_parquet(tmp_path / "events") == events
+
+
 def test_trace_convert_to_v2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     events = simulate(4, 300, first=1)
     source = write_lines(tmp_path / "old.jsonl", as_v1(events))

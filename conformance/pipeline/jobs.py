@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 
 from kcm.conformance.check.invariants import READS
 from kcm.conformance.pipeline.invariants import check_invariants
-from kcm.spec.trace.format import FORMAT_VERSION, Event
+from kcm.spec.trace.format import FORMAT_VERSION, V1, Event
 from kcm.spec.trace.parquet import ARROW_SCHEMA, write_parquet
 from kcm.spec.vocabulary import ACTIONS, INVARIANTS, VARIABLES, Knobs
 
@@ -227,6 +227,7 @@ def _row_problems(frame: DataFrame) -> DataFrame:
                            ("v", "run", "seq", "actor", "action", "args", "state")])
     problem = F.coalesce(
         missing,
+        F.when(F.col("v") == V1, F.lit("trace format v1: ingest its source again to have v2")),
         F.when(F.col("v") != FORMAT_VERSION,
                F.format_string("unsupported format version: v=%s", F.col("v").cast("string"))),
         F.when(F.col("seq") < 0, F.lit("invalid seq: negative")),

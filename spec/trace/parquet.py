@@ -1,4 +1,5 @@
-"""The Parquet layout of trace format v2, for the batch (Spark) side of the pipeline.
+"""The Parquet layout of trace format v2, for the batch (Spark) side of the pipeline (rows of format v1 are
+read as v2, as the JSON Lines reader reads them).
 
 One row per event, partitioned hive-style by run (`run=<run>/part-0.parquet`) so a job can select runs by
 directory. `args` and `state` stay compact JSON strings: their shapes vary by action and by the variables a
@@ -15,7 +16,7 @@ from typing import Any, Final
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
 
-from kcm.spec.trace.format import Event, TraceError
+from kcm.spec.trace.format import Event, TraceError, upgrade_v1
 
 ARROW_SCHEMA: Final = pa.schema(
     [
@@ -84,7 +85,7 @@ def write_parquet(events: Iterable[Event], out_dir: str | Path) -> int:
     return rows
 
 
-def _event(row: dict[str, Any]) -> Event:
+def _event(row: dict[str, Any], where: str) -> Event:
     event: Event = {
         "v": row["v"],
         "run": row["run"],
@@ -96,7 +97,8 @@ def _event(row: dict[str, Any]) -> Event:
     }
     if row["full"]:
         event["full"] = True
-    return event
+    upgraded: Event = upgrade_v1(event, where, 0)
+    return upgraded
 
 
 def read_parquet(in_dir: str | Path) -> list[Event]:
@@ -107,4 +109,4 @@ def read_parquet(in_dir: str | Path) -> list[Event]:
         rows: list[dict[str, Any]] = dataset.to_table().sort_by(_SORT_KEYS).to_pylist()
     except (pa.ArrowException, OSError) as err:
         raise TraceError(where, 0, "-", str(err).splitlines()[0]) from None
-    return [_event(row) for row in rows]
+    return [_event(row, where) for row in rows]

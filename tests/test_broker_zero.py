@@ -72,13 +72,24 @@ def test_the_cli_option_and_its_bad_value(tmp_path: Path, capsys: pytest.Capture
     assert "non-negative" in capsys.readouterr().err
 
 
-def test_a_cluster_on_any_broker_ids() -> None:
+def sparse_run() -> list[Event]:
+    """A cluster on brokers 0, 5 and 9: a topic led by 9, which then crashes."""
     events: list[Event] = []
     cluster = Cluster([0, 5, 9], Knobs(), events.append)
     cluster.create_topic("t", {0: (9, 0, 5)})
     cluster.stabilize()
+    cluster.crash(9)
+    cluster.stabilize()
+    return events
+
+
+def test_a_cluster_on_any_broker_ids() -> None:
+    events = sparse_run()
     assert events[0]["args"]["brokers"] == [0, 5, 9]
+    assert {9, 0} <= {leader for e in events for leader in e["state"].get("leader", {}).values()}
     assert InvariantChecker().check_all(events).ok
+    assert validate_events(events).ok
+    assert replay(events).divergence is None
     with pytest.raises(ValueError, match="distinct and non-negative"):
         Cluster([1, 1], Knobs(), events.append)
 
@@ -119,6 +130,8 @@ def test_tlc_trace_validation_on_brokers_from_zero() -> None:
     assert any(e["actor"] == "broker:0" for e in events)
     check = validate_with_tlc(events)
     assert check.accepted, check.first_unexplained
+    sparse = validate_with_tlc(sparse_run())
+    assert sparse.accepted, sparse.first_unexplained
 
 
 # -- trace format v1 ------------------------------------------------------------------------------------------

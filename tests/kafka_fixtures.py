@@ -32,43 +32,44 @@ def _state(leader: int, epoch: int, isr: list[int], version: int, controller_epo
             "controller_epoch": controller_epoch, "replicas": replicas, "is_new": is_new}
 
 
-def healthy(p: str = "orders-0", c: int = 0, e: int = 2) -> list[Line]:
+def healthy(p: str = "orders-0", c: int = 0, e: int = 2, brokers: tuple[int, int] = (0, 1)) -> list[Line]:
     """Topic `orders`, one partition on brokers 0 and 1 (controller 0, epoch 2); broker 0 fails and
-    broker 1 leads; then broker 1 ignores a request of the controller of epoch 1."""
-    first = _state(0, 0, [0, 1], 0, e, [0, 1], is_new=True)
-    second = _state(1, 1, [1], 1, e, [0, 1])
+    broker 1 leads; then broker 1 ignores a request of controller 2 of epoch 1."""
+    a, b = brokers
+    first = _state(a, 0, [a, b], 0, e, [a, b], is_new=True)
+    second = _state(b, 1, [b], 1, e, [a, b])
     ctl = {"c": c, "e": e, "partition": p}
     return [
-        Line(fm.PARTITION_STATE, {**ctl, "src": "NonExistentPartition", "dst": "NewPartition", "replicas": [0, 1]}),
-        Line(fm.REPLICA_STATE, {**ctl, "r": 0, "src": "NonExistentReplica", "dst": "NewReplica"}),
-        Line(fm.REPLICA_STATE, {**ctl, "r": 1, "src": "NonExistentReplica", "dst": "NewReplica"}),
-        Line(fm.PARTITION_STATE, {**ctl, "src": "NewPartition", "dst": "OnlinePartition", "leader": 0,
+        Line(fm.PARTITION_STATE, {**ctl, "src": "NonExistentPartition", "dst": "NewPartition", "replicas": [a, b]}),
+        Line(fm.REPLICA_STATE, {**ctl, "r": a, "src": "NonExistentReplica", "dst": "NewReplica"}),
+        Line(fm.REPLICA_STATE, {**ctl, "r": b, "src": "NonExistentReplica", "dst": "NewReplica"}),
+        Line(fm.PARTITION_STATE, {**ctl, "src": "NewPartition", "dst": "OnlinePartition", "leader": a,
                                   "state": first}),
-        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 0, "cid": 1, "state": first}, role="leader"),
-        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 1, "cid": 1, "state": first}, role="follower"),
-        Line(fm.REPLICA_STATE, {**ctl, "r": 0, "src": "NewReplica", "dst": "OnlineReplica"}),
-        Line(fm.REPLICA_STATE, {**ctl, "r": 1, "src": "NewReplica", "dst": "OnlineReplica"}),
-        Line(fm.RECEIVED, {"b": 1, "c": c, "e": e, "cid": 1, "partition": p, "state": first}),
-        Line(fm.BECOME, {"b": 1, "c": c, "e": e, "cid": 1, "partition": p, "leader": 0}, role="follower"),
-        Line(fm.COMPLETED, {"b": 1, "c": c, "e": e, "cid": 1, "partition": p, "leader": 0}, role="follower"),
-        Line(fm.RECEIVED, {"b": 0, "c": c, "e": e, "cid": 1, "partition": p, "state": first}),
-        Line(fm.BECOME, {"b": 0, "c": c, "e": e, "cid": 1, "partition": p}, role="leader"),
-        Line(fm.COMPLETED, {"b": 0, "c": c, "e": e, "cid": 1, "partition": p}, role="leader"),
+        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": a, "cid": 1, "state": first}, role="leader"),
+        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": b, "cid": 1, "state": first}, role="follower"),
+        Line(fm.REPLICA_STATE, {**ctl, "r": a, "src": "NewReplica", "dst": "OnlineReplica"}),
+        Line(fm.REPLICA_STATE, {**ctl, "r": b, "src": "NewReplica", "dst": "OnlineReplica"}),
+        Line(fm.RECEIVED, {"b": b, "c": c, "e": e, "cid": 1, "partition": p, "state": first}),
+        Line(fm.BECOME, {"b": b, "c": c, "e": e, "cid": 1, "partition": p, "leader": a}, role="follower"),
+        Line(fm.COMPLETED, {"b": b, "c": c, "e": e, "cid": 1, "partition": p, "leader": a}, role="follower"),
+        Line(fm.RECEIVED, {"b": a, "c": c, "e": e, "cid": 1, "partition": p, "state": first}),
+        Line(fm.BECOME, {"b": a, "c": c, "e": e, "cid": 1, "partition": p}, role="leader"),
+        Line(fm.COMPLETED, {"b": a, "c": c, "e": e, "cid": 1, "partition": p}, role="leader"),
         Line(fm.PARTITION_STATE, {**ctl, "src": "OnlinePartition", "dst": "OfflinePartition"}),
-        Line(fm.REPLICA_STATE, {**ctl, "r": 0, "src": "OnlineReplica", "dst": "OfflineReplica"}),
-        Line(fm.PARTITION_STATE, {**ctl, "src": "OfflinePartition", "dst": "OnlinePartition", "leader": 1,
+        Line(fm.REPLICA_STATE, {**ctl, "r": a, "src": "OnlineReplica", "dst": "OfflineReplica"}),
+        Line(fm.PARTITION_STATE, {**ctl, "src": "OfflinePartition", "dst": "OnlinePartition", "leader": b,
                                   "state": second}),
-        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 1, "cid": 2, "state": second}, role="leader"),
-        Line(fm.RECEIVED, {"b": 1, "c": c, "e": e, "cid": 2, "partition": p, "state": second}),
-        Line(fm.BECOME, {"b": 1, "c": c, "e": e, "cid": 2, "partition": p}, role="leader"),
-        Line(fm.COMPLETED, {"b": 1, "c": c, "e": e, "cid": 2, "partition": p}, role="leader"),
-        Line(fm.STALE_LEADER_AND_ISR, {"b": 1, "c": 2, "e": e - 1, "cid": 7, "latest": e}),
+        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": b, "cid": 2, "state": second}, role="leader"),
+        Line(fm.RECEIVED, {"b": b, "c": c, "e": e, "cid": 2, "partition": p, "state": second}),
+        Line(fm.BECOME, {"b": b, "c": c, "e": e, "cid": 2, "partition": p}, role="leader"),
+        Line(fm.COMPLETED, {"b": b, "c": c, "e": e, "cid": 2, "partition": p}, role="leader"),
+        Line(fm.STALE_LEADER_AND_ISR, {"b": b, "c": 2, "e": e - 1, "cid": 7, "latest": e}),
     ]
 
 
 def _faults_0_10() -> list[str]:
-    """0.10.2's rendering of a topic creation and a failover, with a stack trace after line 13."""
-    lines = render(healthy("orders-0", c=1, e=1)[:17], "0.10.2")
+    """0.10.2's rendering of a topic creation and a failover on brokers 1 and 2, with a stack trace after line 13."""
+    lines = render(healthy("orders-0", c=1, e=1, brokers=(1, 2))[:18], "0.10.2")
     return [*lines[:13], "java.io.IOException: Connection to 1 was disconnected before the response was read",
             *lines[13:]]
 

@@ -303,7 +303,8 @@ FORMATS: Final[tuple[Format, ...]] = (
     Format("2.7", "3.9", B1 + "Finished LeaderAndIsr request in {ms}ms correlationId {cid} from controller {c} for "
            "{n} partitions", COMPLETED, RM, level="INFO"),
     Format("2.6", "3.2", B1 + "Leader {tp} starts at leader epoch {le} from offset {off} with high watermark {hw} ISR "
-           "{isrb} addingReplicas {addb} removingReplicas {remb}. Previous leader epoch was {old}.", LOCAL_LEADER, PART),
+           "{isrb} addingReplicas {addb} removingReplicas {remb}. Previous leader epoch was {old}.", LOCAL_LEADER,
+           PART),
     Format("3.3", "3.4", B1 + "Leader {tp} with topic id {topicid} starts at leader epoch {le} from offset {off} with "
            "partition epoch {pe}, high watermark {hw}, ISR {isrb}, adding replicas {addb} and removing replicas "
            "{remb}. Previous leader epoch was {old}.", LOCAL_LEADER, PART),

@@ -14,16 +14,27 @@ Kafka's leader -1 ("none") is NO_LEADER; broker ids are kept as printed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from kcm.conformance.pipeline.kafka_log import formats as fm
-from kcm.conformance.pipeline.kafka_log.layouts import (Layout, compile_pattern, detect, is_stack_trace,
-                                                          starts_record, unwrap)
-from kcm.conformance.pipeline.kafka_log.renderings import (LogLineError, parse_assignment, parse_rendering,
-                                                             partition_name)
+from kcm.conformance.pipeline.kafka_log.layouts import (
+    Layout,
+    compile_pattern,
+    detect,
+    is_stack_trace,
+    starts_record,
+    unwrap,
+)
+from kcm.conformance.pipeline.kafka_log.renderings import (
+    LogLineError,
+    parse_assignment,
+    parse_rendering,
+    partition_name,
+)
 from kcm.spec.trace.format import Event, make_event
 from kcm.spec.vocabulary import NO_LEADER
 
@@ -114,7 +125,7 @@ class _Parser:
         if "replicas" in v:
             self._set(delta, ("assignment", p), _ints(v["replicas"]))
         if "leader" in v:
-            self._set(delta, ("leader", p), _leader(int(v["leader"])))
+            self._leader_named(delta, args, p, v, initial=v["src"] == "NewPartition")
         if "lai" in v:
             self._store(delta, p, parse_rendering(v["lai"]), int(v["e"]))
         return f"controller:{v['c']}", _controller_action(v["src"], v["dst"])
@@ -174,8 +185,21 @@ class _Parser:
 
     def _elected_leader(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                         delta: dict[str, Any]) -> tuple[str, str]:
-        self._set(delta, ("leader", _partition(v)), _leader(int(v["leader"])))
+        self._leader_named(delta, args, _partition(v), v, initial=False)
         return f"controller:{v['c']}", "BrokerChange"
+
+    def _leader_named(self, delta: dict[str, Any], args: dict[str, Any], p: str, v: dict[str, str],
+                      initial: bool) -> None:
+        """`with leader N` / `elected leader N` (0.8.2-1.0) name the leader without its epoch. A new partition's
+        first leader has epoch 0 (LeaderAndIsr(leader, isr) starts at initialLeaderEpoch = 0,
+        api/LeaderAndIsr.scala); any later leader has an epoch the line does not give, and a leader without
+        its epoch would read as a second leader of the old epoch, so it is kept in args and the store waits
+        for the LeaderAndIsr rendering sent next."""
+        leader = _leader(int(v["leader"]))
+        args["leader"] = leader
+        if initial:
+            self._set(delta, ("leader", p), leader)
+            self._set(delta, ("leader_epoch", p), 0)
 
     def _isr_removed(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                      delta: dict[str, Any]) -> tuple[str, str]:
@@ -388,14 +412,18 @@ def _put(target: dict[str, Any], leaf: tuple[str, ...], value: Any) -> None:
 # -- reading a file: layouts, wrapped lines, stack traces ---------------------------------------------------------
 
 
+_MAX_WRAP: Final = 8  # physical lines one message may have been wrapped into
+
+
 @dataclass
 class _Record:
-    """One logged message: its first physical line and the wrapped lines joined to it."""
+    """One logged message: its first physical line, the message as read (two readings when it was wrapped:
+    joined as split mid-word, or at a space) and the wrapped lines joined to it."""
 
     number: int
     time: str
     logger: str | None
-    pieces: list[str]
+    variants: list[str]
     more: list[int] = field(default_factory=list)
     complete: bool = True
 
@@ -408,11 +436,28 @@ def _unrecognised(message: str) -> str:
     return "unrecognised message (no statement of the table, any release)"
 
 
-def _message_variants(record: _Record) -> list[str]:
-    """A wrapped message joined as the wrap split it: mid-word (nothing between) or at a space."""
-    if len(record.pieces) == 1:
-        return record.pieces
-    return ["".join(record.pieces), " ".join(record.pieces)]
+def _start(texts: list[str | None], index: int, layout: Layout) -> tuple[re.Match[str], list[str], int] | None:
+    """The record beginning at texts[index]: its layout match, its message readings, and how many of the
+    following lines it was wrapped into; None when no record begins there."""
+    body = unwrap(texts[index] or "")
+    found = layout.match(body)
+    if found is not None:
+        return found, [found["msg"]], 0
+    if not starts_record(layout, body):
+        return None
+    pieces = [body]
+    for extra in range(1, _MAX_WRAP + 1):
+        following = texts[index + extra] if index + extra < len(texts) else None
+        if following is None:
+            return None
+        piece = unwrap(following)
+        if not piece.strip() or starts_record(layout, piece) or is_stack_trace(piece):
+            return None
+        pieces.append(piece)
+        matches = [m for m in (layout.match(sep.join(pieces)) for sep in ("", " ")) if m is not None]
+        if matches:
+            return matches[0], [m["msg"] for m in matches], extra
+    return None
 
 
 def parse_kafka_log(path: str | Path, run: str | None = None, pattern: str | None = None) -> ParsedLog:
@@ -457,30 +502,38 @@ def _records(texts: list[str | None], layout: Layout, complete_last: bool, note:
              quarantine: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> list[_Record]:
     records: list[_Record] = []
     current: _Record | None = None
-    for number, text in enumerate(texts, start=1):
-        last = number == len(texts) and not complete_last
+    index = 0
+    while index < len(texts):
+        number, text = index + 1, texts[index]
+        start = _start(texts, index, layout) if text is not None else None
+        if start is not None:
+            found, variants, extra = start
+            current = _Record(number, found["ts"] or "", found.groupdict().get("logger"), variants,
+                              list(range(number + 1, number + 1 + extra)))
+            records.append(current)
+            index += 1 + extra
+            current.complete = complete_last or index < len(texts)
+            continue
+        index += 1
         if text is None:
             note(quarantine, number, "not UTF-8")
             current = None
             continue
         body = unwrap(text)
-        found = layout.match(body)
-        if found is not None:
-            current = _Record(number, found["ts"] or "", found.groupdict().get("logger"), [found["msg"]],
-                              complete=not last)
-            records.append(current)
-        elif not body.strip():
+        if not body.strip():
             note(skipped, number, "skipped on purpose: blank line")
         elif is_stack_trace(body):
             note(skipped, number, "skipped on purpose: stack trace" +
                  (f" of line {current.number}" if current is not None else ""))
         elif current is not None and (current.more or [current.number])[-1] == number - 1 \
                 and not starts_record(layout, body):
-            current.pieces.append(body)
+            # A layout with nothing after %m: the message itself goes on on this line.
+            current.variants = [current.variants[0] + body, current.variants[0] + " " + body]
             current.more.append(number)
-            current.complete = not last
+            current.complete = complete_last or index < len(texts)
         else:
             reason = f"not a log line: no {layout.name} layout ({layout.pattern}) matches"
+            last = index == len(texts) and not complete_last
             note(quarantine, number, f"truncated file (last line incomplete): {reason}" if last else reason)
     return records
 
@@ -507,7 +560,7 @@ def _parse_record(parser: _Parser, record: _Record, file: str, note: _Note, quar
 def _apply(parser: _Parser, record: _Record, file: str) -> tuple[str, str]:
     """("event", "") when the record became an event, ("skip", why) or ("quarantine", why)."""
     logger = record.logger if record.logger in _LOGGERS else None
-    for message in _message_variants(record):
+    for message in record.variants:
         matched = match_message(message, logger)
         if matched is None:
             continue
@@ -519,4 +572,4 @@ def _apply(parser: _Parser, record: _Record, file: str) -> tuple[str, str]:
         except LogLineError as err:
             return "quarantine", str(err)
         return "event", ""
-    return "quarantine", _unrecognised(record.pieces[0])
+    return "quarantine", _unrecognised(record.variants[0])

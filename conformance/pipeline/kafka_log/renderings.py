@@ -3,11 +3,21 @@ them back.
 
 Read from the toString of each class at the tags of formats.RELEASES:
 
-| placeholder | class | rendering |
-| --- | --- | --- |
-| `{lisr}` | LeaderIsrAndControllerEpoch (controller/KafkaController.scala) | `(Leader:1,ISR:1,2,LeaderEpoch:0,ControllerEpoch:3)`; `,ZkVersion:V` before ControllerEpoch in 2.7, 2.8 and 3.1+; `,LeaderRecoveryState:RECOVERED` after ISR from 3.2 |
-| `{lai}` | LeaderAndIsr (api/LeaderAndIsr.scala) | JSON `{"leader":1,"leader_epoch":0,"isr":[1,2]}` up to 1.0; `LeaderAndIsr(leader=1, leaderEpoch=0, isr=List(1, 2), zkVersion=0)` 1.1-3.1; `leaderRecoveryState=RECOVERED` before zkVersion in 3.2; `partitionEpoch=` for zkVersion in 3.3-3.4; `isrWithBrokerEpoch=List(BrokerState(brokerId=1, brokerEpoch=-1), ...)` for isr from 3.5 |
-| `{ps}` | the partition state a LeaderAndIsr request carries | 0.8.2-0.9 PartitionStateInfo (api/LeaderAndIsrRequest.scala) `(LeaderAndIsrInfo:<lisr>,ReplicationFactor:2),AllReplicas:1,2)`; 0.10 requests.PartitionState `PartitionState(controllerEpoch=3, leader=1, leaderEpoch=0, isr=[1, 2], zkVersion=0, replicas=[1, 2])`; 0.11 the same with `isr=1,2`, `replicas=1,2`; 1.0-2.3 LeaderAndIsrRequest.PartitionState adds `, isNew=false`; 2.4+ the generated LeaderAndIsrPartitionState `LeaderAndIsrPartitionState(topicName='orders', partitionIndex=0, controllerEpoch=3, leader=1, leaderEpoch=0, isr=[1, 2], zkVersion=0, replicas=[1, 2], addingReplicas=[], removingReplicas=[], isNew=false)`, with `partitionEpoch` for zkVersion and `, leaderRecoveryState=0` at the end from 3.3 |
+- `{lisr}`, LeaderIsrAndControllerEpoch (controller/KafkaController.scala):
+  `(Leader:1,ISR:1,2,LeaderEpoch:0,ControllerEpoch:3)`; `,ZkVersion:V` before ControllerEpoch in 2.7,
+  2.8 and 3.1+; `,LeaderRecoveryState:RECOVERED` after ISR from 3.2.
+- `{lai}`, LeaderAndIsr (api/LeaderAndIsr.scala): JSON `{"leader":1,"leader_epoch":0,"isr":[1,2]}` up
+  to 1.0; `LeaderAndIsr(leader=1, leaderEpoch=0, isr=List(1, 2), zkVersion=0)` 1.1-3.1;
+  `, leaderRecoveryState=RECOVERED` before zkVersion from 3.2; `partitionEpoch=` for zkVersion from 3.3;
+  `isrWithBrokerEpoch=List(BrokerState(brokerId=1, brokerEpoch=-1), ...)` for isr from 3.5.
+- `{ps}`, the partition state of a LeaderAndIsr request: 0.8.2-0.9 PartitionStateInfo
+  (api/LeaderAndIsrRequest.scala) `(LeaderAndIsrInfo:<lisr>,ReplicationFactor:2),AllReplicas:1,2)`;
+  0.10 requests.PartitionState `PartitionState(controllerEpoch=3, leader=1, leaderEpoch=0, isr=[1, 2],
+  zkVersion=0, replicas=[1, 2])`; 0.11 the same with `isr=1,2` and `replicas=1,2`; 1.0-2.3
+  LeaderAndIsrRequest.PartitionState adds `, isNew=false`; 2.4+ the generated LeaderAndIsrPartitionState
+  `LeaderAndIsrPartitionState(topicName='orders', partitionIndex=0, controllerEpoch=3, leader=1,
+  leaderEpoch=0, isr=[1, 2], zkVersion=0, replicas=[1, 2], addingReplicas=[], removingReplicas=[],
+  isNew=false)`, with `partitionEpoch` for zkVersion and `, leaderRecoveryState=0` at the end from 3.3.
 """
 
 from __future__ import annotations
@@ -112,7 +122,8 @@ def render_lai(f: dict[str, Any], line: str) -> str:
         return json.dumps({"leader": f["leader"], "leader_epoch": f["leader_epoch"], "isr": f["isr"]},
                           separators=(",", ":"))
     if _at_least(line, "3.5"):
-        isr = "isrWithBrokerEpoch=List(" + ", ".join(f"BrokerState(brokerId={b}, brokerEpoch=-1)" for b in f["isr"]) + ")"
+        states = ", ".join(f"BrokerState(brokerId={b}, brokerEpoch=-1)" for b in f["isr"])
+        isr = f"isrWithBrokerEpoch=List({states})"
     else:
         isr = f"isr={_scala_list(f['isr'])}"
     recovery = ", leaderRecoveryState=RECOVERED" if _at_least(line, "3.2") else ""

@@ -23,6 +23,7 @@ from kcm.conformance.pipeline.kafka_log import (
 from kcm.conformance.pipeline.kafka_log import formats as fm
 from kcm.spec.trace.format import Event, TraceWriter, load_trace
 from kcm.spec.vocabulary import NO_LEADER
+from kcm.tools.pipeline import main as pipeline_main
 
 
 def _parsed(name: str) -> tuple[list[Event], list[dict[str, Any]], int]:
@@ -363,6 +364,15 @@ def test_a_log_pattern_of_the_user(tmp_path: Path) -> None:
 def test_an_unreadable_log_pattern_is_a_usage_error(pattern: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--log-pattern"):
         parse_kafka_log(_log(tmp_path, "x"), pattern=pattern)
+
+
+def test_an_unreadable_log_pattern_on_the_command_line_exits_2(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    log = _log(tmp_path, "x")
+    code = pipeline_main(["ingest", "--kafka-log", str(log), "--log-pattern", "[%d] %Q %m", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("kcm: error: --log-pattern: unknown conversion %Q")
 
 
 def test_no_input_crashes_the_parser(tmp_path: Path) -> None:

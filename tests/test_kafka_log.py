@@ -235,11 +235,16 @@ def test_controller_log_elections(tmp_path: Path) -> None:
     path = _log(tmp_path, *render([Line(fm.CONTROLLER_ELECT, {"c": 0, "e": 3, "v": 2}, logger=fm.CONTROLLER),
                                    Line(fm.CONTROLLER_RESIGN, {"c": 0}, logger=fm.CONTROLLER)], "2.4"),
                 "[2024-01-01 00:00:01,000] INFO [Controller id=0] Newly added brokers: 1, deleted brokers: , "
-                "all live brokers: 0,1 (kafka.controller.KafkaController)", name="controller.log")
+                "all live brokers: 0,1 (kafka.controller.KafkaController)",
+                # a message no release prints
+                "[2024-01-01 00:00:02,000] INFO [Controller id=0] Partition t-0 is now under reassignment "
+                "(kafka.controller.KafkaController)", name="controller.log")
     parsed = parse_kafka_log(path)
     assert [e["action"] for e in parsed.events] == ["Init", "ControllerElect", "ControllerResign"]
     assert parsed.events[1]["state"] == {"controller": 0, "controller_epoch": 3}
-    assert parsed.quarantine == [{"file": str(path), "line": 3, "reason": "unrecognised controller message"}]
+    assert [s["line"] for s in parsed.skipped] == [3]
+    assert str(parsed.skipped[0]["reason"]).startswith("skipped on purpose: broker membership")
+    assert parsed.quarantine == [{"file": str(path), "line": 4, "reason": "unrecognised controller message"}]
 
 
 # -- the fixtures with planted faults ------------------------------------------------------------------------
@@ -336,6 +341,10 @@ def test_wrappers_layouts_wrapped_lines_and_stack_traces(tmp_path: Path) -> None
         "spaces": [*lines[:3], lines[3][:lines[3].index(" with state")], lines[3][lines[3].index(" with state") + 1:]],
         "stack": [*lines, "org.apache.kafka.common.errors.NotLeaderForPartitionException: no",
                   "\tat kafka.X.y(X.scala:1)"],
+        "docker-times": [f"broker1   | 2020-09-22T06:34:31.523787776Z {t}" for t in lines],
+        "embedded": [f"07:08:49,859  INFO || - [KafkaContainer] STDOUT: {t}" for t in lines],
+        "indented": [f"    {t}" for t in lines],
+        "undated": [t[26:] for t in lines],
     }
     for name, text in texts.items():
         parsed = parse_kafka_log(_log(tmp_path, *text, name=f"{name}.log"))

@@ -55,6 +55,7 @@ PLACEHOLDERS: Final[dict[str, str]] = {
     "lisr": r"\(Leader:.*?,ControllerEpoch:-?\d+\)",
     **{name: _ANY for name in ("lai", "ps", "blob", "any", "api", "node", "err", "assignment", "topicid", "prev",
                                "brokers", "failure")},
+    "rest": r".*",
 }
 
 # What kcm makes of a line (parser.py has one handler per kind).
@@ -140,7 +141,7 @@ _L: Final = {"role": "leader"}
 _F: Final = {"role": "follower"}
 
 
-FORMATS: Final[tuple[Format, ...]] = (
+FORMATS: tuple[Format, ...] = (
     # -- the controller's state machines (PartitionStateMachine, ReplicaStateMachine) ----------------------
     Format("0.8.2", "0.11", C0 + "changed partition {tap} state from {src} to {dst} with assigned replicas {replicas}",
            PARTITION_STATE, PSM),
@@ -356,8 +357,11 @@ FORMATS: Final[tuple[Format, ...]] = (
            "{c} epoch {e} with correlation id {cid} for partition {tap}", SKIP, RM, note=_FETCHERS),
     Format("1.0", "1.1", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
            "epoch {e} with correlation id {cid} for partition {tp}", SKIP, RM, note=_FETCHERS),
-    Format("2.0", "2.5", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
+    Format("2.0", "2.3", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
            "epoch {e} with correlation id {cid} for partition {tp} with leader {leader}", SKIP, RM, note=_FETCHERS),
+    Format("2.4", "2.5", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
+           "epoch {e} with correlation id {cid} for partition {tp} with leader {node}", SKIP, RM,
+           note=_FETCHERS + " (the leader as a BrokerEndPoint)"),
     Format("0.8.2", "0.11", B0 + "skipped the adding-fetcher step of the become-follower state change with "
            "correlation id {cid} from controller {c} epoch {e} for partition {tap} since it is shutting down", SKIP,
            RM, note=_FETCHERS),
@@ -471,6 +475,72 @@ FORMATS: Final[tuple[Format, ...]] = (
            logger=CONTROLLER),
     Format("1.0", "3.9", "[Controller id={c}] Resigned", CONTROLLER_RESIGN, KC, logger=CONTROLLER),
 )
+
+
+# controller.log statements of KafkaController (logger kafka.controller.KafkaController) that carry no
+# partition state, by the first and last release line printing them (the phrase found in
+# controller/KafkaController.scala at the tags of RELEASES); `{rest}` is what they list.
+_HOUSEKEEPING: Final = "controller housekeeping (handlers, notifications, caches, scheduler); no partition state"
+_LISTING: Final = "the cluster as the controller sees it, listed; no change"
+_PREFERRED: Final = "preferred-leader bookkeeping; the elections it starts are logged in state-change.log"
+_CREATION_CB: Final = "a topic's creation; its partitions' states and assignment are logged in state-change.log"
+_MEMBERSHIP: Final = "broker membership; the changes it causes are logged in state-change.log"
+_SHUTDOWN: Final = "controlled shutdown bookkeeping; the changes it causes are logged in state-change.log"
+_CONTROLLER_CHATTER: Final[tuple[tuple[str, str, str, str], ...]] = (
+    ("1.1", "3.9", "Registering handlers", _HOUSEKEEPING),
+    ("1.1", "3.9", "Deleting log dir event notifications", _HOUSEKEEPING),
+    ("1.1", "3.9", "Deleting isr change notifications", _HOUSEKEEPING),
+    ("1.1", "3.9", "Initializing controller context", _HOUSEKEEPING),
+    ("2.2", "3.9", "Initialized broker epochs cache: {rest}", _HOUSEKEEPING),
+    ("1.1", "3.9", "Fetching topic deletions in progress", _HOUSEKEEPING),
+    ("1.1", "3.9", "Initializing topic deletion manager", _HOUSEKEEPING),
+    ("1.1", "3.9", "Sending update metadata request", _HOUSEKEEPING),
+    ("1.0", "3.9", "Starting the controller scheduler", _HOUSEKEEPING),
+    ("1.1", "3.9", "Register BrokerModifications handler for {rest}", _HOUSEKEEPING),
+    ("2.7", "3.9", "Creating FeatureZNode at path: {rest}", _HOUSEKEEPING),
+    ("1.0", "3.9", "Resigning", "the start of the resignation logged as 'Resigned'"),
+    ("0.8.2", "3.9", "Currently active brokers in the cluster: {rest}", _LISTING),
+    ("0.8.2", "3.9", "Currently shutting brokers in the cluster: {rest}", _LISTING),
+    ("0.8.2", "3.9", "Current list of topics in the cluster: {rest}", _LISTING),
+    ("0.8.2", "3.9", "List of topics to be deleted: {rest}", _LISTING),
+    ("0.8.2", "3.9", "List of topics ineligible for deletion: {rest}", _LISTING),
+    ("0.8.2", "3.9", "Partitions undergoing preferred replica election: {rest}", _PREFERRED),
+    ("0.8.2", "3.9", "Partitions that completed preferred replica election: {rest}", _PREFERRED),
+    ("0.11", "3.9", "Skipping preferred replica election for partitions due to topic deletion: {rest}", _PREFERRED),
+    ("0.8.2", "3.9", "Resuming preferred replica election for partitions: {rest}", _PREFERRED),
+    ("2.4", "3.9", "Starting replica leader election ({rest}", _PREFERRED),
+    ("2.3", "3.9", "Processing automatic preferred replica leader election", _PREFERRED),
+    ("0.11", "3.9", "Checking need to trigger auto leader balancing", _PREFERRED),
+    ("1.1", "3.9", "Topics not in preferred replica for broker {rest}", _PREFERRED),
+    ("0.11", "3.9", "Leader imbalance ratio for broker {rest}", _PREFERRED),
+    ("0.11", "2.4", "Preferred replicas by broker {rest}", _PREFERRED),
+    ("0.8.2", "3.9", "New partition creation callback for {rest}", _CREATION_CB),
+    ("0.8.2", "1.0", "New topic creation callback for {rest}", _CREATION_CB),
+    ("0.8.2", "3.9", "New broker startup callback for {rest}", _MEMBERSHIP),
+    ("0.9", "1.0", "De-registering IsrChangeNotificationListener", _HOUSEKEEPING),
+    ("1.0", "1.0", "De-registering logDirEventNotificationListener", _HOUSEKEEPING),
+    ("0.11", "3.9", "New topics: [{rest}", _CREATION_CB),
+    ("0.11", "3.9", "Newly added brokers: {rest}", _MEMBERSHIP),
+    ("0.8.2", "3.9", "Broker failure callback for {rest}", _MEMBERSHIP),
+    ("0.8.2", "3.9", "Shutting down broker {rest}", _SHUTDOWN),
+    ("0.8.2", "3.9", "All shutting down brokers: {rest}", _SHUTDOWN),
+    ("0.8.2", "3.9", "Live brokers: {rest}", _SHUTDOWN),
+)
+# KafkaController's logIdent: "[Controller N]: " to 0.11, "[Controller id=N] " from 1.0.
+_CONTROLLER_IDENTS: Final = (("[Controller {c}]: ", "0.8.2", "0.11"), ("[Controller id={c}] ", "1.0", "3.9"))
+
+
+def _chatter() -> tuple[Format, ...]:
+    rows = []
+    for first, last, phrase, note in _CONTROLLER_CHATTER:
+        for ident, lo, hi in _CONTROLLER_IDENTS:
+            start, end = max(LINES.index(first), LINES.index(lo)), min(LINES.index(last), LINES.index(hi))
+            if start <= end:
+                rows.append(Format(LINES[start], LINES[end], ident + phrase, SKIP, KC, note=note, logger=CONTROLLER))
+    return tuple(rows)
+
+
+FORMATS = FORMATS + _chatter()
 
 
 @dataclass(frozen=True)

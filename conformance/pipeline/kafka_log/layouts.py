@@ -29,9 +29,19 @@ class Layout:
     pattern: str
     regex: re.Pattern[str]
     head: re.Pattern[str]  # what comes before the message: a line starting so is no wrapped continuation
+    tail_free: bool  # nothing follows the message, so a message may go on on the next line
 
     def match(self, text: str) -> re.Match[str] | None:
-        return self.regex.match(text)
+        """The line read by the layout, at its start or, for a layout that begins with the date, after
+        whatever a tool printed before it (a test harness's own log line, `docker logs -t` times...)."""
+        found = self.regex.match(text)
+        if found is not None or "(?P<ts>" not in self.head.pattern:
+            return found
+        for start in re.finditer(self.head.pattern[1:], text):
+            found = self.regex.match(text[start.start():])  # "^" holds at a slice's start, not at a pos
+            if found is not None:
+                return found
+        return None
 
 
 # A log4j date in any of its common formats: %d (ISO8601 with a space), %d{ISO8601} in log4j 1 (space) and 2
@@ -61,6 +71,7 @@ def compile_pattern(pattern: str, name: str = "--log-pattern") -> Layout:
     position = 0
     padded = False
     head = ""
+    message_at = 0
     for spec in _SPEC.finditer(pattern):
         out.append(_literal(pattern[position:spec.start()], padded))
         position = spec.end()
@@ -77,7 +88,7 @@ def compile_pattern(pattern: str, name: str = "--log-pattern") -> Layout:
         if conv == "d" and spec["opt"]:
             regex = _date(spec["opt"][1:-1])
         if group == "msg":
-            head = "".join(out)
+            head, message_at = "".join(out), len(out)
         if group is not None and group not in used:
             used.add(group)
             out.append(f"(?P<{group}>{regex})")
@@ -89,7 +100,8 @@ def compile_pattern(pattern: str, name: str = "--log-pattern") -> Layout:
         out.append(_literal(pattern[position:], padded))
     if "msg" not in used:
         raise PatternError(f"{name}: {pattern!r} has no %m, so no message can be read")
-    return Layout(name, pattern, re.compile("^" + "".join(out) + r"\s*$"), re.compile("^" + head))
+    tail_free = not "".join(out[message_at + 1:]).replace(r"\s*", "").replace(r"\ ", "")
+    return Layout(name, pattern, re.compile("^" + "".join(out) + r"\s*$"), re.compile("^" + head), tail_free)
 
 
 def _date(option: str) -> str:
@@ -118,12 +130,16 @@ def _literal(text: str, after_padding: bool) -> str:
 
 DEFAULT: Final = compile_pattern("[%d] %p %m (%c)%n", "kafka")
 STRIMZI: Final = compile_pattern("%d{ISO8601} %p %m (%c) [%t]%n", "strimzi")
-KNOWN: Final[tuple[Layout, ...]] = (DEFAULT, STRIMZI)
+# Kafka's default with the date cut off, as lines are often quoted in bug reports.
+UNDATED: Final = compile_pattern("%p %m (%c)%n", "kafka-undated")
+KNOWN: Final[tuple[Layout, ...]] = (DEFAULT, STRIMZI, UNDATED)
 
-# What tools put before the layout: `docker compose logs` (service, padding, "|"), `grep -R` / `grep -n`.
-_WRAPPERS: Final = re.compile(r"^(?:[\w.-]+\s+\|\s?|[^\s:\[]+\.log(?:\.[\w-]+)?:(?:\d+[:-])?)")
+# What tools put before the layout: indentation, `docker compose logs` (service, padding, "|", and with -t
+# the time docker received the line), `grep -R` / `grep -n` (file name, line number).
+_WRAPPERS: Final = re.compile(r"^\s*(?:[\w.-]+\s+\|\s?(?:\d{4}-\d\d-\d\dT[\d:.]+Z\s)?|"
+                              r"[^\s:\[]+\.log(?:\.[\w-]+)?:(?:\d+[:-])?)?")
 # A Java stack trace: frames, "Caused by", "... N more", and the exception line that heads it.
-_STACK: Final = re.compile(r"^\s+at \S|^\s*\.\.\. \d+ more|^Caused by: |^\s*Suppressed: |"
+_STACK: Final = re.compile(r"^\s*at [\w$.<>/-]+\(|^\s*\.\.\. \d+ more|^Caused by: |^\s*Suppressed: |"
                            r"^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)\b")
 
 

@@ -508,7 +508,7 @@ def _records(texts: list[str | None], layout: Layout, complete_last: bool, note:
         start = _start(texts, index, layout) if text is not None else None
         if start is not None:
             found, variants, extra = start
-            current = _Record(number, found["ts"] or "", found.groupdict().get("logger"), variants,
+            current = _Record(number, found.groupdict().get("ts") or "", found.groupdict().get("logger"), variants,
                               list(range(number + 1, number + 1 + extra)))
             records.append(current)
             index += 1 + extra
@@ -525,7 +525,7 @@ def _records(texts: list[str | None], layout: Layout, complete_last: bool, note:
         elif is_stack_trace(body):
             note(skipped, number, "skipped on purpose: stack trace" +
                  (f" of line {current.number}" if current is not None else ""))
-        elif current is not None and (current.more or [current.number])[-1] == number - 1 \
+        elif layout.tail_free and current is not None and (current.more or [current.number])[-1] == number - 1 \
                 and not starts_record(layout, body):
             # A layout with nothing after %m: the message itself goes on on this line.
             current.variants = [current.variants[0] + body, current.variants[0] + " " + body]

@@ -1,6 +1,7 @@
 """The Kafka logs of tests/data/kafka, rendered from the statements of Kafka's source (formats.py) by the
-renderer, so no fixture line is a guess. `python tests/kafka_fixtures.py` rewrites the files; a test
-checks they are what this module renders.
+renderer, so no fixture line is a guess; and the statement table of docs/pipeline.md, from the same
+table. `python tests/kafka_fixtures.py` rewrites the files and the docs table; tests check they are what
+this module renders.
 
 - `state-change-<generation>.log` under `rendered/`: a healthy run on brokers 0, 1, 2 as each release
   generation logs it at TRACE: a topic created, a follower's and a leader's LeaderAndIsr, the leader's
@@ -126,6 +127,59 @@ def _faults_2_4() -> list[str]:
     return lines
 
 
+DOCS = Path(__file__).parent.parent / "docs" / "pipeline.md"
+TABLE_BEGIN, TABLE_END = "<!-- kafka statements: begin -->", "<!-- kafka statements: end -->"
+_MAKES = {
+    fm.PARTITION_STATE: "`controller:N`, TopicChange (to or from NewPartition), TopicDeletion or BrokerChange: "
+                        "`partition_state`; `assignment` from the assigned replicas; the `leader`, `leader_epoch`, "
+                        "`isr`, `partition_version` of a LeaderAndIsr; a first leader with epoch 0",
+    fm.REPLICA_STATE: "`controller:N`, action as above: `replica_state`",
+    fm.FAILED_CHANGE: "`controller:N` with `args.failed`, no state",
+    fm.SEND_LEADER_AND_ISR: "`controller:N` BrokerChange: the `leader`, `leader_epoch`, `isr`, `partition_version` and "
+                            "`assignment` sent",
+    fm.SEND_OTHER: "`controller:N` BrokerChange with `args.request`, no state",
+    fm.RESPONSE: "`controller:N` with `args.response`, no state",
+    fm.REASSIGNMENT_SENT: "`controller:N` PartitionReassignment: `assignment` and the LeaderAndIsr sent",
+    fm.ELECTED_LEADER: "`controller:N` BrokerChange, the leader in `args` (its epoch comes with the next request)",
+    fm.ISR_REMOVED: "`controller:N` BrokerChange: `leader`, `leader_epoch`, `isr`",
+    fm.RECEIVED: "`broker:N` LeaderAndIsr, `args.received`, the request in `args`",
+    fm.STALE_LEADER_AND_ISR: "`broker:N` LeaderAndIsr, `applied: false`: `broker_controller_epoch`",
+    fm.REJECTED: "`broker:N` LeaderAndIsr (StopReplica), `applied: false`, no state",
+    fm.BECOME: "`broker:N` LeaderAndIsr, `applied: true`: `role`, `local_leader_epoch`, `broker_controller_epoch`",
+    fm.COMPLETED: "`broker:N` LeaderAndIsr, `args.completed`, no state",
+    fm.LOCAL_LEADER: "`broker:N` LeaderAndIsr, `applied: true`: `role`, `local_leader_epoch`, `local_isr`",
+    fm.LOCAL_FOLLOWER: "`broker:N` LeaderAndIsr, `applied: true`: `role`, `local_leader_epoch`",
+    fm.UPDATE_METADATA: "`broker:N` UpdateMetadata: `broker_controller_epoch`",
+    fm.STALE_UPDATE_METADATA: "`broker:N` UpdateMetadata, `applied: false`: `broker_controller_epoch`",
+    fm.STOP_REPLICA: "`broker:N` StopReplica, the partition in `args`",
+    fm.STALE_STOP_REPLICA: "`broker:N` StopReplica, `applied: false`: `broker_controller_epoch`",
+    fm.CONTROLLER_ELECT: "`broker:N` ControllerElect: `controller`, `controller_epoch`",
+    fm.CONTROLLER_RESIGN: "`controller:N` ControllerResign, no state",
+}
+
+
+def docs_table() -> str:
+    """The statement table of docs/pipeline.md, from formats.py."""
+    out = ["| releases | logger | statement (file at the first release) | kcm makes |", "| --- | --- | --- | --- |"]
+    for row in fm.FORMATS:
+        releases = row.first if row.first == row.last else f"{row.first}-{row.last}"
+        logger = "state-change" if row.logger == fm.STATE_CHANGE else "controller"
+        makes = f"skipped: {row.note}" if row.kind == fm.SKIP else _MAKES[row.kind] + (
+            f" ({row.note})" if row.note else "")
+        template = row.template.replace("|", "\\|")
+        out.append(f"| {releases} | {logger} | `{template}` ({row.source}) | {makes} |")
+    counts = fm.rows_per_line()
+    out += ["", "| release line (tag read) | statements |", "| --- | --- |"]
+    out += [f"| {line} ({fm.RELEASES[line]}) | {counts[line]} |" for line in fm.LINES]
+    return "\n".join(out)
+
+
+def docs_with_table(text: str) -> str:
+    head, _, rest = text.partition(TABLE_BEGIN)
+    _, _, tail = rest.partition(TABLE_END)
+    return f"{head}{TABLE_BEGIN}\n{docs_table()}\n{TABLE_END}{tail}"
+
+
 def fixtures() -> dict[Path, str]:
     """Every fixture file and its content."""
     out = {RENDERED / f"state-change-{generation}.log": "\n".join(render(healthy(), release)) + "\n"
@@ -141,3 +195,5 @@ if __name__ == "__main__":
     for path, text in fixtures().items():
         path.write_text(text)
         print(path, file=sys.stderr)
+    DOCS.write_text(docs_with_table(DOCS.read_text()))
+    print(DOCS, file=sys.stderr)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_fixtures import DATA, FIXTURE_RELEASES, RENDERED, fixtures, healthy
+from kafka_fixtures import DATA, DOCS, FIXTURE_RELEASES, RENDERED, docs_with_table, fixtures, healthy
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.pipeline.kafka_log import (
@@ -93,6 +93,10 @@ def test_the_table_is_well_formed() -> None:
 def test_the_committed_fixtures_are_what_the_renderer_prints() -> None:
     for path, text in fixtures().items():
         assert path.read_text() == text, f"{path}: run `python tests/kafka_fixtures.py`"
+
+
+def test_the_docs_table_is_the_format_table() -> None:
+    assert DOCS.read_text() == docs_with_table(DOCS.read_text()), "run `python tests/kafka_fixtures.py`"
 
 
 @pytest.mark.parametrize("release", fm.LINES)

@@ -235,6 +235,19 @@ def test_a_reassignment_sends_the_new_assignment(tmp_path: Path) -> None:
         assert event["state"]["assignment"] == {"t-0": [1, 2, 3]} and event["state"]["isr"] == {"t-0": [1, 2, 3]}
 
 
+def test_a_reassignment_renders_its_adding_and_removing_replicas(tmp_path: Path) -> None:
+    state = {"leader": 3, "leader_epoch": 2, "isr": [3, 2], "zk_version": 4, "controller_epoch": 1,
+             "replicas": [2, 1, 3], "adding": [1], "removing": [3]}
+    line = Line(fm.SEND_LEADER_AND_ISR, {"c": 2, "e": 1, "partition": "t-0", "to": 1, "state": state}, role="follower")
+    _, text = render_message(line, "2.4")
+    assert "replicas=[2, 1, 3], addingReplicas=[1], removingReplicas=[3], isNew=false" in text
+    sent = Line(fm.REASSIGNMENT_SENT, {"c": 2, "e": 1, "partition": "t-0", "leader": 3, "replicas": [2, 1, 3],
+                                       "adding": [1], "removing": [3], "state": state})
+    assert "new replica assignment ReplicaAssignment(replicas=2,1,3, addingReplicas=1, removingReplicas=3) to " \
+           "leader 3" in render_message(sent, "2.6")[1]
+    assert _one(tmp_path, line, "2.4")["state"]["assignment"] == {"t-0": [2, 1, 3]}
+
+
 def test_controller_log_elections(tmp_path: Path) -> None:
     path = _log(tmp_path, *render([Line(fm.CONTROLLER_ELECT, {"c": 0, "e": 3, "v": 2}, logger=fm.CONTROLLER),
                                    Line(fm.CONTROLLER_RESIGN, {"c": 0}, logger=fm.CONTROLLER)], "2.4"),

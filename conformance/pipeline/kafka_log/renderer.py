@@ -23,9 +23,10 @@ _START: Final = datetime(2024, 1, 1, 0, 0, 0)
 @dataclass(frozen=True)
 class Line:
     """One statement to render. `values` uses the placeholder names of the table for plain values (`c`,
-    `e`, `b`, `cid`, `src`...), `partition` for `{tap}`/`{tp}`, `replicas` (a list), `isr` (a list, for
-    the broker's own ISR) and `state` (a dict with leader, leader_epoch, isr, zk_version,
-    controller_epoch, replicas, is_new) for the object renderings."""
+    `e`, `b`, `cid`, `src`...), `partition` for `{tap}`/`{tp}`, `replicas`, `adding` and `removing`
+    (lists: an assignment), `isr` (a list, for the broker's own ISR) and `state` (a dict with leader,
+    leader_epoch, isr, zk_version, controller_epoch, replicas, adding, removing, is_new) for the object
+    renderings. Opaque objects no statement of kcm needs (`{blob}`, `{node}`...) come as text in `extra`."""
 
     kind: str
     values: dict[str, Any]
@@ -48,9 +49,11 @@ def _value(name: str, line: Line, release: str) -> str | None:
         return str(v[name]) if name in v else None
     if name == "replicas":
         return ",".join(map(str, v["replicas"])) if "replicas" in v else None
-    if name == "assignment":
-        return (f"ReplicaAssignment(replicas={','.join(map(str, v['replicas']))}, addingReplicas=, "
-                f"removingReplicas=)") if "replicas" in v else None
+    if name == "assignment":  # ReplicaAssignment.toString, controller/ControllerContext.scala 2.4+
+        if "replicas" not in v:
+            return None
+        lists = [",".join(map(str, v.get(key, []))) for key in ("replicas", "adding", "removing")]
+        return f"ReplicaAssignment(replicas={lists[0]}, addingReplicas={lists[1]}, removingReplicas={lists[2]})"
     if name in ("isrb", "addb", "remb"):
         key = {"isrb": "isr", "addb": "adding", "remb": "removing"}[name]
         return "[" + ",".join(map(str, v.get(key, []))) + "]" if key in v or name != "isrb" else None

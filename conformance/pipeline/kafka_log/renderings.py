@@ -147,7 +147,8 @@ def render_ps(f: dict[str, Any], line: str) -> str:
     recovery = ", leaderRecoveryState=0" if _at_least(line, "3.3") else ""
     return f"LeaderAndIsrPartitionState(topicName='{topic}', partitionIndex={index}, {head}, " \
            f"isr={_brackets(f['isr'])}, {version}={f['zk_version']}, replicas={_brackets(f['replicas'])}, " \
-           f"addingReplicas=[], removingReplicas=[], isNew={str(f.get('is_new', False)).lower()}{recovery})"
+           f"addingReplicas={_brackets(f.get('adding', []))}, removingReplicas={_brackets(f.get('removing', []))}, " \
+           f"isNew={str(f.get('is_new', False)).lower()}{recovery})"
 
 
 def render_partition(name: str, placeholder: str, line: str) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.spec.trace.format import Event, make_event
+from kcm.spec.trace.format import SYNTHESIZED, Event, make_event
 
 _PREFIX: Final = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>[A-Z]+) (?P<msg>.*?)"
                             r"(?: \(state\.change\.logger\))?$")
@@ -271,7 +271,8 @@ class _Parser:
             _put(init, ("acting_controller_epoch", b), 0)
         for leaf, value in sorted(self.first_state.items()):
             _put(init, leaf, value)
-        setup = {"knobs": {}, "brokers": sorted(int(b) for b in self.brokers), "source": Path(self.file).name}
+        setup = {"knobs": {}, "brokers": sorted(int(b) for b in self.brokers), "source": Path(self.file).name,
+                 SYNTHESIZED: True}
         out = [make_event(self.run, 0, "env", "Init", setup, init, full=True)]
         for seq, (actor, action, args, delta) in enumerate(self.body, start=1):
             out.append(make_event(self.run, seq, actor, action, args, delta))

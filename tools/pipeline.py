@@ -150,11 +150,7 @@ def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, frac
 def _exit_code(summary: dict[str, Any]) -> int:
     from kcm.conformance.pipeline import jobs as pl
 
-    if summary["violations"]:
-        return pl.EXIT_VIOLATIONS
-    records = summary["records"]
-    upstream = summary["quarantined_upstream"]
-    return pl.EXIT_QUARANTINED if records["quarantined"] or records["files_quarantined"] or upstream else pl.EXIT_CLEAN
+    return pl.summary_exit_code(summary)
 
 
 def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:

@@ -35,7 +35,7 @@ from kcm.conformance.pipeline.kafka_log.renderings import (
     parse_rendering,
     partition_name,
 )
-from kcm.spec.trace.format import Event, make_event
+from kcm.spec.trace.format import SYNTHESIZED, Event, make_event
 from kcm.spec.vocabulary import NO_LEADER
 
 KAFKA_NO_LEADER: Final = -1  # what Kafka writes for "no leader" (LeaderAndIsr.NoLeader)
@@ -367,7 +367,7 @@ class _Parser:
             _put(init, ("acting_controller_epoch", str(b)), 0)
         for leaf, value in sorted(self.first_state.items()):
             _put(init, leaf, value)
-        setup = {"knobs": {}, "brokers": sorted(self.brokers), "source": Path(self.file).name}
+        setup = {"knobs": {}, "brokers": sorted(self.brokers), "source": Path(self.file).name, SYNTHESIZED: True}
         out = [make_event(self.run, 0, "env", "Init", setup, init, full=True)]
         for seq, (actor, action, args, delta) in enumerate(self.body, start=1):
             out.append(make_event(self.run, seq, actor, action, args, delta))

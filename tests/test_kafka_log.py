@@ -384,6 +384,9 @@ def test_a_log_pattern_of_the_user(tmp_path: Path) -> None:
     parsed = parse_kafka_log(path, pattern="%d{dd/MM/yyyy HH:mm:ss.SSS} %-5p %c - [%t] %m%n")
     assert parsed.quarantine == [] and len(parsed.events) == 2
     assert parse_kafka_log(path).quarantine[0]["reason"].startswith("not a log line: no kafka layout")
+    short = _log(tmp_path, f"06:00:00 INFO logger: {render_message(healthy()[0], '2.4')[1]}",
+                 name="short.log")  # %c{1}: the last part of state.change.logger
+    assert len(parse_kafka_log(short, pattern="%d{HH:mm:ss} %p %c{1}: %m%n").events) == 2
 
 
 @pytest.mark.parametrize("pattern", ["%d %Q %m%n", "%d %p%n"])

@@ -538,9 +538,14 @@ def _records(texts: list[str | None], layout: Layout, complete_last: bool, note:
     return records
 
 
+def _logger(name: str) -> str | None:
+    """The logger of the table a layout's `%c` names, in full or shortened (`%c{1}`: `KafkaController`)."""
+    return next((full for full in _LOGGERS if full == name or full.endswith("." + name)), None)
+
+
 def _parse_record(parser: _Parser, record: _Record, file: str, note: _Note, quarantine: list[dict[str, Any]],
                   skipped: list[dict[str, Any]]) -> None:
-    if record.logger is not None and record.logger not in _LOGGERS:
+    if record.logger is not None and _logger(record.logger) is None:
         for number in (record.number, *record.more):
             note(skipped, number, f"skipped on purpose: logger {record.logger} logs no state change")
         return
@@ -559,7 +564,7 @@ def _parse_record(parser: _Parser, record: _Record, file: str, note: _Note, quar
 
 def _apply(parser: _Parser, record: _Record, file: str) -> tuple[str, str]:
     """("event", "") when the record became an event, ("skip", why) or ("quarantine", why)."""
-    logger = record.logger if record.logger in _LOGGERS else None
+    logger = _logger(record.logger) if record.logger is not None else None
     for message in record.variants:
         matched = match_message(message, logger)
         if matched is None:

@@ -234,6 +234,41 @@ def test_bad_input_is_quarantined_and_counted(spark: SparkSession, tmp_path: Pat
     assert summary["records"]["read"] == c.read and summary["quarantined_upstream"] == 6
 
 
+def test_a_log_is_accounted_line_for_line_from_ingest_to_report(spark: SparkSession, tmp_path: Path) -> None:
+    logs = sorted(KAFKA.glob("*.log"))
+    lines = sum(len(p.read_bytes().splitlines()) for p in logs)
+    corpus = tmp_path / "corpus"
+    ingested = ingest(spark, [str(p) for p in logs], [], corpus)
+    assert ingested.read == lines == ingested.checked + ingested.quarantined
+    assert ingested.quarantined > 0
+    events = read_parquet(corpus / pl.EVENTS)
+
+    result = pl.check(spark, corpus, tmp_path / "checked")
+
+    # One Init per log is the parser's, no line of the file: checked, but not counted as read.
+    assert result.counts.synthesized == len(logs)
+    assert result.counts.read == len(events) - len(logs) == result.counts.checked + result.counts.quarantined
+    _, summary = pl.report(tmp_path / "checked")
+    assert summary["records"]["read"] == result.counts.read
+    assert summary["quarantined_upstream"] == ingested.quarantined
+
+
+def test_check_exits_3_when_only_ingest_quarantined(spark: SparkSession, tmp_path: Path) -> None:
+    from kcm.tools.cli import main
+
+    corpus = tmp_path / "corpus"
+    jsonl = tmp_path / "one-bad-line.jsonl"
+    clean = _simulate(3, 60, "clean")
+    jsonl.write_text("".join(json.dumps(e) + "\n" for e in clean) + "{not json\n", encoding="utf-8")
+    ingest(spark, [], [str(jsonl)], corpus)
+
+    result = pl.check(spark, corpus, tmp_path / "checked")
+
+    assert (result.violations, result.counts.quarantined) == (0, 0)
+    assert result.exit_code == pl.EXIT_QUARANTINED
+    assert main(["pipeline", "report", "--in", str(tmp_path / "checked")]) == pl.EXIT_QUARANTINED
+
+
 @pytest.mark.long
 def test_the_same_input_gives_identical_outputs(spark: SparkSession, tmp_path: Path) -> None:
     corpus, _, _ = _bad_corpus(spark, tmp_path)

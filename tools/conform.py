@@ -3,7 +3,7 @@
     kcm conform [--examples N] [--steps M] [--set knob=value ...] [--json] [--report DIR]
 
 Every step of every example is checked against all invariants and against the Z3 model; a violation is
-shrunk and written to the report folder as a scenario for tests/scenarios/ and a trace (format v1) for
+shrunk and written to the report folder as a scenario for tests/scenarios/ and a trace (format v2) for
 `kcm check-trace`, `kcm validate` and `kcm replay`. The report folder also gets the coverage picture.
 Exit codes: 0 nothing found, 1 a violation found, 2 a usage error.
 """

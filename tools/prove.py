@@ -2,7 +2,7 @@
 
     kcm prove [--json]                  universal proofs and induction steps, as a table
     kcm prove --bmc K [--set ...]       bounded model checking up to depth K; a counterexample is written
-                                        as a trace (format v1)
+                                        as a trace (format v2)
 
 Exit codes: 0 all proved, 1 a property fails, 2 a usage error or a result z3 could not decide.
 """

@@ -6,7 +6,7 @@ Each row is a design variant (a knob setting) checked on one model of spec/: the
 shows what the variant does (the `ci` model for the safe defaults). Each column is an invariant (`TypeOK`
 and the eleven of the vocabulary). A cell holds (TLC explored the model exhaustively without breaking it:
 the distinct states are shown) or is violated (the length of TLC's shortest counterexample and the trace
-written in format v1 under `--out`).
+written in format v2 under `--out`).
 
 Cost: TLC stops at the first violated invariant, so a row is filled by peeling: check all invariants, and
 while one is violated, record it and check the rest again. A violated run ends at the first bad state

@@ -15,6 +15,7 @@ broker before starting it again (`bounced`). In step validation the messages' fi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -115,7 +116,7 @@ class Relations:
             e.guard(f"log of {b} keeps its first {expected} entries", self.kept[b] == expected)
 
     @property
-    def ids(self) -> range:
+    def ids(self) -> Sequence[int]:
         return self.cfg.ids
 
     def _write_log(self, e: Effect, b: int, new_len: Expr, kept: Expr,

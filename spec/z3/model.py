@@ -4,7 +4,7 @@ relations need.
 
 A state is a flat map from *leaf* names to z3 constants. Leaf names follow the trace variables:
 `leader`, `isr.2`, `hw.1`, `log.1.0.e` (the epoch of broker 1's entry at offset 0), and so on. The model's
-brokers are 1 to N (step validation maps a trace's broker ids, whatever they are, onto them in order);
+brokers are 1 to N, or in step validation the trace's own broker ids (any distinct non-negative integers);
 NO_LEADER (-1) means "no broker", NO_EPOCH (-1) "no leader epoch known" (a replica that never heard of the
 partition, or forgot after a restart).
 
@@ -18,7 +18,7 @@ Three modes use the same state and relations:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -56,6 +56,8 @@ class Rules:
 @dataclass(frozen=True, slots=True)
 class Config:
     brokers: int = 3
+    # The brokers' ids, when not 1..brokers: step validation names the model's brokers as the trace does.
+    broker_ids: tuple[int, ...] = ()
     knobs: Knobs = field(default_factory=Knobs)
     rules: Rules = field(default_factory=Rules)
     logs: LogMode = "content"
@@ -69,12 +71,15 @@ class Config:
     width: int | None = None
 
     @property
-    def ids(self) -> range:
-        return range(1, self.brokers + 1)
+    def ids(self) -> Sequence[int]:
+        return self.broker_ids or range(1, self.brokers + 1)
 
     def is_broker(self, x: Expr) -> Expr:
         """`x` is one of the model's brokers."""
-        return and_(x >= self.ids.start, x < self.ids.stop)
+        ids = self.ids
+        if isinstance(ids, range):
+            return and_(x >= ids.start, x < ids.stop)
+        return or_all(x == b for b in ids)
 
     def broker_or_none(self, x: Expr) -> Expr:
         """`x` is one of the model's brokers or NO_LEADER."""
@@ -142,7 +147,7 @@ class State:
             self._int("g.next_record")
 
     @staticmethod
-    def leaf_names(brokers: int) -> list[str]:
+    def leaf_names(brokers: tuple[int, ...]) -> list[str]:
         """The leaves of the validation state (no content, no ghosts, with state machines)."""
         return list(_names_cache(brokers))
 
@@ -194,12 +199,13 @@ class State:
         return or_all(and_(broker == r, self.assigned(r)) for r in self.cfg.ids)
 
 
-_NAMES: dict[int, tuple[str, ...]] = {}
+_NAMES: dict[tuple[int, ...], tuple[str, ...]] = {}
 
 
-def _names_cache(brokers: int) -> tuple[str, ...]:
+def _names_cache(brokers: tuple[int, ...]) -> tuple[str, ...]:
     found = _NAMES.get(brokers)
     if found is None:
-        cfg = Config(brokers=brokers, logs="length", validation=True, machines=True, history="none")
+        cfg = Config(brokers=len(brokers), broker_ids=brokers, logs="length", validation=True, machines=True,
+                     history="none")
         found = _NAMES[brokers] = tuple(State(cfg, "names.").names())
     return found

@@ -143,9 +143,9 @@ class _Check:
 
 
 class Encoding:
-    def __init__(self, knobs: Knobs, brokers: int) -> None:
-        self.cfg = Config(brokers=brokers, knobs=knobs, logs="length", validation=True, machines=True,
-                          history="none")
+    def __init__(self, knobs: Knobs, brokers: tuple[int, ...]) -> None:
+        self.cfg = Config(brokers=len(brokers), broker_ids=brokers, knobs=knobs, logs="length", validation=True,
+                          machines=True, history="none")
         self.s = State(self.cfg, "pre.")
         self.t = State(self.cfg, "post.")
         self.kept = {b: int_const(f"kept.{b}") for b in self.cfg.ids}
@@ -235,11 +235,11 @@ class Encoding:
         return found
 
 
-_ENCODINGS: dict[tuple[Knobs, int], Encoding] = {}
+_ENCODINGS: dict[tuple[Knobs, tuple[int, ...]], Encoding] = {}
 
 
-def encoding_for(knobs: Knobs, brokers: int) -> Encoding:
-    """One encoding (its solvers and caches) per design and cluster size, shared by every trace."""
+def encoding_for(knobs: Knobs, brokers: tuple[int, ...]) -> Encoding:
+    """One encoding (its solvers and caches) per design and broker set, shared by every trace."""
     key = (knobs, brokers)
     found = _ENCODINGS.get(key)
     if found is None:
@@ -257,20 +257,21 @@ class Projection:
 
     def __init__(self, brokers: list[int], observed: set[str]) -> None:
         self.brokers = brokers
-        # The trace's broker ids, whatever they are, onto the model's (Config.ids), in order.
-        self.ids = Config(brokers=len(brokers)).ids
-        self.index = dict(zip(brokers, self.ids, strict=True))
+        # The model's brokers are the trace's own (Config.broker_ids), so messages name them as the trace does.
+        self.ids = brokers
+        self.known = frozenset(brokers)
         self.observed = observed
         self._names: dict[str, list[str]] = {}
 
     def mid(self, broker: Any, what: str) -> int:
-        """The model's id of a trace's broker id; NO_LEADER stays itself."""
+        """A trace's broker id as the model's (the same number), checked to be one of the trace's brokers;
+        NO_LEADER stays itself."""
         if broker is None or broker == NO_LEADER:
             return NO_LEADER
-        index = self.index.get(int(broker)) if isinstance(broker, int) or str(broker).isdigit() else None
-        if index is None:
+        number = int(broker) if isinstance(broker, int) or str(broker).isdigit() else None
+        if number not in self.known:
             raise _Unknown(f"{what} names broker {broker}, which is not one of the trace's brokers")
-        return index
+        return int(broker)
 
     def leaves(self, state: dict[str, Any], p: str, base: dict[str, int | bool] | None = None,
                delta: dict[str, Any] | None = None) -> dict[str, int | bool]:
@@ -291,7 +292,7 @@ class Projection:
     def _leaf_names(self, var: str) -> list[str]:
         names = self._names.get(var)
         if names is None:
-            scratch = State.leaf_names(len(self.brokers))
+            scratch = State.leaf_names(tuple(self.brokers))
             prefix = {"assignment": ("assigned", "assignment."), "leader": ("node", "leader"),
                       "log": ("replica.", "log_len.")}.get(var, (var,))
             names = [n for n in scratch if any(n == x or n.startswith(x if x.endswith(".") else x + ".")
@@ -326,21 +327,21 @@ class Projection:
                 for r in ids:
                     out[f"isr.{r}"] = r in members
         elif var in BROKER_VARS:
-            for b, i in self.index.items():
+            for b in self.brokers:
                 value = state[var].get(str(b))
                 if value is not None:
-                    out[f"{var}.{i}"] = bool(value) if var == "alive" else int(value)
+                    out[f"{var}.{b}"] = bool(value) if var == "alive" else int(value)
         else:
-            for b, i in self.index.items():
-                self._read_replica(state, p, var, str(b), i, out)
+            for b in self.brokers:
+                self._read_replica(state, p, var, b, out)
 
-    def _read_replica(self, state: dict[str, Any], p: str, var: str, key: str, i: int,
-                      out: dict[str, int | bool]) -> None:
+    def _read_replica(self, state: dict[str, Any], p: str, var: str, i: int, out: dict[str, int | bool]) -> None:
         ids = self.ids
+        key = str(i)
         if var == "replica_state":
             states = state["replica_state"].get(key, {}).get(p) or {}
-            for r, rb in self.index.items():
-                out[f"replica_state.{i}.{rb}"] = tables.replica_code(states.get(str(r)))
+            for r in ids:
+                out[f"replica_state.{i}.{r}"] = tables.replica_code(states.get(str(r)))
             return
         value = state[var].get(key, {}).get(p)
         if var == "role":
@@ -430,7 +431,7 @@ class Validator:
         self.brokers = sorted(brokers)
         self.partitions = sorted(partitions)
         self.observed = observed
-        self.encoding = encoding_for(knobs, len(self.brokers))
+        self.encoding = encoding_for(knobs, tuple(self.brokers))
         self.projection = Projection(self.brokers, observed)
         self.history: dict[str, dict[int, int]] = {p: {} for p in self.partitions}
         self._previous: dict[str, dict[str, int | bool]] = {}
@@ -527,13 +528,13 @@ class Validator:
         if "log" not in self.observed or not p:
             return {}
         out = {}
-        for b, i in self.projection.index.items():
+        for b in self.projection.brokers:
             key = str(b)
             old = before["log"].get(key, {}).get(p)
             new = after["log"].get(key, {}).get(p)
             if old is None and new is None:
                 continue
-            out[i] = (_common_prefix(old, new), len(new) if new is not None else 0)
+            out[b] = (_common_prefix(old, new), len(new) if new is not None else 0)
         return out
 
     def _check(self, event: Event, p: str, pre: dict[str, int | bool], post: dict[str, int | bool],
@@ -620,9 +621,9 @@ class Validator:
 
     def _machine_leaves(self, event: Event) -> set[str]:
         _, _, ident = event["actor"].partition(":")
-        if not ident.isdigit() or int(ident) not in self.projection.index:
+        if not ident.isdigit() or int(ident) not in self.projection.known:
             return set()
-        c = self.projection.index[int(ident)]
+        c = int(ident)
         return {f"partition_state.{c}", f"acting_controller_epoch.{c}",
                 *[f"replica_state.{c}.{r}" for r in self.encoding.cfg.ids]}
 
@@ -658,7 +659,7 @@ class Validator:
                 if known is not None and leader != NO_LEADER:
                     out.append((f"the request names broker {entry.get('leader')} leader of epoch "
                                 f"{entry.get('leader_epoch')}, first led by broker {known}",
-                                z3.BoolVal(self.projection.brokers[leader - 1] == known)))
+                                z3.BoolVal(leader == known)))
         elif action == "StopReplica":
             parts = args.get("partitions")
             if isinstance(parts, list):

@@ -139,6 +139,24 @@ def test_planted_violations_are_found_at_their_run_and_event(spark: SparkSession
     assert verdicts[("planted-1", "IsrSubsetOfReplicas")] == "violated"
 
 
+def test_check_and_its_z3_sample_agree_with_check_trace_on_every_kafka_log(spark: SparkSession,
+                                                                          tmp_path: Path) -> None:
+    # tests/test_log_agreement.py holds check-trace and validate to the same, log by log.
+    logs = sorted(KAFKA.rglob("*.log"))
+    ingest(spark, [str(p) for p in logs], [], tmp_path / "corpus")
+    pl.check(spark, tmp_path / "corpus", tmp_path / "checked", validate_sample=1.0)
+    events = read_parquet(tmp_path / "corpus" / pl.EVENTS)
+    expected = {(r, s, i.split("/")[0]) for r, s, i in _reference(events)}
+    found = {(r["run"], r["seq"], r["invariant"].split("/")[0])
+             for r in _table(tmp_path / "checked" / "violations.parquet")}
+    assert found == expected
+    validation = {r["run"]: r for r in _table(tmp_path / "checked" / "validation.parquet")}
+    assert set(validation) == {f"log-{p.stem}" for p in logs}
+    for run, row in validation.items():
+        first = min((s for r, s, _ in expected if r == run), default=None)
+        assert (row["ok"], row["failed_seq"]) == (first is None, first), (run, row["reason"])
+
+
 def test_spark_agrees_with_the_single_process_checker_under_every_knob(spark: SparkSession, tmp_path: Path) -> None:
     settings = [[], ["truncation=hw"], ["unclean_election=true"], ["controller_epoch_fencing=false"],
                 ["leader_epoch_check=false"]]

@@ -26,8 +26,9 @@ Plant = tuple[str, tuple[int, ...], int | None, tuple[tuple[str, str], ...], str
 SECOND_LEADER: Plant = ("state-change-0.10.log", (16,), None, (("LeaderEpoch:1", "LeaderEpoch:0"),),
                         "OneLeaderPerEpoch")
 # Broker 3 of the 1.1 log has seen controller epoch 4 (line 7): the same request again, from epoch 3, applied.
-STALE_APPLIED: Plant = ("state-change-1.1.log", (6, 7), 8, (("epoch 4", "epoch 3"), ("correlation id 7", "correlation id 8"),
-                                                          ("correlationId 7", "correlationId 8")), "StaleControllerFenced")
+STALE_APPLIED: Plant = ("state-change-1.1.log", (6, 7), 8,
+                        (("epoch 4", "epoch 3"), ("correlation id 7", "correlation id 8"),
+                         ("correlationId 7", "correlationId 8")), "StaleControllerFenced")
 
 def _write(events: list[Event], path: Path) -> Path:
     with TraceWriter(path) as writer:

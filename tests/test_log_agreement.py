@@ -25,6 +25,8 @@ Plant = tuple[str, tuple[int, ...], int | None, tuple[tuple[str, str], ...], str
 # Broker 2 leads epoch 1 of orders-0 in the 0.10 log (line 16): made epoch 0, which broker 1 led.
 SECOND_LEADER: Plant = ("state-change-0.10.log", (16,), None, (("LeaderEpoch:1", "LeaderEpoch:0"),),
                         "OneLeaderPerEpoch")
+# Broker 1 leads epoch 0 of orders-0 in the 0.10 log (line 5): sent with an ISR without it.
+LEADER_OUTSIDE_ISR: Plant = ("state-change-0.10.log", (5,), None, (("ISR:1,2", "ISR:2"),), "LeaderInIsr")
 # Broker 3 of the 1.1 log has seen controller epoch 4 (line 7): the same request again, from epoch 3, applied.
 STALE_APPLIED: Plant = ("state-change-1.1.log", (6, 7), 8,
                         (("epoch 4", "epoch 3"), ("correlation id 7", "correlation id 8"),
@@ -83,7 +85,8 @@ def test_check_trace_and_validate_agree_on_every_log(log: Path, tmp_path: Path,
     assert flagged == planted.get(log.name, {})
 
 
-@pytest.mark.parametrize("plant", [SECOND_LEADER, STALE_APPLIED], ids=["second leader", "stale request applied"])
+@pytest.mark.parametrize("plant", [SECOND_LEADER, LEADER_OUTSIDE_ISR, STALE_APPLIED],
+                         ids=["second leader", "leader outside the ISR", "stale request applied"])
 def test_a_planted_anomaly_is_flagged_and_rejected_at_its_line(plant: Plant, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     name, numbers, after, replace, invariant = plant
@@ -113,3 +116,31 @@ def test_a_planted_anomaly_is_flagged_and_rejected_at_its_line(plant: Plant, tmp
     shift = 0 if after is None else len(changed)
     moved = {seq + (shift if seq > at - shift else 0): found for seq, found in healthy.items()}
     assert {seq: found for seq, found in flagged.items() if seq != at} == moved
+
+
+# A controller's line of Kafka 1.1.0 taking a partition online: core/src/main/scala/kafka/controller/
+# PartitionStateMachine.scala ("Changed partition $partition from ${partitionState(partition)} to $targetState
+# with state ${...leaderAndIsr}"), StateChangeLogger.scala ("[$prefix id=$brokerId epoch=$epoch] ") and
+# api/LeaderAndIsr.scala's toString, the ISR a Scala List; in the default layout "[%d] %p %m (%c)%n".
+def _change(epoch: int, src: str, leader: int, leader_epoch: int, isr: str, version: int) -> str:
+    return (f"[2019-05-14 11:02:10,310] TRACE [Controller id=1 epoch={epoch}] Changed partition t-0 from {src} to "
+            f"OnlinePartition with state LeaderAndIsr(leader={leader}, leaderEpoch={leader_epoch}, isr=List({isr}), "
+            f"zkVersion={version}) (state.change.logger)\n")
+
+
+@pytest.mark.parametrize("lines", [
+    # Broker 2 joined the ISR (versions 1 and 2, written by the leader: no line of this log) before the
+    # controller elected it; the state before the second line is not the one the first line showed.
+    [_change(3, "NewPartition", 1, 0, "1", 0),
+     _change(3, "OnlinePartition", 2, 1, "2", 3)],
+    # The controller resigned and was elected again (epoch 5) between its lines: it loaded its machines afresh.
+    [_change(3, "NewPartition", 1, 0, "1", 0),
+     _change(5, "OnlinePartition", 1, 1, "1", 1)],
+], ids=["isr grown unseen", "controller re-elected unseen"])
+def test_what_happens_between_two_lines_is_free(lines: list[str], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "gap.log"
+    log.write_text("".join(lines))
+    events = parse_kafka_log(log).events
+    assert len(events) == 1 + len(lines)
+    assert _agree(events, tmp_path / "gap.jsonl", capsys) == {}

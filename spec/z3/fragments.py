@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kcm.spec.trace.format import Event
-from kcm.spec.z3.solver import Expr, and_all, z3
+from kcm.spec.z3.invariants import isr_subset_of_replicas, leader_in_isr
+from kcm.spec.z3.model import State
+from kcm.spec.z3.solver import Expr, and_, and_all, z3
 
 # Trace variables of a partition's state node and assignment, and their leaves.
 STORE_VARS: Final = frozenset({"assignment", "leader", "leader_epoch", "isr", "partition_controller_epoch",
@@ -147,10 +149,13 @@ class LogGap:
                 out[leaf] = value
         return out
 
-    def constraints(self, s: Any, t: Any, p: str, post: dict[str, int | bool],
-                    history: dict[int, int], brokers: list[int]) -> list[tuple[str, Expr]]:
-        """Labelled conditions on the state before (`s`) and after (`t`) from what the earlier lines showed."""
-        out: list[tuple[str, Expr]] = []
+    def constraints(self, s: State, p: str, post: dict[str, int | bool], history: dict[int, int],
+                    brokers: list[int]) -> list[tuple[str, Expr]]:
+        """Labelled conditions on the state before (`s`): it is reachable, and keeps what the earlier lines
+        showed; and the history the line's state node must agree with."""
+        # Every reachable state satisfies the state invariants the induction proves (kcm prove --only induction).
+        out: list[tuple[str, Expr]] = [("the state before is reachable (IsrSubsetOfReplicas, LeaderInIsr)",
+                                        and_(isr_subset_of_replicas(s), leader_in_isr(s)))]
         if self.controller_epoch > 0:
             out.append((f"the controller epoch is at least {self.controller_epoch}, the newest the log showed",
                         s["controller_epoch"] >= self.controller_epoch))

@@ -594,7 +594,7 @@ class Validator:
             return Failure(event["seq"], event["action"], event["actor"], p, str(err), labels)
         if self.gap is not None:
             extra += [(None, label, c) for label, c in self.gap.constraints(
-                enc.s, enc.t, p, post, self.history.get(p, {}), self.brokers)]
+                enc.s, p, post, self.history.get(p, {}), self.brokers)]
         needed = set(check.reads | check.writes | changed)
         if any(owner is None for owner, _, _ in extra):
             needed |= self._machine_leaves(event)

@@ -119,6 +119,7 @@ class LogGap:
     seen: dict[int, int] = field(default_factory=dict)  # encoding broker -> newest controller epoch seen
     acting: dict[int, int] = field(default_factory=dict)  # encoding broker -> epoch it last acted in
     partitions: dict[str, _Partition] = field(default_factory=dict)
+    _reachable: dict[str, Expr] = field(default_factory=dict)  # per state (its prefix): formulas built once
 
     # -- the two sides of a step --------------------------------------------------------------------------------
 
@@ -153,9 +154,13 @@ class LogGap:
                     brokers: list[int]) -> list[tuple[str, Expr]]:
         """Labelled conditions on the state before (`s`): it is reachable, and keeps what the earlier lines
         showed; and the history the line's state node must agree with."""
-        # Every reachable state satisfies the state invariants the induction proves (kcm prove --only induction).
+        reachable = self._reachable.get(s.prefix)
+        if reachable is None:
+            # Every reachable state satisfies the state invariants the induction proves (kcm prove --only
+            # induction).
+            reachable = self._reachable[s.prefix] = and_(isr_subset_of_replicas(s), leader_in_isr(s))
         out: list[tuple[str, Expr]] = [("the state before is reachable (IsrSubsetOfReplicas, LeaderInIsr)",
-                                        and_(isr_subset_of_replicas(s), leader_in_isr(s)))]
+                                        reachable)]
         if self.controller_epoch > 0:
             out.append((f"the controller epoch is at least {self.controller_epoch}, the newest the log showed",
                         s["controller_epoch"] >= self.controller_epoch))

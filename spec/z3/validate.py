@@ -501,8 +501,15 @@ class Validator:
         cands = candidates(event, self.brokers)
         try:
             cands = [(n, None if b is None else self.projection.mid(b, "the event")) for n, b in cands]
+            # A log line is checked on every partition it names, whether or not what it shows differs from
+            # the values earlier lines showed (the state before it is not those values). On the others it
+            # changes nothing the state before keeps but its controller's epoch, which the first one shows.
+            shown = named_partitions(event) if self.gap is not None else set()
             projections = []
             for p in self.partitions or [""]:
+                if self.gap is not None and p not in shown and projections:
+                    self._previous.pop(p, None)  # read afresh when a line names it
+                    continue
                 pre = self._previous.get(p)
                 if pre is None:
                     pre = self.projection.leaves(before, p)
@@ -515,9 +522,6 @@ class Validator:
             return Failure(event["seq"], event["action"], event["actor"], "", str(err), [])
         args = event["args"]
         named = args.get("partition") if isinstance(args.get("partition"), str) else None
-        # A log line is checked on every partition it names, whether or not what it shows differs from
-        # the values earlier lines showed (the state before it is not those values).
-        shown = named_partitions(event) if self.gap is not None else set()
         checked = False
         for p, pre, post in projections:
             # A leaf that appears or disappears (HW of a new replica, epoch start of a leader) is free on the

@@ -505,7 +505,7 @@ class Validator:
             # the values earlier lines showed (the state before it is not those values). On the others it
             # changes nothing the state before keeps but its controller's epoch, which the first one shows.
             shown = named_partitions(event) if self.gap is not None else set()
-            projections = []
+            projections: list[tuple[str, dict[str, int | bool], dict[str, int | bool]]] = []
             for p in self.partitions or [""]:
                 if self.gap is not None and p not in shown and projections:
                     self._previous.pop(p, None)  # read afresh when a line names it

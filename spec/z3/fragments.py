@@ -43,9 +43,13 @@ STORE_VARS: Final = frozenset({"assignment", "leader", "leader_epoch", "isr", "p
                                "partition_version"})
 STORE_HEADS: Final = frozenset({"node", "leader", "leader_epoch", "isr", "partition_controller_epoch",
                                 "partition_version", "assigned", "assignment"})
-REPLICA_VARS: Final = frozenset({"role", "local_leader_epoch"})
 MACHINE_VARS: Final = ("partition_state", "replica_state")
 KEPT_HEADS: Final = frozenset({"acting_controller_epoch", *MACHINE_VARS})
+# The leaves a line shows when its delta names a variable: a broker's role and leader epoch go together (a
+# line that shows one shows the broker's transition), a log is its existence and its length.
+_HEADS: Final[dict[str, tuple[str, ...]]] = {"role": ("role", "local_leader_epoch"),
+                                             "local_leader_epoch": ("role", "local_leader_epoch"),
+                                             "log": ("replica", "log_len")}
 
 
 def init_observations(init: Event) -> Event:
@@ -77,7 +81,10 @@ def brokers_named(events: list[Event]) -> set[int]:
         for var in ("leader", "isr", "assignment"):
             for value in (state.get(var) or {}).values():
                 add(value)
-        for entry in event["args"].get("partitions") or []:
+        args = event["args"]
+        for key in ("to", "controller_id", "broker"):
+            add(args.get(key))
+        for entry in args.get("partitions") or []:
             if isinstance(entry, dict):
                 for key in ("leader", "isr", "replicas"):
                     add(entry.get(key))
@@ -136,19 +143,17 @@ class LogGap:
         """The leaves the line shows (and those kept exactly)."""
         delta = event["state"]
         store = any(p in delta.get(var, {}) for var in STORE_VARS)
-        shown: set[int] = set()  # brokers whose role and leader epoch of p the line shows
-        for var in REPLICA_VARS:
-            shown |= {self.index[int(b)] for b, parts in delta.get(var, {}).items()
-                      if int(b) in self.index and isinstance(parts, dict) and p in parts}
-        seen = {self.index[int(b)] for b in delta.get("broker_controller_epoch", {}) if int(b) in self.index}
-        out: dict[str, int | bool] = {}
-        for leaf, value in leaves.items():
-            head = leaf.split(".")[0]
-            if (head in KEPT_HEADS or (store and head in STORE_HEADS)
-                    or (head in ("role", "local_leader_epoch") and _owner(leaf) in shown)
-                    or (head == "broker_controller_epoch" and _owner(leaf) in seen)):
-                out[leaf] = value
-        return out
+        shown: set[tuple[str, int | None]] = set()  # (leaf head, its broker) the line shows
+        for var, value in delta.items():
+            if var in STORE_VARS or not isinstance(value, dict):
+                shown |= {(head, None) for head in _HEADS.get(var, (var,))}
+                continue
+            for b, inner in value.items():
+                if str(b).isdigit() and int(b) in self.index and (not isinstance(inner, dict) or p in inner):
+                    shown |= {(head, self.index[int(b)]) for head in _HEADS.get(var, (var,))}
+        return {leaf: value for leaf, value in leaves.items()
+                if (head := leaf.split(".")[0]) in KEPT_HEADS or (store and head in STORE_HEADS)
+                or (head, _owner(leaf)) in shown}
 
     def constraints(self, s: State, p: str, post: dict[str, int | bool], history: dict[int, int],
                     brokers: list[int]) -> list[tuple[str, Expr]]:

@@ -118,29 +118,45 @@ def test_a_planted_anomaly_is_flagged_and_rejected_at_its_line(plant: Plant, tmp
     assert {seq: found for seq, found in flagged.items() if seq != at} == moved
 
 
-# A controller's line of Kafka 1.1.0 taking a partition online: core/src/main/scala/kafka/controller/
-# PartitionStateMachine.scala ("Changed partition $partition from ${partitionState(partition)} to $targetState
-# with state ${...leaderAndIsr}"), StateChangeLogger.scala ("[$prefix id=$brokerId epoch=$epoch] ") and
-# api/LeaderAndIsr.scala's toString, the ISR a Scala List; in the default layout "[%d] %p %m (%c)%n".
+# Lines of Kafka 1.1.0 in the default layout "[%d] %p %m (%c)%n", the prefix of StateChangeLogger.scala
+# ("[$prefix id=$brokerId epoch=$epoch] ", without the epoch for a broker). A controller taking a partition
+# online: controller/PartitionStateMachine.scala ("Changed partition $partition from ${partitionState(partition)}
+# to $targetState with state ${...leaderAndIsr}"), api/LeaderAndIsr.scala's toString, the ISR a Scala List.
 def _change(epoch: int, src: str, leader: int, leader_epoch: int, isr: str, version: int) -> str:
     return (f"[2019-05-14 11:02:10,310] TRACE [Controller id=1 epoch={epoch}] Changed partition t-0 from {src} to "
             f"OnlinePartition with state LeaderAndIsr(leader={leader}, leaderEpoch={leader_epoch}, isr=List({isr}), "
             f"zkVersion={version}) (state.change.logger)\n")
 
 
-@pytest.mark.parametrize("lines", [
+# Broker 3 receiving a request of controller 1 in epoch 3 and becoming a follower of broker 2:
+# server/ReplicaManager.scala ("Received LeaderAndIsr request $stateInfo correlation id $correlationId from
+# controller ${...controllerId} epoch ${...controllerEpoch} for partition $topicPartition", "Handling LeaderAndIsr
+# request correlationId $correlationId from controller $controllerId epoch $epoch starting the become-follower
+# transition for partition ${partition.topicPartition}") and LeaderAndIsrRequest.PartitionState's toString.
+def _follow(correlation: int, leader_epoch: int, version: int) -> list[str]:
+    return [f"[2019-05-14 11:02:11,000] TRACE [Broker id=3] Received LeaderAndIsr request PartitionState("
+            f"controllerEpoch=3, leader=2, leaderEpoch={leader_epoch}, isr=2,3, zkVersion={version}, replicas=2,3, "
+            f"isNew=false) correlation id {correlation} from controller 1 epoch 3 for partition t-0 "
+            "(state.change.logger)\n",
+            f"[2019-05-14 11:02:11,001] TRACE [Broker id=3] Handling LeaderAndIsr request correlationId {correlation} "
+            "from controller 1 epoch 3 starting the become-follower transition for partition t-0 "
+            "(state.change.logger)\n"]
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
     # Broker 2 joined the ISR (versions 1 and 2, written by the leader: no line of this log) before the
     # controller elected it; the state before the second line is not the one the first line showed.
-    [_change(3, "NewPartition", 1, 0, "1", 0),
-     _change(3, "OnlinePartition", 2, 1, "2", 3)],
+    ([_change(3, "NewPartition", 1, 0, "1", 0), _change(3, "OnlinePartition", 2, 1, "2", 3)], {}),
     # The controller resigned and was elected again (epoch 5) between its lines: it loaded its machines afresh.
-    [_change(3, "NewPartition", 1, 0, "1", 0),
-     _change(5, "OnlinePartition", 1, 1, "1", 1)],
-], ids=["isr grown unseen", "controller re-elected unseen"])
-def test_what_happens_between_two_lines_is_free(lines: list[str], tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    log = tmp_path / "gap.log"
+    ([_change(3, "NewPartition", 1, 0, "1", 0), _change(5, "OnlinePartition", 1, 1, "1", 1)], {}),
+    # Broker 3 follows in leader epoch 5, then in epoch 4: Kafka ignores such a request ("... is not higher
+    # than the current leader epoch"), so the last line is an anomaly.
+    ([*_follow(1, 5, 7), *_follow(2, 4, 6)], {4: {"LeaderEpochMonotonic"}}),
+], ids=["isr grown unseen", "controller re-elected unseen", "broker's leader epoch back"])
+def test_inline_logs(lines: list[str], expected: dict[int, set[str]], tmp_path: Path,
+                     capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "inline.log"
     log.write_text("".join(lines))
     events = parse_kafka_log(log).events
     assert len(events) == 1 + len(lines)
-    assert _agree(events, tmp_path / "gap.jsonl", capsys) == {}
+    assert _agree(events, tmp_path / "inline.jsonl", capsys) == expected

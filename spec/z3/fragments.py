@@ -17,11 +17,13 @@ model's invariants say every later state keeps:
   one), each broker's newest seen controller epoch (brokers raise it on requests the log does not show, and
   lower it only by restarting, which the log does not show either: the lines of one broker are taken to
   come from one process), a partition's leader epoch and state-node version (`LeaderEpochMonotonic`; a
-  request and a broker's leader epoch are the node's of some earlier time), and that its node exists;
+  request and a broker's leader epoch are the node's of some earlier time), that its node exists, and
+  each broker's replica of it and the highest leader epoch it took (forgotten only by a crash or a
+  StopReplica with deletion, which starts when the controller starts deleting the replica);
 - kept as history: the first leader of each leader epoch (`OneLeaderPerEpoch`), checked against what the
   line shows;
-- free: everything else, the state node, the assignment and the brokers' roles and leader epochs
-  included.
+- reachable: the state invariants the induction proves (`IsrSubsetOfReplicas`, `LeaderInIsr`);
+- free: everything else, the state node's leader and ISR, the assignment and the brokers' roles included.
 
 The state *after* holds what the line shows: the controller's machines and epoch, and the variables the
 line's delta names (the state node as a whole when it names any of its fields, a broker's role and leader
@@ -45,6 +47,8 @@ STORE_HEADS: Final = frozenset({"node", "leader", "leader_epoch", "isr", "partit
                                 "partition_version", "assigned", "assignment"})
 MACHINE_VARS: Final = ("partition_state", "replica_state")
 KEPT_HEADS: Final = frozenset({"acting_controller_epoch", *MACHINE_VARS})
+DELETED: Final = frozenset({"ReplicaDeletionStarted", "ReplicaDeletionSuccessful", "ReplicaDeletionIneligible",
+                            "NonExistentReplica"})
 # The leaves a line shows when its delta names a variable: a broker's role and leader epoch go together (a
 # line that shows one shows the broker's transition), a log is its existence and its length.
 _HEADS: Final[dict[str, tuple[str, ...]]] = {"role": ("role", "local_leader_epoch"),
@@ -84,6 +88,9 @@ def brokers_named(events: list[Event]) -> set[int]:
         args = event["args"]
         for key in ("to", "controller_id", "broker"):
             add(args.get(key))
+        for transition in args.get("transitions") or []:
+            if isinstance(transition, list) and len(transition) >= 5 and transition[0] == "replica":
+                add(int(transition[2]) if str(transition[2]).isdigit() else None)
         for entry in args.get("partitions") or []:
             if isinstance(entry, dict):
                 for key in ("leader", "isr", "replicas"):
@@ -115,6 +122,7 @@ class _Partition:
     leader_epoch: int | None = None
     version: int | None = None
     node: bool = False
+    local: dict[int, int] = field(default_factory=dict)  # encoding broker -> highest leader epoch it took
 
 
 @dataclass
@@ -184,6 +192,9 @@ class LogGap:
             if parts:
                 out.append((f"{p}: the state node {', '.join(label for label, _ in parts)} (earlier lines)",
                             and_all(c for _, c in parts)))
+            for b, epoch in sorted(known.local.items()):
+                out.append((f"{p}: broker {brokers[b - 1]} holds a replica in leader epoch >= {epoch} (an earlier "
+                            "line)", and_(s[f"replica.{b}"], s[f"local_leader_epoch.{b}"] >= epoch)))
         shown_epoch, leader = post.get("leader_epoch"), post.get("leader")
         if isinstance(shown_epoch, int) and isinstance(leader, int) and leader != 0 and shown_epoch in history:
             epoch, first = shown_epoch, history[shown_epoch]
@@ -219,9 +230,19 @@ class LogGap:
             self._raise(p, None, version)
         for p in delta.get("leader", {}):
             self._raise(p, None, None, node=True)
-        for parts in delta.get("local_leader_epoch", {}).values():
+        for b, parts in delta.get("local_leader_epoch", {}).items():
             for p, epoch in (parts or {}).items():
                 self._raise(p, epoch, None)
+                if isinstance(epoch, int) and int(b) in self.index:
+                    local = self.partitions[p].local
+                    i = self.index[int(b)]
+                    local[i] = max(local.get(i, epoch), epoch)
+        for entry in args.get("transitions") or []:
+            # StopReplica with deletion goes out as the controller starts deleting a replica: its leader
+            # epoch is forgotten with it.
+            if (isinstance(entry, list) and len(entry) >= 5 and entry[0] == "replica" and entry[-1] in DELETED
+                    and str(entry[2]).isdigit() and int(entry[2]) in self.index and entry[1] in self.partitions):
+                self.partitions[entry[1]].local.pop(self.index[int(entry[2])], None)
         for entry in args.get("partitions") or []:
             if isinstance(entry, dict) and isinstance(entry.get("partition"), str):
                 self._raise(entry["partition"], entry.get("leader_epoch"), None)

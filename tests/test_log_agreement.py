@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.pipeline.kafka_log import parse_kafka_log
 from kcm.spec.trace.format import Event, TraceWriter
+from kcm.spec.vocabulary import NO_LEADER
 from kcm.spec.z3.validate import Validator
 from kcm.tools.cli import main
 
@@ -22,8 +24,8 @@ LOGS = sorted(DATA.rglob("*.log"))
 # Anomalies planted in a log: its lines `lines`, changed by `replace`, in their place (`after` None) or added
 # after line `after`; the anomaly is at the last of them, and breaks `invariant`.
 Plant = tuple[str, tuple[int, ...], int | None, tuple[tuple[str, str], ...], str]
-# Broker 2 leads epoch 1 of orders-0 in the 0.10 log (line 16): made epoch 0, which broker 1 led.
-SECOND_LEADER: Plant = ("state-change-0.10.log", (16,), None, (("LeaderEpoch:1", "LeaderEpoch:0"),),
+# Broker 2 leads epoch 1 of orders-0 in the 0.10 log (line 19): made epoch 0, which broker 1 led.
+SECOND_LEADER: Plant = ("state-change-0.10.log", (19,), None, (("LeaderEpoch:1", "LeaderEpoch:0"),),
                         "OneLeaderPerEpoch")
 # Broker 1 leads epoch 0 of orders-0 in the 0.10 log (line 5): sent with an ISR without it.
 LEADER_OUTSIDE_ISR: Plant = ("state-change-0.10.log", (5,), None, (("ISR:1,2", "ISR:2"),), "LeaderInIsr")
@@ -73,7 +75,19 @@ def _agree(events: list[Event], path: Path, capsys: pytest.CaptureFixture[str]) 
     return flagged
 
 
-@pytest.mark.parametrize("log", LOGS, ids=[str(p.relative_to(DATA)) for p in LOGS])
+def _case(log: Path) -> Any:
+    # Until trace format v2 (NO_LEADER = -1), broker 0 reads as "no broker" and the validator cannot name it.
+    zero = NO_LEADER == 0 and 0 in _named(parse_kafka_log(log).events)
+    return pytest.param(log, id=str(log.relative_to(DATA)), marks=pytest.mark.xfail(
+        zero, reason="broker 0 needs trace format v2", raises=KeyError, strict=True))
+
+
+def _named(events: list[Event]) -> set[int]:
+    return {int(b) for e in events for b in e["args"].get("brokers", [])} | {
+        int(e["actor"].partition(":")[2]) for e in events if e["actor"].partition(":")[2].isdigit()}
+
+
+@pytest.mark.parametrize("log", [_case(p) for p in LOGS])
 def test_check_trace_and_validate_agree_on_every_log(log: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     events = parse_kafka_log(log).events

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kcm.spec.trace.format import Event
+from kcm.spec.vocabulary import NO_LEADER
 from kcm.spec.z3.invariants import isr_subset_of_replicas, leader_in_isr
 from kcm.spec.z3.model import State
 from kcm.spec.z3.solver import Expr, and_, and_all, z3
@@ -71,7 +72,7 @@ def brokers_named(events: list[Event]) -> set[int]:
     def add(value: Any) -> None:
         if isinstance(value, bool):
             return
-        if isinstance(value, int) and value > 0:
+        if isinstance(value, int) and value >= 0 and value != NO_LEADER:
             found.add(value)
         elif isinstance(value, list):
             for item in value:
@@ -84,6 +85,9 @@ def brokers_named(events: list[Event]) -> set[int]:
         state = event["state"]
         for var in ("leader", "isr", "assignment"):
             for value in (state.get(var) or {}).values():
+                add(value)
+        for parts in (state.get("local_isr") or {}).values():
+            for value in (parts or {}).values():
                 add(value)
         args = event["args"]
         for key in ("to", "controller_id", "broker"):
@@ -108,6 +112,8 @@ def named_partitions(event: Event) -> set[str]:
             for inner in value.values():
                 if isinstance(inner, dict):
                     found.update(inner)
+    if isinstance(event["args"].get("partition"), str):
+        found.add(event["args"]["partition"])
     for entry in event["args"].get("partitions") or []:
         if isinstance(entry, dict) and isinstance(entry.get("partition"), str):
             found.add(entry["partition"])
@@ -159,8 +165,10 @@ class LogGap:
             for b, inner in value.items():
                 if str(b).isdigit() and int(b) in self.index and (not isinstance(inner, dict) or p in inner):
                     shown |= {(head, self.index[int(b)]) for head in _HEADS.get(var, (var,))}
+        # The machines are the controller's own: unchanged unless the line shows a transition. The epoch it
+        # acts in is shown by its lines' prefix; a line without it (an election, a resignation) may change it.
         return {leaf: value for leaf, value in leaves.items()
-                if (head := leaf.split(".")[0]) in KEPT_HEADS or (store and head in STORE_HEADS)
+                if (head := leaf.split(".")[0]) in MACHINE_VARS or (store and head in STORE_HEADS)
                 or (head, _owner(leaf)) in shown}
 
     def constraints(self, s: State, p: str, post: dict[str, int | bool], history: dict[int, int],
@@ -196,7 +204,7 @@ class LogGap:
                 out.append((f"{p}: broker {brokers[b - 1]} holds a replica in leader epoch >= {epoch} (an earlier "
                             "line)", and_(s[f"replica.{b}"], s[f"local_leader_epoch.{b}"] >= epoch)))
         shown_epoch, leader = post.get("leader_epoch"), post.get("leader")
-        if isinstance(shown_epoch, int) and isinstance(leader, int) and leader != 0 and shown_epoch in history:
+        if isinstance(shown_epoch, int) and isinstance(leader, int) and leader != NO_LEADER and shown_epoch in history:
             epoch, first = shown_epoch, history[shown_epoch]
             out.append((f"{p}: leader epoch {epoch} was first led by broker {first} (an earlier line), not "
                         f"broker {brokers[leader - 1]}", z3.BoolVal(brokers[leader - 1] == first)))

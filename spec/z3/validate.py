@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
 from kcm.spec.trace.format import SYNTHESIZED, Event, apply_event, empty_state
-from kcm.spec.vocabulary import ACTIONS, VARIABLES, Knobs
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES, Knobs
 from kcm.spec.z3 import tables
 from kcm.spec.z3.actions import ERR_NONE, ERR_OTHER, ERR_OUT_OF_RANGE, Effect, Relations
 from kcm.spec.z3.fragments import LogGap, brokers_named, init_observations, named_partitions
@@ -675,7 +675,7 @@ class Validator:
             bind("included", entry is not None)
             if entry is not None:
                 # A log line may show a request's partition without its fields ("completed" lines).
-                leader = mid(entry["leader"], "the request") if "leader" in entry else 0
+                leader = mid(entry["leader"], "the request") if "leader" in entry else NO_LEADER
                 if "leader" in entry:
                     bind("leader", leader)
                 bind("leader_epoch", entry.get("leader_epoch"))

@@ -25,9 +25,9 @@ model's invariants say every later state keeps:
 - reachable: the state invariants the induction proves (`IsrSubsetOfReplicas`, `LeaderInIsr`);
 - free: everything else, the state node's leader and ISR, the assignment and the brokers' roles included.
 
-The state *after* holds what the line shows: the controller's machines and epoch, and the variables the
-line's delta names (the state node as a whole when it names any of its fields, a broker's role and leader
-epoch when it names either, a broker's seen controller epoch). Leaves the line does not show are free.
+The state *after* holds what the line shows: the variables its delta names (the state node as a whole when
+it names any of its fields, a broker's role and leader epoch when it names either). Leaves the line does
+not show are free.
 """
 
 from __future__ import annotations
@@ -165,11 +165,14 @@ class LogGap:
             for b, inner in value.items():
                 if str(b).isdigit() and int(b) in self.index and (not isinstance(inner, dict) or p in inner):
                     shown |= {(head, self.index[int(b)]) for head in _HEADS.get(var, (var,))}
-        # The machines are the controller's own: unchanged unless the line shows a transition. The epoch it
-        # acts in is shown by its lines' prefix; a line without it (an election, a resignation) may change it.
-        return {leaf: value for leaf, value in leaves.items()
-                if (head := leaf.split(".")[0]) in MACHINE_VARS or (store and head in STORE_HEADS)
-                or (head, _owner(leaf)) in shown}
+        # A controller's machines and the epoch it acts in are shown by its lines' transitions and prefix; a
+        # line without them (an election, a resignation) may change them as its action does.
+        out: dict[str, int | bool] = {}
+        for leaf, value in leaves.items():
+            head = leaf.split(".")[0]
+            if (store and head in STORE_HEADS) or (head, _owner(leaf)) in shown:
+                out[leaf] = value
+        return out
 
     def constraints(self, s: State, p: str, post: dict[str, int | bool], history: dict[int, int],
                     brokers: list[int]) -> list[tuple[str, Expr]]:

@@ -97,7 +97,8 @@ _ERROR: Final = "an error while applying a request; the request's own lines carr
 _DISK: Final = "a log-directory failure; log directories are outside the model"
 _ELECTION_START: Final = "the start of an election whose result is logged on its own line"
 _SHUTTING_DOWN: Final = "a shutting-down broker adds no fetcher; the become-follower lines before it carry the role"
-_SELECTION: Final = "how the offline partition's leader is chosen; the choice is logged as 'Selected new leader and ISR'"
+_SELECTION: Final = ("how the offline partition's leader is chosen; the choice is logged as 'Selected new leader "
+                     "and ISR'")
 _TOPIC_ID: Final = "topic ids are outside the model"
 _KRAFT: Final = "KRaft migration; kcm models ZooKeeper mode"
 _KRAFT_DELTA: Final = "a KRaft broker applying a metadata delta (ReplicaManager.applyDelta); kcm models ZooKeeper mode"
@@ -424,9 +425,12 @@ FORMATS: tuple[Format, ...] = (
     Format("2.6", "3.9", B1 + "Received StopReplica request {blob} correlation id {cid} from controller {c} epoch {e} "
            "for partition {tp}", STOP_REPLICA, RM),
     # logged at the end of ReplicaManager.stopReplica, whether or not the broker held the replica
-    Format("0.8.2", "0.10.1", B0 + "finished handling stop replica (delete={delete}) for partition {tap}", STOPPED_REPLICA, RM),
-    Format("0.10.2", "0.11", B0 + "finished handling stop replica (delete={delete}) for partition {tp}", STOPPED_REPLICA, RM),
-    Format("1.0", "2.5", B1 + "Finished handling stop replica (delete={delete}) for partition {tp}", STOPPED_REPLICA, RM),
+    Format("0.8.2", "0.10.1", B0 + "finished handling stop replica (delete={delete}) for partition {tap}",
+           STOPPED_REPLICA, RM),
+    Format("0.10.2", "0.11", B0 + "finished handling stop replica (delete={delete}) for partition {tp}",
+           STOPPED_REPLICA, RM),
+    Format("1.0", "2.5", B1 + "Finished handling stop replica (delete={delete}) for partition {tp}",
+           STOPPED_REPLICA, RM),
     Format("0.8.2", "0.10.1", B0 + "ignoring stop replica (delete={delete}) for partition {tap} as replica doesn't "
            "exist on broker", SKIP, RM, note="the broker holds no replica to stop"),
     Format("0.10.2", "0.11", B0 + "ignoring stop replica (delete={delete}) for partition {tp} as replica doesn't "

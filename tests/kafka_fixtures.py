@@ -56,7 +56,8 @@ def printed(lines: list[Line], release: str) -> list[Line]:
 
 def healthy(p: str = "orders-0", c: int = 0, e: int = 2, brokers: tuple[int, int] = (0, 1)) -> list[Line]:
     """Topic `orders`, one partition on brokers 0 and 1 (controller 0, epoch 2); broker 0 fails and
-    broker 1 leads; then broker 1 ignores a request of controller 2 of epoch 1."""
+    broker 1 leads (up to 1.0 the OfflinePartitionLeaderSelector's choice is logged, in controller.log);
+    then broker 1 ignores a request of controller 2 of epoch 1."""
     a, b = brokers
     first = _state(a, 0, [a, b], 0, e, [a, b], is_new=True)
     second = _state(b, 1, [b], 1, e, [a, b])
@@ -81,6 +82,7 @@ def healthy(p: str = "orders-0", c: int = 0, e: int = 2, brokers: tuple[int, int
         Line(fm.COMPLETED, {"b": a, "c": c, "e": e, "cid": 1, "partition": p}, role="leader"),
         Line(fm.PARTITION_STATE, {**ctl, "src": "OnlinePartition", "dst": "OfflinePartition"}),
         Line(fm.REPLICA_STATE, {**ctl, "r": a, "src": "OnlineReplica", "dst": "OfflineReplica"}),
+        Line(fm.SELECTED_LEADER, {"partition": p, "state": second}, logger=fm.SELECTOR),  # controller.log to 1.0
         Line(fm.PARTITION_STATE, {**ctl, "src": "OfflinePartition", "dst": "OnlinePartition", "leader": b,
                                   "state": second}),
         Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": b, "cid": 2, "state": second}, role="leader"),
@@ -94,7 +96,7 @@ def healthy(p: str = "orders-0", c: int = 0, e: int = 2, brokers: tuple[int, int
 
 def _faults_0_10() -> list[str]:
     """0.10.2's rendering of a topic creation and a failover on brokers 1 and 2, with a stack trace after line 13."""
-    lines = render(healthy("orders-0", c=1, e=1, brokers=(1, 2))[:22], "0.10.2")
+    lines = render(healthy("orders-0", c=1, e=1, brokers=(1, 2))[:23], "0.10.2")
     return [*lines[:13], "java.io.IOException: Connection to 1 was disconnected before the response was read",
             *lines[13:]]
 

@@ -371,51 +371,6 @@ def test_a_list_that_lost_the_space_after_its_bracket_reads_the_same(tmp_path: P
     assert other.quarantine[0]["reason"] == "unrecognised broker message"
 
 
-# -- the corpus of real lines (tests/data/kafka/real, SOURCES.md) ----------------------------------------------
-
-REAL = DATA / "real"
-# Layouts the corpus's SOURCES.md names that kcm does not detect: the user gives them as --log-pattern.
-REAL_PATTERNS = {"34": ">>> %d{yy/MM/dd HH:mm:ss} %p %c: %m%n", "40": "%d %p %c: %m%n"}
-
-
-def _state_change_outcomes() -> dict[str, list[tuple[str, int]]]:
-    """Per outcome (event, skipped, quarantined), the (file, line) of every record of state.change.logger in
-    the corpus, a record counted once at its first line."""
-    out: dict[str, list[tuple[str, int]]] = {"event": [], "skipped": [], "quarantined": []}
-    for path in sorted(REAL.glob("*.log")):
-        parsed = parse_kafka_log(path, pattern=REAL_PATTERNS.get(path.name[:2]))
-        texts = path.read_text(encoding="utf-8", errors="replace").split("\n")
-        parts: dict[int, list[int]] = {}
-        for entry in parsed.skipped:
-            if "wrapped part of line" in entry["reason"]:
-                parts.setdefault(int(entry["reason"].rsplit(" ", 1)[1]), []).append(int(entry["line"]))
-        found = {"event": [int(e["args"]["log"].rsplit(":", 1)[1]) for e in parsed.events[1:]],
-                 "skipped": [int(s["line"]) for s in parsed.skipped if "wrapped part" not in s["reason"]],
-                 "quarantined": [int(q["line"]) for q in parsed.quarantine]}
-        for outcome, numbers in found.items():
-            out[outcome] += [(path.name[:2], n) for n in numbers
-                             if "state.change.logger" in "".join(texts[k - 1] for k in [n, *parts.get(n, [])])]
-    return out
-
-
-def test_the_state_change_lines_of_the_corpus_become_events() -> None:
-    outcomes = _state_change_outcomes()
-    total = sum(len(lines) for lines in outcomes.values())
-    assert total >= 170
-    assert len(outcomes["event"]) >= 0.95 * total
-    # Left: a pre-2.6 trunk form no release printed (PR 8320), and a line the source cut at its start.
-    assert outcomes["quarantined"] == [("01", 9), ("46", 1)]
-    assert outcomes["skipped"] == []
-
-
-def test_the_offline_leader_selections_of_the_corpus_are_events() -> None:
-    for name, partition, leader in (("32", "LIVETOPICOLD-0", 1), ("33", "__consumer_offsets-14", 6)):
-        parsed = parse_kafka_log(next(REAL.glob(f"{name}-*.log")))
-        assert parsed.quarantine == [] and parsed.skipped == []
-        assert parsed.events[1]["state"] == {"leader": {partition: leader}, "leader_epoch": {partition: 1},
-                                             "isr": {partition: [leader]}}
-
-
 # -- the fixtures with planted faults ------------------------------------------------------------------------
 
 

@@ -133,6 +133,16 @@ def test_a_healthy_log_of_every_generation_shows_no_violation(generation: str) -
 
 
 @pytest.mark.parametrize("release", fm.LINES)
+def test_a_controller_acts_in_the_epoch_it_won_and_in_none_once_resigned(release: str, tmp_path: Path) -> None:
+    elected = _one(tmp_path, Line(fm.CONTROLLER_ELECT, {"c": 2, "e": 5}, logger=fm.CONTROLLER), release)
+    assert elected["action"] == "ControllerElect"
+    assert elected["state"]["acting_controller_epoch"] == {"2": 5}
+    if any(f.kind == fm.CONTROLLER_RESIGN and f.covers(release) for f in fm.FORMATS):
+        resigned = _one(tmp_path, Line(fm.CONTROLLER_RESIGN, {"c": 2}, logger=fm.CONTROLLER), release)
+        assert (resigned["action"], resigned["state"]) == ("ControllerResign", {"acting_controller_epoch": {"2": 0}})
+
+
+@pytest.mark.parametrize("release", fm.LINES)
 def test_the_stale_controller_line_of_every_release(release: str, tmp_path: Path) -> None:
     event = _one(tmp_path, Line(fm.STALE_LEADER_AND_ISR, {"b": 0, "c": 2, "e": 4, "cid": 9, "latest": 5}), release)
     assert (event["actor"], event["action"]) == ("broker:0", "LeaderAndIsr")

@@ -223,10 +223,14 @@ class _Parser:
                           delta: dict[str, Any]) -> tuple[str, str]:
         self._set(delta, ("controller",), int(v["c"]))
         self._set(delta, ("controller_epoch",), int(v["e"]))
+        # The model's ControllerElect: the winner acts in the epoch it wrote (KafkaReplication.tla).
+        self._set(delta, ("acting_controller_epoch", v["c"]), int(v["e"]))
         return f"broker:{v['c']}", "ControllerElect"
 
     def _controller_resign(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                            delta: dict[str, Any]) -> tuple[str, str]:
+        # The model's ControllerResign: a resigned controller acts in no epoch (0) until it wins again.
+        self._set(delta, ("acting_controller_epoch", v["c"]), 0)
         return f"controller:{v['c']}", "ControllerResign"
 
     def _transition(self, delta: dict[str, Any], c: str, key: tuple[str, ...], src: str, dst: str,

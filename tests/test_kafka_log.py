@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_fixtures import DATA, DOCS, FIXTURE_RELEASES, RENDERED, docs_with_table, fixtures, healthy
+from kafka_fixtures import DATA, DOCS, FIXTURE_RELEASES, RENDERED, docs_with_table, fixtures, healthy, printed
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.pipeline.kafka_log import (
@@ -17,6 +17,7 @@ from kcm.conformance.pipeline.kafka_log import (
     parse_kafka_log,
     parse_rendering,
     partition_name,
+    prints,
     render,
     render_message,
 )
@@ -101,7 +102,7 @@ def test_the_docs_table_is_the_format_table() -> None:
 
 @pytest.mark.parametrize("release", fm.LINES)
 def test_a_healthy_run_renders_and_parses_back_in_every_release(release: str, tmp_path: Path) -> None:
-    parsed = parse_kafka_log(_log(tmp_path, *render(healthy(), release)))
+    parsed = parse_kafka_log(_log(tmp_path, *render(printed(healthy(), release), release)))
     assert parsed.quarantine == [] and parsed.skipped == []
     assert len(parsed.events) == 1 + parsed.lines
     state: dict[str, Any] = {}
@@ -129,6 +130,16 @@ def test_a_healthy_log_of_every_generation_shows_no_violation(generation: str) -
 
 
 # -- the defects of issue 22, one statement each --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", fm.LINES)
+def test_a_controller_acts_in_the_epoch_it_won_and_in_none_once_resigned(release: str, tmp_path: Path) -> None:
+    elected = _one(tmp_path, Line(fm.CONTROLLER_ELECT, {"c": 2, "e": 5}, logger=fm.CONTROLLER), release)
+    assert elected["action"] == "ControllerElect"
+    assert elected["state"]["acting_controller_epoch"] == {"2": 5}
+    if any(f.kind == fm.CONTROLLER_RESIGN and f.covers(release) for f in fm.FORMATS):
+        resigned = _one(tmp_path, Line(fm.CONTROLLER_RESIGN, {"c": 2}, logger=fm.CONTROLLER), release)
+        assert (resigned["action"], resigned["state"]) == ("ControllerResign", {"acting_controller_epoch": {"2": 0}})
 
 
 @pytest.mark.parametrize("release", fm.LINES)
@@ -262,6 +273,112 @@ def test_controller_log_elections(tmp_path: Path) -> None:
     assert [s["line"] for s in parsed.skipped] == [3]
     assert str(parsed.skipped[0]["reason"]).startswith("skipped on purpose: broker membership")
     assert parsed.quarantine == [{"file": str(path), "line": 4, "reason": "unrecognised controller message"}]
+
+
+# -- lines that observe a request's outcome: the sub-steps, the stopped replica, the selected leader ------------
+
+
+def _checked(tmp_path: Path, lines: list[str]) -> tuple[list[Event], set[tuple[str, int]]]:
+    """The events of a rendered log and the (invariant, seq) of every violation the checker finds."""
+    events = parse_kafka_log(_log(tmp_path, *lines)).events
+    checker = InvariantChecker()
+    return events, {(v.invariant, event["seq"]) for event in events for v in checker.step(event)}
+
+
+def _step(kind: str, role: str, epoch: int) -> Line:
+    values = {"b": 0, "c": 1, "e": epoch, "cid": 7, "partition": "t-0", "leader": 1, "le": 4, "n": 1}
+    return Line(kind, values, role=role, extra={"node": "kafka-1:9092"})
+
+
+# Every sub-step each release prints: fetchers stopped (leader, follower), log truncated and fetcher started
+# (follower, to 2.5).
+_STEPS = [(kind, role, release) for kind in (fm.FETCHERS_STOPPED, fm.LOG_TRUNCATED, fm.FETCHER_STARTED)
+          for role in ("leader", "follower") for release in fm.LINES if prints(_step(kind, role, 4), release)]
+
+
+@pytest.mark.parametrize(("kind", "role", "release"), _STEPS)
+def test_a_sub_step_of_an_old_controller_epoch_is_flagged(kind: str, role: str, release: str,
+                                                          tmp_path: Path) -> None:
+    """Broker 0 knows controller epoch 5; a sub-step of a request of epoch 4 says it applied that request."""
+    known = Line(fm.STALE_LEADER_AND_ISR, {"b": 0, "c": 2, "e": 3, "cid": 1, "latest": 5})
+    stale, current = _step(kind, role, 4), _step(kind, role, 5)
+    events, found = _checked(tmp_path, render([known, stale, current], release))
+    assert found == {("StaleControllerFenced", 2)}
+    applied = events[2]
+    assert (applied["actor"], applied["action"]) == ("broker:0", "LeaderAndIsr")
+    assert applied["args"]["applied"] is True and applied["args"]["controller_epoch"] == 4
+    names_partition = "partitions" in applied["args"]
+    assert applied["state"] == ({"role": {"0": {"t-0": role}}} if names_partition else {})
+    assert events[3]["state"] == {}  # the same observation again, of the current epoch: nothing new
+
+
+def test_the_sub_steps_of_2_4_name_the_leader_of_a_broker_end_point(tmp_path: Path) -> None:
+    line = Line(fm.FETCHER_STARTED, {"b": 1, "c": 2, "e": 1, "cid": 15, "partition": "t-0", "leader": 3},
+                role="follower", extra={"node": "kafka3:9092"})
+    assert render_message(line, "2.4")[1].endswith("with leader BrokerEndPoint(id=3, host=kafka3:9092)")
+    assert _one(tmp_path, line, "2.4")["args"]["partitions"] == [{"partition": "t-0", "leader": 3}]
+
+
+@pytest.mark.parametrize("release", ["0.8.2", "0.10.2", "1.0", "2.5"])
+def test_a_finished_stop_replica_removes_the_replica(release: str, tmp_path: Path) -> None:
+    became = Line(fm.BECOME, {"b": 0, "c": 1, "e": 2, "cid": 3, "partition": "t-0"}, role="leader")
+    stop, delete = (Line(fm.STOPPED_REPLICA, {"b": 0, "partition": "t-0", "delete": d}) for d in (False, True))
+    events, found = _checked(tmp_path, render([became, stop, stop, delete], release))
+    assert found == set()
+    assert [(e["action"], e["args"].get("completed")) for e in events[2:]] == [("StopReplica", True)] * 3
+    assert events[2]["state"] == {"role": {"0": {"t-0": None}}}
+    assert events[3]["state"] == {}  # stopped already
+    assert events[4]["args"]["delete"] is True and events[4]["state"] == {}  # no leader epoch was seen
+    leader = Line(fm.LOCAL_LEADER, {"b": 0, "partition": "t-0", "le": 3, "off": 0, "hw": 0, "old": 2, "isr": [0]})
+    gone = parse_kafka_log(_log(tmp_path, *render([leader], "2.6"), *render([delete], "2.5"))).events[-1]
+    assert gone["state"] == {"role": {"0": {"t-0": None}}, "local_leader_epoch": {"0": {"t-0": None}},
+                             "local_isr": {"0": {"t-0": None}}}
+
+
+@pytest.mark.parametrize("release", ["0.8.2", "0.9", "0.10.1", "0.11", "1.0"])
+def test_the_offline_leader_selector_writes_the_store(release: str, tmp_path: Path) -> None:
+    """OfflinePartitionLeaderSelector (controller.log, 0.8.2-1.0): a selection that names a second leader in
+    the store's leader epoch is flagged; the next epoch's is not."""
+    state = {"leader": 1, "leader_epoch": 1, "isr": [1, 2], "zk_version": 1, "controller_epoch": 3,
+             "replicas": [1, 2]}
+    sent = Line(fm.SEND_LEADER_AND_ISR, {"c": 0, "e": 3, "to": 1, "cid": 4, "partition": "t-0", "state": state},
+                role="leader")
+    second, next_epoch = (Line(fm.SELECTED_LEADER, {"partition": "t-0", "state": {**state, "leader": 2,
+                                                                                   "leader_epoch": epoch}},
+                               logger=fm.SELECTOR) for epoch in (1, 2))
+    text = render([sent, second, next_epoch], release)
+    assert text[1].endswith('[OfflinePartitionLeaderSelector]: Selected new leader and ISR {"leader":2,'
+                            '"leader_epoch":1,"isr":[1,2]} for offline partition ' +
+                            ("[t,0]" if release != "1.0" else "t-0") +
+                            " (kafka.controller.OfflinePartitionLeaderSelector)")
+    events, found = _checked(tmp_path, text)
+    assert found == {("OneLeaderPerEpoch", 2)}
+    assert (events[3]["actor"], events[3]["action"]) == ("observer", "BrokerChange")
+    assert events[2]["state"] == {"leader": {"t-0": 2}} and events[3]["state"] == {"leader_epoch": {"t-0": 2}}
+
+
+def test_the_selector_s_other_lines_are_skipped_with_their_reason(tmp_path: Path) -> None:
+    path = _log(tmp_path, "[2017-12-02 02:47:36,350] WARN [OfflinePartitionLeaderSelector]: No broker in ISR is alive "
+                "for [t,0]. Elect leader 2 from live brokers 2,3. There's potential data loss. "
+                "(kafka.controller.OfflinePartitionLeaderSelector)",
+                "[2017-12-02 02:47:36,351] DEBUG [ControlledShutdownLeaderSelector]: Partition t-0 : current leader "
+                "= 3, new leader = 2 (kafka.controller.ControlledShutdownLeaderSelector)", name="controller.log")
+    parsed = parse_kafka_log(path)
+    assert parsed.quarantine == [] and len(parsed.events) == 1
+    assert [s["reason"].split(":")[1].strip()[:20] for s in parsed.skipped] == ["how the offline part",
+                                                                                 "logger kafka.control"]
+
+
+def test_a_list_that_lost_the_space_after_its_bracket_reads_the_same(tmp_path: Path) -> None:
+    """File 42 of the corpus: `addingReplicas []removingReplicas []` (2.6-3.2 print a space between; the `]`
+    closes the list, so no value changes). Any other lost space is still no statement of Kafka's."""
+    line = Line(fm.LOCAL_LEADER, {"b": 1, "partition": "t-0", "le": 1, "off": 1, "hw": 1, "old": 0, "isr": [1, 3]})
+    text = render([line], "3.2")[0]
+    lost = text.replace("addingReplicas [] removingReplicas", "addingReplicas []removingReplicas")
+    read = [parse_kafka_log(_log(tmp_path, t, name=f"{n}.log")) for n, t in enumerate((text, lost))]
+    assert read[0].events[1]["state"] == read[1].events[1]["state"] != {}
+    other = parse_kafka_log(_log(tmp_path, text.replace("starts at", "startsat"), name="other.log"))
+    assert other.quarantine[0]["reason"] == "unrecognised broker message"
 
 
 # -- the fixtures with planted faults ------------------------------------------------------------------------
@@ -406,7 +523,8 @@ def test_an_unreadable_log_pattern_on_the_command_line_exits_2(tmp_path: Path,
 
 def test_no_input_crashes_the_parser(tmp_path: Path) -> None:
     rng = random.Random(22)
-    pieces = [*render(healthy(), "0.10.2"), *render(healthy(), "3.9"), "\tat x", "kafka_1 | ", "[", "\xff", ""]
+    pieces = [*render(healthy(), "0.10.2"), *render(printed(healthy(), "3.9"), "3.9"),
+              "\tat x", "kafka_1 | ", "[", "\xff", ""]
     for attempt in range(50):
         lines = []
         for _ in range(rng.randint(1, 30)):

@@ -4,8 +4,9 @@ parser into partial traces (parser) and the renderer of fixtures (renderer). doc
 
 from kcm.conformance.pipeline.kafka_log.layouts import PatternError, compile_pattern
 from kcm.conformance.pipeline.kafka_log.parser import ParsedLog, match_message, parse_kafka_log
-from kcm.conformance.pipeline.kafka_log.renderer import Line, RenderError, render, render_message
+from kcm.conformance.pipeline.kafka_log.renderer import Line, RenderError, prints, render, render_message
 from kcm.conformance.pipeline.kafka_log.renderings import LogLineError, parse_rendering, partition_name
 
 __all__ = ["Line", "LogLineError", "ParsedLog", "PatternError", "RenderError", "compile_pattern", "match_message",
-           "parse_kafka_log", "parse_rendering", "partition_name", "render", "render_message"]
+           "parse_kafka_log", "parse_rendering", "partition_name", "prints", "render",
+           "render_message"]

@@ -36,6 +36,9 @@ GENERATIONS: Final[dict[str, tuple[str, str]]] = {
 
 STATE_CHANGE: Final = "state.change.logger"
 CONTROLLER: Final = "kafka.controller.KafkaController"
+# controller/PartitionLeaderSelector.scala (0.8.2-1.0, gone in 1.1): logs to controller.log, logIdent
+# "[OfflinePartitionLeaderSelector]: ", no controller id.
+SELECTOR: Final = "kafka.controller.OfflinePartitionLeaderSelector"
 
 # Placeholder -> the regular expression of its values. Partitions: `{tap}` is Scala's TopicAndPartition
 # (`[orders,0]` up to 0.11, `orders-0` from 1.0, kafka/common/TopicAndPartition.scala), `{tp}` Java's
@@ -75,29 +78,36 @@ BECOME: Final = "become"
 COMPLETED: Final = "completed"
 LOCAL_LEADER: Final = "local_leader"
 LOCAL_FOLLOWER: Final = "local_follower"
+FETCHERS_STOPPED: Final = "fetchers_stopped"
+LOG_TRUNCATED: Final = "log_truncated"
+FETCHER_STARTED: Final = "fetcher_started"
 UPDATE_METADATA: Final = "update_metadata"
 STALE_UPDATE_METADATA: Final = "stale_update_metadata"
 STOP_REPLICA: Final = "stop_replica"
 STALE_STOP_REPLICA: Final = "stale_stop_replica"
+STOPPED_REPLICA: Final = "stopped_replica"
+SELECTED_LEADER: Final = "selected_leader"
 CONTROLLER_ELECT: Final = "controller_elect"
 CONTROLLER_RESIGN: Final = "controller_resign"
 SKIP: Final = "skip"
 
 # Reasons for skipping, shared by the rows they apply to.
-_FETCHERS: Final = "replica fetcher bookkeeping of a transition logged on its own line; the model has no fetchers"
 _ALREADY: Final = "the broker already holds the role; the request's own lines carry its state"
 _ERROR: Final = "an error while applying a request; the request's own lines carry its state"
 _DISK: Final = "a log-directory failure; log directories are outside the model"
 _ELECTION_START: Final = "the start of an election whose result is logged on its own line"
-_FINISHED: Final = "the end of a request whose effect is logged on its own line"
+_SHUTTING_DOWN: Final = "a shutting-down broker adds no fetcher; the become-follower lines before it carry the role"
+_SELECTION: Final = ("how the offline partition's leader is chosen; the choice is logged as 'Selected new leader "
+                     "and ISR'")
 _TOPIC_ID: Final = "topic ids are outside the model"
 _KRAFT: Final = "KRaft migration; kcm models ZooKeeper mode"
+_KRAFT_DELTA: Final = "a KRaft broker applying a metadata delta (ReplicaManager.applyDelta); kcm models ZooKeeper mode"
 _INFO_FROM_2_6: Final = "INFO from 2.6"
 
 _LEVELS: Final[dict[str, str]] = {
     STALE_LEADER_AND_ISR: "WARN", STALE_UPDATE_METADATA: "WARN", STALE_STOP_REPLICA: "WARN", REJECTED: "WARN",
     FAILED_CHANGE: "ERROR", LOCAL_LEADER: "INFO", LOCAL_FOLLOWER: "INFO", ISR_REMOVED: "INFO",
-    CONTROLLER_ELECT: "INFO", CONTROLLER_RESIGN: "INFO",
+    CONTROLLER_ELECT: "INFO", CONTROLLER_RESIGN: "INFO", SELECTED_LEADER: "INFO",
 }
 
 C0: Final = "Controller {c} epoch {e} "  # the prefix written by hand up to 0.11
@@ -137,6 +147,7 @@ RM: Final = "server/ReplicaManager.scala"
 MC: Final = "server/MetadataCache.scala"
 ZMC: Final = "server/metadata/ZkMetadataCache.scala"
 PART: Final = "cluster/Partition.scala"
+PLS: Final = "controller/PartitionLeaderSelector.scala"
 _L: Final = {"role": "leader"}
 _F: Final = {"role": "follower"}
 
@@ -303,6 +314,8 @@ FORMATS: tuple[Format, ...] = (
            "the become-follower transition for partition {tp} with leader {leader}", COMPLETED, RM, _F),
     Format("2.7", "3.9", B1 + "Finished LeaderAndIsr request in {ms}ms correlationId {cid} from controller {c} for "
            "{n} partitions", COMPLETED, RM, level="INFO"),
+    # Between apache/kafka c59835c1d72 (KAFKA-8470, #8320) and d9fe30dab0f (#8736) trunk printed the lists
+    # without brackets and `.Previous` without a space; no release did, so such a line stays quarantined.
     Format("2.6", "3.2", B1 + "Leader {tp} starts at leader epoch {le} from offset {off} with high watermark {hw} ISR "
            "{isrb} addingReplicas {addb} removingReplicas {remb}. Previous leader epoch was {old}.", LOCAL_LEADER,
            PART),
@@ -323,54 +336,58 @@ FORMATS: tuple[Format, ...] = (
     Format("3.6", "3.9", B1 + "Follower {tp} starts at leader epoch {le} from offset {off} with partition epoch {pe} "
            "and high watermark {hw}. Current leader is {leader}. Previous leader {prev} and previous leader epoch was "
            "{old}.", LOCAL_FOLLOWER, PART),
-    # the broker's side lines that carry no state of their own
+    # The sub-steps of ReplicaManager.makeLeaders / makeFollowers: each is logged once the broker has accepted the
+    # request's controller epoch (after the fence of becomeLeaderOrFollower) and, per partition, once
+    # Partition.makeLeader / makeFollower changed the role (0.9 and later; 0.8.2 logs the become-leader one for
+    # every partition of the request, just before makeLeader). 2.6 logs one summary per request instead.
     Format("0.8.2", "0.8.2", B0 + "stopped fetchers as part of become-leader request from controller {c} epoch {e} "
-           "with correlation id {cid} for partition {tap}", SKIP, RM, note=_FETCHERS),
+           "with correlation id {cid} for partition {tap}", FETCHERS_STOPPED, RM, _L),
     Format("0.9", "0.11", B0 + "stopped fetchers as part of become-leader request from controller {c} epoch {e} with "
-           "correlation id {cid} for partition {tp}", SKIP, RM, note=_FETCHERS),
+           "correlation id {cid} for partition {tp}", FETCHERS_STOPPED, RM, _L),
     Format("1.0", "2.5", B1 + "Stopped fetchers as part of become-leader request from controller {c} epoch {e} with "
-           "correlation id {cid} for partition {tp} (last update controller epoch {le})", SKIP, RM, note=_FETCHERS),
+           "correlation id {cid} for partition {tp} (last update controller epoch {le})", FETCHERS_STOPPED, RM, _L),
     Format("2.6", "3.9", B1 + "Stopped fetchers as part of LeaderAndIsr request correlationId {cid} from controller "
-           "{c} epoch {e} as part of the become-leader transition for {n} partitions", SKIP, RM, note=_FETCHERS),
+           "{c} epoch {e} as part of the become-leader transition for {n} partitions", FETCHERS_STOPPED, RM, _L,
+           level="INFO"),
     Format("0.8.2", "0.11", B0 + "stopped fetchers as part of become-follower request from controller {c} epoch {e} "
-           "with correlation id {cid} for partition {tap}", SKIP, RM, note=_FETCHERS),
+           "with correlation id {cid} for partition {tap}", FETCHERS_STOPPED, RM, _F),
     Format("1.0", "1.1", B1 + "Stopped fetchers as part of become-follower request from controller {c} epoch {e} with "
-           "correlation id {cid} for partition {tp}", SKIP, RM, note=_FETCHERS),
+           "correlation id {cid} for partition {tp}", FETCHERS_STOPPED, RM, _F),
     Format("2.0", "2.5", B1 + "Stopped fetchers as part of become-follower request from controller {c} epoch {e} with "
-           "correlation id {cid} for partition {tp} with leader {leader}", SKIP, RM, note=_FETCHERS),
+           "correlation id {cid} for partition {tp} with leader {leader}", FETCHERS_STOPPED, RM, _F),
     Format("2.6", "3.9", B1 + "Stopped fetchers as part of become-follower request from controller {c} epoch {e} with "
-           "correlation id {cid} for {n} partitions", SKIP, RM, note=_FETCHERS),
+           "correlation id {cid} for {n} partitions", FETCHERS_STOPPED, RM, _F, level="INFO"),
     Format("3.0", "3.9", B1 + "Stopped fetchers as part of become-follower for {n} partitions", SKIP, RM,
-           note=_FETCHERS),
+           note=_KRAFT_DELTA),
     Format("3.0", "3.9", B1 + "Started fetchers as part of become-follower for {n} partitions", SKIP, RM,
-           note=_FETCHERS),
+           note=_KRAFT_DELTA),
     Format("0.8.2", "0.11", B0 + "truncated logs and checkpointed recovery boundaries for partition {tap} as part of "
-           "become-follower request with correlation id {cid} from controller {c} epoch {e}", SKIP, RM,
-           note=_FETCHERS),
+           "become-follower request with correlation id {cid} from controller {c} epoch {e}", LOG_TRUNCATED, RM, _F),
     Format("1.0", "1.1", B1 + "Truncated logs and checkpointed recovery boundaries for partition {tp} as part of "
-           "become-follower request with correlation id {cid} from controller {c} epoch {e}", SKIP, RM,
-           note=_FETCHERS),
+           "become-follower request with correlation id {cid} from controller {c} epoch {e}", LOG_TRUNCATED, RM, _F),
     Format("2.0", "2.5", B1 + "Truncated logs and checkpointed recovery boundaries for partition {tp} as part of "
            "become-follower request with correlation id {cid} from controller {c} epoch {e} with leader {leader}",
-           SKIP, RM, note=_FETCHERS),
+           LOG_TRUNCATED, RM, _F),
     Format("0.8.2", "0.11", B0 + "started fetcher to new leader as part of become-follower request from controller "
-           "{c} epoch {e} with correlation id {cid} for partition {tap}", SKIP, RM, note=_FETCHERS),
+           "{c} epoch {e} with correlation id {cid} for partition {tap}", FETCHER_STARTED, RM, _F),
     Format("1.0", "1.1", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
-           "epoch {e} with correlation id {cid} for partition {tp}", SKIP, RM, note=_FETCHERS),
+           "epoch {e} with correlation id {cid} for partition {tp}", FETCHER_STARTED, RM, _F),
     Format("2.0", "2.3", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
-           "epoch {e} with correlation id {cid} for partition {tp} with leader {leader}", SKIP, RM, note=_FETCHERS),
+           "epoch {e} with correlation id {cid} for partition {tp} with leader {leader}", FETCHER_STARTED, RM, _F),
+    # the leader as InitialFetchState.leader, a BrokerEndPoint: `BrokerEndPoint(id=$id, host=$host:$port)`
+    # (cluster/BrokerEndPoint.scala 2.4)
     Format("2.4", "2.5", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
-           "epoch {e} with correlation id {cid} for partition {tp} with leader {node}", SKIP, RM,
-           note=_FETCHERS + " (the leader as a BrokerEndPoint)"),
+           "epoch {e} with correlation id {cid} for partition {tp} with leader BrokerEndPoint(id={leader}, "
+           "host={node})", FETCHER_STARTED, RM, _F),
     Format("0.8.2", "0.11", B0 + "skipped the adding-fetcher step of the become-follower state change with "
            "correlation id {cid} from controller {c} epoch {e} for partition {tap} since it is shutting down", SKIP,
-           RM, note=_FETCHERS),
+           RM, note=_SHUTTING_DOWN),
     Format("1.0", "1.1", B1 + "Skipped the adding-fetcher step of the become-follower state change with correlation "
            "id {cid} from controller {c} epoch {e} for partition {tp} since it is shutting down", SKIP, RM,
-           note=_FETCHERS),
+           note=_SHUTTING_DOWN),
     Format("2.0", "3.9", B1 + "Skipped the adding-fetcher step of the become-follower state change with correlation "
            "id {cid} from controller {c} epoch {e} for partition {tp} with leader {leader} since it is shutting down",
-           SKIP, RM, note=_FETCHERS),
+           SKIP, RM, note=_SHUTTING_DOWN),
     Format("0.9", "0.11", B0 + "skipped the become-leader state change after marking its partition as leader with "
            "correlation id {cid} from controller {c} epoch {e} for partition {tap} since it is already the leader for "
            "the partition.", SKIP, RM, note=_ALREADY),
@@ -409,12 +426,13 @@ FORMATS: tuple[Format, ...] = (
            "partitions", STOP_REPLICA, RM, level="INFO"),
     Format("2.6", "3.9", B1 + "Received StopReplica request {blob} correlation id {cid} from controller {c} epoch {e} "
            "for partition {tp}", STOP_REPLICA, RM),
-    Format("0.8.2", "0.10.1", B0 + "finished handling stop replica (delete={delete}) for partition {tap}", SKIP, RM,
-           note=_FINISHED),
-    Format("0.10.2", "0.11", B0 + "finished handling stop replica (delete={delete}) for partition {tp}", SKIP, RM,
-           note=_FINISHED),
-    Format("1.0", "2.5", B1 + "Finished handling stop replica (delete={delete}) for partition {tp}", SKIP, RM,
-           note=_FINISHED),
+    # logged at the end of ReplicaManager.stopReplica, whether or not the broker held the replica
+    Format("0.8.2", "0.10.1", B0 + "finished handling stop replica (delete={delete}) for partition {tap}",
+           STOPPED_REPLICA, RM),
+    Format("0.10.2", "0.11", B0 + "finished handling stop replica (delete={delete}) for partition {tp}",
+           STOPPED_REPLICA, RM),
+    Format("1.0", "2.5", B1 + "Finished handling stop replica (delete={delete}) for partition {tp}",
+           STOPPED_REPLICA, RM),
     Format("0.8.2", "0.10.1", B0 + "ignoring stop replica (delete={delete}) for partition {tap} as replica doesn't "
            "exist on broker", SKIP, RM, note="the broker holds no replica to stop"),
     Format("0.10.2", "0.11", B0 + "ignoring stop replica (delete={delete}) for partition {tp} as replica doesn't "
@@ -474,6 +492,18 @@ FORMATS: tuple[Format, ...] = (
     Format("0.9", "0.11", "[Controller {c}]: Broker {c} resigned as the controller", CONTROLLER_RESIGN, KC,
            logger=CONTROLLER),
     Format("1.0", "3.9", "[Controller id={c}] Resigned", CONTROLLER_RESIGN, KC, logger=CONTROLLER),
+    # -- controller.log: OfflinePartitionLeaderSelector.selectLeader, called by
+    # PartitionStateMachine.electLeaderForPartition, which writes the selection to ZooKeeper right after (a
+    # conditional write; on a version conflict it reads the node again and selects again, logging a new line)
+    Format("0.8.2", "1.0", "[OfflinePartitionLeaderSelector]: Selected new leader and ISR {lai} for offline partition "
+           "{tap}", SELECTED_LEADER, PLS, logger=SELECTOR),
+    Format("0.8.2", "1.0", "[OfflinePartitionLeaderSelector]: No broker in ISR is alive for {tap}. Pick the leader "
+           "from the alive assigned replicas: {replicas}", SKIP, PLS, note=_SELECTION, logger=SELECTOR, level="DEBUG"),
+    Format("0.8.2", "1.0", "[OfflinePartitionLeaderSelector]: No broker in ISR is alive for {tap}. Elect leader "
+           "{leader} from live brokers {replicas}. There's potential data loss.", SKIP, PLS,
+           note=_SELECTION + " (an unclean election)", logger=SELECTOR, level="WARN"),
+    Format("0.8.2", "1.0", "[OfflinePartitionLeaderSelector]: Some broker in ISR is alive for {tap}. Select {leader} "
+           "from ISR {replicas} to be the leader.", SKIP, PLS, note=_SELECTION, logger=SELECTOR, level="DEBUG"),
 )
 
 
@@ -552,19 +582,32 @@ class Compiled:
     regex: re.Pattern[str]
 
 
+# Placeholders whose values close with their own bracket (`[1,3]`, mkString("[", ",", "]")): the space Kafka
+# prints after one separates nothing the bracket has not already closed, so a line whose copy lost that
+# space (`addingReplicas []removingReplicas []`) reads to the same values and is accepted.
+_BRACKETED: Final = frozenset(name for name, regex in PLACEHOLDERS.items() if regex.endswith(r"\]"))
+
+
 def _compile(template: str) -> re.Pattern[str]:
     """The template as an anchored regular expression; a placeholder seen twice must repeat its value."""
     out: list[str] = []
     seen: set[str] = set()
     position = 0
+    previous = ""
     for match in re.finditer(r"\{(\w+)\}", template):
-        out.append(re.escape(template[position:match.start()]))
-        name = match[1]
+        out.append(_literal(template[position:match.start()], previous))
+        name = previous = match[1]
         out.append(f"(?P={name})" if name in seen else f"(?P<{name}>{PLACEHOLDERS[name]})")
         seen.add(name)
         position = match.end()
-    out.append(re.escape(template[position:]))
+    out.append(_literal(template[position:], previous))
     return re.compile("^" + "".join(out) + "$")
+
+
+def _literal(text: str, after: str) -> str:
+    if after in _BRACKETED and text.startswith(" "):
+        return " ?" + re.escape(text[1:])
+    return re.escape(text)
 
 
 COMPILED: Final[tuple[Compiled, ...]] = tuple(Compiled(f, _compile(f.template)) for f in FORMATS)

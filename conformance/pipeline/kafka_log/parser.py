@@ -35,12 +35,12 @@ from kcm.conformance.pipeline.kafka_log.renderings import (
     parse_rendering,
     partition_name,
 )
-from kcm.spec.trace.format import SYNTHESIZED, Event, make_event
+from kcm.spec.trace.format import OBSERVER, SYNTHESIZED, Event, make_event
 from kcm.spec.vocabulary import NO_LEADER
 
 KAFKA_NO_LEADER: Final = -1  # what Kafka writes for "no leader" (LeaderAndIsr.NoLeader)
 _DETECT_LINES: Final = 500
-_LOGGERS: Final = frozenset({fm.STATE_CHANGE, fm.CONTROLLER})
+_LOGGERS: Final = frozenset(f.logger for f in fm.FORMATS)
 _CREATION: Final = frozenset({"NewPartition", "NewReplica"})
 
 
@@ -201,6 +201,18 @@ class _Parser:
             self._set(delta, ("leader", p), leader)
             self._set(delta, ("leader_epoch", p), 0)
 
+    def _selected_leader(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                         delta: dict[str, Any]) -> tuple[str, str]:
+        """OfflinePartitionLeaderSelector's choice (0.8.2-1.0), which the controller writes to ZooKeeper right
+        after: the store's leader, leader epoch and ISR. The line names neither the controller nor its epoch, so
+        its actor is an observer and the partition's controller epoch is left as it was."""
+        p = _partition(v)
+        fields = parse_rendering(v["lai"])
+        _need(fields, "leader", "leader_epoch", "isr")
+        args.update(partition=p, selected=True)
+        self._store(delta, p, fields, None)
+        return OBSERVER, "BrokerChange"
+
     def _isr_removed(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                      delta: dict[str, Any]) -> tuple[str, str]:
         args["removed_from_isr"] = int(v["r"])
@@ -211,10 +223,14 @@ class _Parser:
                           delta: dict[str, Any]) -> tuple[str, str]:
         self._set(delta, ("controller",), int(v["c"]))
         self._set(delta, ("controller_epoch",), int(v["e"]))
+        # The model's ControllerElect: the winner acts in the epoch it wrote (KafkaReplication.tla).
+        self._set(delta, ("acting_controller_epoch", v["c"]), int(v["e"]))
         return f"broker:{v['c']}", "ControllerElect"
 
     def _controller_resign(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                            delta: dict[str, Any]) -> tuple[str, str]:
+        # The model's ControllerResign: a resigned controller acts in no epoch (0) until it wins again.
+        self._set(delta, ("acting_controller_epoch", v["c"]), 0)
         return f"controller:{v['c']}", "ControllerResign"
 
     def _transition(self, delta: dict[str, Any], c: str, key: tuple[str, ...], src: str, dst: str,
@@ -225,14 +241,15 @@ class _Parser:
         args["transitions"] = [[*key, src, dst]]
         self._set(delta, leaf, dst, force=True)
 
-    def _store(self, delta: dict[str, Any], p: str, fields: dict[str, Any], epoch: int) -> None:
+    def _store(self, delta: dict[str, Any], p: str, fields: dict[str, Any], epoch: int | None) -> None:
         if "leader" in fields:
             self._set(delta, ("leader", p), _leader(fields["leader"]))
         for var, name in (("leader_epoch", "leader_epoch"), ("isr", "isr"), ("partition_version", "zk_version")):
             if name in fields:
                 self._set(delta, (var, p), fields[name])
-        if "leader" in fields:
-            self._set(delta, ("partition_controller_epoch", p), fields.get("controller_epoch", epoch))
+        written_by = fields.get("controller_epoch", epoch)
+        if "leader" in fields and written_by is not None:
+            self._set(delta, ("partition_controller_epoch", p), written_by)
 
     # -- the brokers' lines -----------------------------------------------------------------------------------
 
@@ -280,6 +297,25 @@ class _Parser:
             args["role"] = f.fixed["role"]
         else:
             args["partition_count"] = int(v["n"])
+        return f"broker:{b}", "LeaderAndIsr"
+
+    def _transition_step(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                         delta: dict[str, Any]) -> tuple[str, str]:
+        """A sub-step of ReplicaManager.makeLeaders / makeFollowers (fetchers stopped, log truncated, fetcher
+        started): the broker has accepted the request's controller epoch and, for the partition the line names,
+        holds the role the transition gives it (with the leader, when the line names it). 2.6's summaries name
+        no partition, only how many."""
+        b = int(v["b"])
+        role = f.fixed["role"]
+        if "tp" in v or "tap" in v:
+            p = _partition(v)
+            self._request_args(args, v, p, {"leader": int(v["leader"])} if "leader" in v else {})
+            self._set(delta, ("role", str(b), p), role)
+        else:
+            args.update(controller_id=int(v["c"]), controller_epoch=int(v["e"]), correlation_id=int(v["cid"]),
+                        partition_count=int(v["n"]))
+        args.update(applied=True, role=role)
+        self._seen_epoch(delta, b, int(v["e"]))
         return f"broker:{b}", "LeaderAndIsr"
 
     def _local(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], delta: dict[str, Any]) -> tuple[str, str]:
@@ -337,6 +373,20 @@ class _Parser:
             self._seen_epoch(delta, b, int(v["e"]))
         return f"broker:{b}", "StopReplica"
 
+    def _stopped_replica(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                         delta: dict[str, Any]) -> tuple[str, str]:
+        """The end of ReplicaManager.stopReplica (logged whether or not the broker held the replica): the replica
+        holds no role, and with delete it is gone with its leader epoch and ISR, as the model's StopReplica
+        leaves it."""
+        b, p = str(int(v["b"])), _partition(v)
+        delete = v["delete"] == "true"
+        args.update(partition=p, delete=delete, completed=True)
+        self._set(delta, ("role", b, p), None)
+        if delete:
+            for var in ("local_leader_epoch", "local_isr"):
+                self._set(delta, (var, b, p), None)
+        return f"broker:{b}", "StopReplica"
+
     @staticmethod
     def _request_args(args: dict[str, Any], v: dict[str, str], p: str, fields: dict[str, Any]) -> None:
         entry: dict[str, Any] = {"partition": p}
@@ -385,7 +435,9 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     fm.LOCAL_LEADER: _Parser._local, fm.LOCAL_FOLLOWER: _Parser._local, fm.UPDATE_METADATA: _Parser._update_metadata,
     fm.STALE_UPDATE_METADATA: _Parser._stale, fm.STOP_REPLICA: _Parser._stop_replica,
     fm.STALE_STOP_REPLICA: _Parser._stale, fm.CONTROLLER_ELECT: _Parser._controller_elect,
-    fm.CONTROLLER_RESIGN: _Parser._controller_resign,
+    fm.CONTROLLER_RESIGN: _Parser._controller_resign, fm.FETCHERS_STOPPED: _Parser._transition_step,
+    fm.LOG_TRUNCATED: _Parser._transition_step, fm.FETCHER_STARTED: _Parser._transition_step,
+    fm.STOPPED_REPLICA: _Parser._stopped_replica, fm.SELECTED_LEADER: _Parser._selected_leader,
 }
 
 

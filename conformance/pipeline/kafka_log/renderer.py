@@ -82,6 +82,11 @@ def _candidates(line: Line, release: str) -> list[tuple[fm.Format, dict[str, str
     return found
 
 
+def prints(line: Line, release: str) -> bool:
+    """Whether the release has a statement for the line (a fixture's run keeps only the lines its release prints)."""
+    return bool(_candidates(line, release))
+
+
 def render_message(line: Line, release: str) -> tuple[fm.Format, str]:
     """The statement of `release` that says the most of the line's values, filled in."""
     if release not in fm.RELEASES:

@@ -119,6 +119,9 @@ class Knobs:
         return self.changed().keys() <= SAFE_AT_ANY_VALUE
 
 
+KNOB_NAMES: Final[tuple[str, ...]] = tuple(f.name for f in fields(Knobs))
+
+
 def _render(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 

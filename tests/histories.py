@@ -25,3 +25,26 @@ def reelected_controller(run: str, back: bool) -> list[Event]:
     for event in events:
         event["run"] = run
     return events
+
+
+def restarted_broker_requests(run: str, knobs: Knobs) -> list[Event]:
+    """tests/scenarios/broker_epoch.txt: a request in flight to broker 3 when it crashes and restarts, then
+    one addressed to broker 3's previous registration by a controller that has not seen it bounce."""
+    events: list[Event] = []
+    cluster = Cluster(3, knobs, events.append)
+    cluster.stabilize()
+    cluster.create_topic("t0", {0: (2, 3)})
+    cluster.stabilize()
+    cluster.crash(2)
+    cluster.process_controller_event(1)
+    cluster.crash(3)
+    cluster.restart(3)
+    cluster.stabilize()
+    cluster.create_topic("t1", {0: (3, 1)})
+    cluster.crash(3)
+    cluster.restart(3)
+    cluster.process_controller_event(1)
+    cluster.stabilize()
+    for event in events:
+        event["run"] = run
+    return events

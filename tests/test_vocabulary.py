@@ -19,7 +19,8 @@ def test_min_isr_is_safe_at_any_value() -> None:
 
 
 @pytest.mark.parametrize("setting", ["truncation=hw", "truncation=kip279", "unclean_election=true",
-                                     "controller_epoch_fencing=false", "leader_epoch_check=false"])
+                                     "controller_epoch_fencing=false", "leader_epoch_check=false",
+                                     "broker_epoch=false"])
 def test_every_other_knob_makes_a_design_unsafe(setting: str) -> None:
     knobs = Knobs().with_settings([setting])
     assert not knobs.is_safe

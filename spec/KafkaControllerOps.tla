@@ -272,7 +272,7 @@ OpsBrokerChange(c) ==
            One(p) ==
                LET W0 == OpsWork(c, p)
                    W1 == IF new # {} THEN OpsStartup(W0, new, K) ELSE W0
-                   W2 == IF bounced # {} THEN OpsStartup(Failure(W1, bounced, K), bounced, K) ELSE W1
+                   W2 == IF bounced # {} THEN OpsStartup(Failure(W1, bounced, Without(K, bounced)), bounced, K) ELSE W1
                    W3 == IF dead # {} THEN Failure(W2, dead, K) ELSE W2
                IN IF Known(c, p) THEN W3 ELSE W0
            Wf == TLCEval([p \in Partitions |-> One(p)])

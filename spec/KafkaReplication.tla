@@ -594,6 +594,9 @@ NewBrokers(old, live) == {b \in Brokers : old[b] = 0 /\ live[b] # 0}
 DeadBrokers(old, live) == {b \in Brokers : old[b] # 0 /\ live[b] = 0}
 BouncedBrokers(old, live) ==
     IF BrokerEpoch THEN {b \in Brokers : old[b] # 0 /\ live[b] # 0 /\ old[b] # live[b]} ELSE {}
+\* The context while bounced brokers fail: without them (2.2.0 KafkaController.scala BrokerChange:
+\* removeLiveBrokersAndEpochs, onBrokerFailure, then addLiveBrokersAndEpochs, onBrokerStartup).
+Without(K, bounced) == [K EXCEPT !.live = [b \in Brokers |-> IF b \in bounced THEN 0 ELSE K.live[b]]]
 
 \* UpdateMetadata to every live broker (it carries only the controller epoch here).
 UmMsgs(c, K) ==
@@ -774,7 +777,7 @@ BrokerChangeWork(c, K) ==
         One(p) ==
             LET W0 == Work(c, p)
                 W1 == IF new # {} THEN Startup(W0, new, K) ELSE W0
-                W2 == IF bounced # {} THEN Startup(Failure(W1, bounced, K), bounced, K) ELSE W1
+                W2 == IF bounced # {} THEN Startup(Failure(W1, bounced, Without(K, bounced)), bounced, K) ELSE W1
                 W3 == IF dead # {} THEN Failure(W2, dead, K) ELSE W2
             IN IF Known(c, p) THEN W3 ELSE W0
     IN TLCEval([p \in Partitions |-> One(p)])

@@ -73,6 +73,7 @@ class Controller:
         self.queue: deque[ControllerEvent] = deque()
         self.ctx: ControllerContext | None = None
         self.resigned_partitions: set[str] = set()
+        self.broker_epoch = 0  # set when the broker registers
 
     @property
     def session(self) -> int:
@@ -200,10 +201,17 @@ class Controller:
     def _on_reregister(self, batch: RequestBatch, result: StepResult) -> None:
         """After a session expiry: register the broker again, then act as on a controller change (a
         controller re-elected under the new session keeps its role; a deposed one resigns)."""
-        registration = zk_paths.broker_path(self.broker_id)
         with contextlib.suppress(NodeExistsError):
-            self.store.create(self.session, registration, {"epoch": self.session}, ephemeral=True)
+            self.register()
         self._on_controller_change(batch, result)
+
+    def register(self) -> None:
+        """Registers the broker under its session, which becomes its broker epoch (Kafka keeps it in the
+        controller: 2.2.0 KafkaController.scala `_brokerEpoch = zkClient.registerBroker(brokerInfo)`, the
+        czxid of /brokers/ids/N)."""
+        self.store.create(self.session, zk_paths.broker_path(self.broker_id), {"epoch": self.session},
+                          ephemeral=True)
+        self.broker_epoch = self.session
 
     def _holder(self) -> int:
         """Who holds `/controller`; also leaves a watch on it, as every broker keeps one."""
@@ -305,7 +313,10 @@ class Controller:
         before = ctx.live_brokers
         new = set(registered) - set(before)
         dead = set(before) - set(registered)
-        bounced = {b for b in set(registered) & set(before) if registered[b] != before[b]}
+        # Before KIP-380 the controller compares broker ids only (2.1.0 KafkaController.scala BrokerChange):
+        # a broker that registered again in between is not seen.
+        bounced = {b for b in set(registered) & set(before) if registered[b] != before[b]} \
+            if self.knobs.broker_epoch else set()
         ctx.live_brokers = registered
         ctx.shutting_down -= dead | bounced
         return new, dead, bounced

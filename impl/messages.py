@@ -13,6 +13,7 @@ Record = tuple[int, int]  # (leader_epoch, record_id); its offset is its index i
 
 NONE_ERROR: Final = ""
 STALE_CONTROLLER_EPOCH: Final = "STALE_CONTROLLER_EPOCH"
+STALE_BROKER_EPOCH: Final = "STALE_BROKER_EPOCH"
 STALE_LEADER_EPOCH: Final = "STALE_LEADER_EPOCH"
 NOT_LEADER: Final = "NOT_LEADER_FOR_PARTITION"
 FENCED_LEADER_EPOCH: Final = "FENCED_LEADER_EPOCH"
@@ -35,11 +36,15 @@ class PartitionLeaderState:
     controller_epoch: int
 
 
+# Every controller request carries the broker epoch the controller knows for its recipient (KIP-380,
+# 2.2.0 ControllerChannelManager.scala: controllerContext.liveBrokerIdAndEpochs(broker)); the knob
+# `broker_epoch` decides whether the recipient checks it.
 @dataclass(frozen=True, slots=True)
 class LeaderAndIsrRequest:
     controller_id: int
     controller_epoch: int
     partitions: tuple[PartitionLeaderState, ...]
+    broker_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,7 @@ class StopReplicaRequest:
     controller_epoch: int
     partitions: tuple[str, ...]
     delete: bool
+    broker_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,7 @@ class UpdateMetadataRequest:
     controller_epoch: int
     partitions: tuple[PartitionLeaderState, ...]
     live_brokers: tuple[int, ...]
+    broker_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +121,9 @@ class OffsetsForLeaderEpochResponse:
     leader_epoch: int
     end_offset: int
 
+
+ControllerRequest = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
+CONTROLLER_REQUESTS: Final = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
 
 Message = (
     LeaderAndIsrRequest

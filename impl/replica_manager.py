@@ -12,16 +12,19 @@ from typing import Final
 
 from kcm.impl import zk_paths
 from kcm.impl.messages import (
+    CONTROLLER_REQUESTS,
     FENCED_LEADER_EPOCH,
     NONE_ERROR,
     NOT_ENOUGH_REPLICAS,
     NOT_LEADER,
     OFFSET_OUT_OF_RANGE,
+    STALE_BROKER_EPOCH,
     STALE_CONTROLLER_EPOCH,
     UNDEFINED_EPOCH,
     UNKNOWN_LEADER_EPOCH,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
+    ControllerRequest,
     Envelope,
     FetchRequest,
     FetchResponse,
@@ -104,8 +107,11 @@ class ReplicaManager:
 
     # -- message handling ----------------------------------------------------------------------------
 
-    def handle(self, src: int, message: Message, now: int) -> tuple[list[Envelope], bool]:
-        """Handle one delivered message; returns the replies and whether the message took effect."""
+    def handle(self, src: int, message: Message, now: int, broker_epoch: int) -> tuple[list[Envelope], bool]:
+        """Handle one delivered message, `broker_epoch` being the broker's own (its latest registration);
+        returns the replies and whether the message took effect."""
+        if isinstance(message, CONTROLLER_REQUESTS) and self._stale_broker_epoch(message, broker_epoch):
+            return self._refuse(src, message), False
         if isinstance(message, LeaderAndIsrRequest):
             return [], self._on_leader_and_isr(message, now)
         if isinstance(message, StopReplicaRequest):
@@ -124,6 +130,20 @@ class ReplicaManager:
             self._on_controlled_shutdown_response(message)
             return [], True
         raise TypeError(f"broker {self.broker_id} cannot handle {type(message).__name__}")
+
+    def _stale_broker_epoch(self, request: ControllerRequest, broker_epoch: int) -> bool:
+        """KIP-380: a request addressed to an earlier registration of this broker is stale (2.2.0
+        KafkaApis.scala isBrokerEpochStale). Before 2.2 (knob off) nothing is."""
+        return self.knobs.broker_epoch and request.broker_epoch < broker_epoch
+
+    def _refuse(self, src: int, request: ControllerRequest) -> list[Envelope]:
+        """A stale request is refused whole: only a StopReplica is answered that the controller reads
+        (2.2.0 KafkaApis.scala handleStopReplicaRequest answers STALE_BROKER_EPOCH)."""
+        if not isinstance(request, StopReplicaRequest):
+            return []
+        reply = StopReplicaResponse(self.broker_id, request.controller_epoch, request.partitions, request.delete,
+                                    STALE_BROKER_EPOCH)
+        return [Envelope(self.broker_id, src, reply)]
 
     def _on_controlled_shutdown_response(self, response: ControlledShutdownResponse) -> None:
         """Done when nothing leads here any more; otherwise the broker asks again later."""

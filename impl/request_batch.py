@@ -52,21 +52,23 @@ class RequestBatch:
             return
         out = self.sealed
         controller_id = self.controller_id
+        epochs = ctx.live_brokers  # each request is addressed to the registration the context knows
         for broker, states in sorted(self.leader_and_isr.items()):
-            request = LeaderAndIsrRequest(controller_id, ctx.epoch, tuple([states[p] for p in sorted(states)]))
+            request = LeaderAndIsrRequest(controller_id, ctx.epoch, tuple([states[p] for p in sorted(states)]),
+                                          epochs[broker])
             out.append(Envelope(controller_id, broker, request))
         if self.metadata_brokers:
-            live = tuple(sorted(ctx.live_brokers))
+            live = tuple(sorted(epochs))
             metadata = tuple(
                 [state for p in sorted(self.metadata_partitions) if (state := ctx.leader_state(p)) is not None]
             )
-            # One request for every broker: messages are immutable values, so they may share it.
-            update = UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live)
-            for broker in sorted(self.metadata_brokers & ctx.live_brokers.keys()):
+            for broker in sorted(self.metadata_brokers & epochs.keys()):
+                update = UpdateMetadataRequest(controller_id, ctx.epoch, metadata, live, epochs[broker])
                 out.append(Envelope(controller_id, broker, update))
         for (broker, delete), partitions in sorted(self.stop_replica.items()):
-            if broker in ctx.live_brokers:
-                stop = StopReplicaRequest(controller_id, ctx.epoch, tuple(sorted(set(partitions))), delete)
+            if broker in epochs:
+                stop = StopReplicaRequest(controller_id, ctx.epoch, tuple(sorted(set(partitions))), delete,
+                                          epochs[broker])
                 out.append(Envelope(controller_id, broker, stop))
         self.leader_and_isr = {}
         self.stop_replica = {}

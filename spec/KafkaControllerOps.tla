@@ -241,6 +241,7 @@ OpsBrokerReregister(b) ==
     /\ reregister' = [reregister EXCEPT ![b] = FALSE]
     /\ LET live == [registered EXCEPT ![b] = session[b]]
        IN /\ registered' = live
+          /\ broker_epoch' = [broker_epoch EXCEPT ![b] = session[b]]
           /\ IF controller = NoLeader /\ controller_epoch < MaxControllerEpoch
              THEN OpsElected(b, live)
              ELSE IF controller = b
@@ -264,18 +265,18 @@ OpsBrokerChange(c) ==
     /\ CanHandle(c, "BrokerChange")
     /\ LET old == ctl_live[c]
            live == registered
-           new == {b \in Brokers : old[b] = 0 /\ live[b] # 0}
-           dead == {b \in Brokers : old[b] # 0 /\ live[b] = 0}
-           bounced == {b \in Brokers : old[b] # 0 /\ live[b] # 0 /\ old[b] # live[b]}
+           new == NewBrokers(old, live)
+           dead == DeadBrokers(old, live)
+           bounced == BouncedBrokers(old, live)
            K == OpsCtx(c, live, ctl_shutting[c] \ (dead \cup bounced))
            One(p) ==
                LET W0 == OpsWork(c, p)
                    W1 == IF new # {} THEN OpsStartup(W0, new, K) ELSE W0
-                   W2 == IF bounced # {} THEN OpsStartup(Failure(W1, bounced, K), bounced, K) ELSE W1
+                   W2 == IF bounced # {} THEN OpsStartup(Failure(W1, bounced, Without(K, bounced)), bounced, K) ELSE W1
                    W3 == IF dead # {} THEN Failure(W2, dead, K) ELSE W2
                IN IF Known(c, p) THEN W3 ELSE W0
            Wf == TLCEval([p \in Partitions |-> One(p)])
-       IN OpsCommit(c, K, Wf, {}, FALSE, {}, {}, "BrokerChange")
+       IN OpsCommit(c, K, Wf, {}, FALSE, RemovedQueues(c, dead), {}, "BrokerChange")
     /\ UNCHANGED <<broker_vars, replica_vars, msgs, bound_vars, cs_requested>>
     /\ HistoryNext
 
@@ -449,7 +450,8 @@ StopReplicaResponse(c) ==
 
 (* StopReplica(b) -- actor broker:b.
    When: a StopReplica request for b is in flight.
-   Does: the controller-epoch fence as for LeaderAndIsr; if accepted the replica stops (no role)
+   Does: with BrokerEpoch, a request addressed to an earlier registration of b is refused whole (b
+   answers STALE_BROKER_EPOCH, 2.2.0 KafkaApis.scala handleStopReplicaRequest).  The controller-epoch fence as for LeaderAndIsr; if accepted the replica stops (no role)
    or, with delete, is removed with its log and checkpoint.  b answers StopReplicaResponse (with
    STALE_CONTROLLER_EPOCH if fenced). *)
 StopReplica(b) ==
@@ -458,15 +460,17 @@ StopReplica(b) ==
     /\ m.dst = b
     /\ alive[b]
     /\ LET p == m.p
+           refused == StaleBrokerEpoch(b, m)
            fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
            reply == [CtlMsg("StopReplicaResponse", b, m.src, m.ce, p, NoNode, <<>>, m.delete)
-                       EXCEPT !.err = IF fenced THEN "STALE_CONTROLLER_EPOCH" ELSE ""]
+                       EXCEPT !.err = IF refused THEN "STALE_BROKER_EPOCH"
+                                      ELSE IF fenced THEN "STALE_CONTROLLER_EPOCH" ELSE ""]
            exists == role[b][p] # "absent"
        IN /\ ctl_msgs' = (ctl_msgs \ {m}) \cup (IF alive[m.src] THEN {reply} ELSE {})
-          /\ broker_controller_epoch' = IF fenced THEN broker_controller_epoch
+          /\ broker_controller_epoch' = IF refused \/ fenced THEN broker_controller_epoch
                                         ELSE [broker_controller_epoch EXCEPT ![b] = Max(@, m.ce)]
-          /\ h_flags' = [h_flags EXCEPT !.stale = @ \/ (~fenced /\ m.ce < broker_controller_epoch[b])]
-          /\ IF fenced \/ ~exists
+          /\ h_flags' = [h_flags EXCEPT !.stale = @ \/ (~refused /\ ~fenced /\ m.ce < broker_controller_epoch[b])]
+          /\ IF refused \/ fenced \/ ~exists
              THEN UNCHANGED replica_vars
              ELSE IF m.delete
              THEN /\ role' = [role EXCEPT ![b][p] = "absent"]
@@ -489,7 +493,7 @@ StopReplica(b) ==
                   /\ truncating' = [truncating EXCEPT ![b][p] = FALSE]
                   /\ inflight' = [inflight EXCEPT ![b][p] = FALSE]
                   /\ UNCHANGED <<local_leader_epoch, local_leader, log, hw, hw_checkpoint>>
-    /\ UNCHANGED <<store_vars, ctl_vars, alive, session, reregister, msgs, bound_vars, ops_vars>>
+    /\ UNCHANGED <<store_vars, ctl_vars, alive, session, reregister, broker_epoch, msgs, bound_vars, ops_vars>>
     /\ HistoryNext
 
 (* RequestControlledShutdown(b) -- actor broker:b.
@@ -534,7 +538,7 @@ ControlledShutdownResponse(b) ==
             /\ follower_leo' = [follower_leo EXCEPT ![b] = [p \in Partitions |-> [f \in Brokers |-> -2]]]
             /\ truncating' = [truncating EXCEPT ![b] = [p \in Partitions |-> FALSE]]
             /\ inflight' = [inflight EXCEPT ![b] = [p \in Partitions |-> FALSE]]
-            /\ ctl_msgs' = {x \in ctl_msgs : x.dst # b /\ x.src # b}
+            /\ ctl_msgs' = {x \in ctl_msgs : SurvivesCrash(b, x)}
             /\ msgs' = {x \in msgs : x.dst # b /\ x.src # b}
             /\ ctl_shutting' = [ctl_shutting EXCEPT ![b] = {}]
             /\ ctl_reassign' = [ctl_reassign EXCEPT ![b] = [p \in Partitions |-> <<>>]]
@@ -542,7 +546,7 @@ ControlledShutdownResponse(b) ==
             /\ ctl_ineligible' = [ctl_ineligible EXCEPT ![b] = {}]
             /\ cs_requested' = [cs_requested EXCEPT ![b] = FALSE]
             /\ UNCHANGED <<controller_epoch, assignment, leader, leader_epoch, isr, partition_controller_epoch,
-                           partition_version, session, log, next_record, expiries, h_flags, admin_vars>>
+                           partition_version, session, broker_epoch, log, next_record, expiries, h_flags, admin_vars>>
        ELSE /\ ctl_msgs' = ctl_msgs \ {m}
             /\ cs_requested' = [cs_requested EXCEPT ![b] = FALSE]
             /\ UNCHANGED <<store_vars, ctl_vars, broker_vars, replica_vars, msgs, bound_vars, h_flags, admin_vars, opsctx_vars>>

@@ -37,6 +37,7 @@ TypeOK ==
     /\ session \in [Brokers -> Nat]
     /\ reregister \in [Brokers -> BOOLEAN]
     /\ broker_controller_epoch \in [Brokers -> Nat]
+    /\ broker_epoch \in [Brokers -> Nat]
     /\ role \in [Brokers -> [Partitions -> {"leader", "follower", "none", "absent"}]]
     /\ local_leader_epoch \in [Brokers -> [Partitions -> Int]]
     /\ local_leader \in [Brokers -> [Partitions -> {NoLeader} \cup Brokers]]

@@ -34,6 +34,7 @@ CONSTANTS
     ControllerEpochFencing,  \* knob controller_epoch_fencing
     LeaderEpochCheck,        \* knob leader_epoch_check
     MinIsr,                  \* knob min_isr (producers use acks = -1)
+    BrokerEpoch,             \* knob broker_epoch (KIP-380, Kafka 2.2; FALSE: before 2.2)
     MaxRecords,              \* bound: records produced in a behaviour
     MaxLeaderEpoch,          \* bound: leader epochs written to the store
     MaxControllerEpoch,      \* bound: controller elections
@@ -77,6 +78,8 @@ VARIABLES
     session,                     \* [Brokers -> Nat]: current store session number (not in the trace format)
     reregister,                  \* [Brokers -> BOOLEAN]: a Reregister event is queued after a session expiry (not in the trace format)
     broker_controller_epoch,     \* [Brokers -> Nat]: newest controller epoch seen
+    broker_epoch,                \* [Brokers -> Nat]: the session of the broker's latest registration, its
+                                 \*   KIP-380 broker epoch (Kafka: the czxid of /brokers/ids/N) (not in trace v1)
     role,                        \* [Brokers -> [Partitions -> {"leader","follower","none","absent"}]]
     local_leader_epoch,          \* [Brokers -> [Partitions -> Int]]
     local_leader,                \* [Brokers -> [Partitions -> {NoLeader} \cup Brokers]]: leader id the replica knows (not in the trace format)
@@ -107,7 +110,7 @@ VARIABLES
 store_vars   == <<controller, controller_epoch, assignment, leader, leader_epoch, isr,
                   partition_controller_epoch, partition_version, registered>>
 ctl_vars     == <<acting_controller_epoch, partition_state, replica_state, ctl_live, ctl_cache, zombie_events>>
-broker_vars  == <<alive, session, reregister, broker_controller_epoch>>
+broker_vars  == <<alive, session, reregister, broker_controller_epoch, broker_epoch>>
 replica_vars == <<role, local_leader_epoch, local_leader, local_isr, local_version, log, hw,
                   hw_checkpoint, epoch_start_offset, follower_leo, truncating, inflight>>
 net_vars     == <<ctl_msgs, msgs>>
@@ -324,6 +327,7 @@ InitEmpty ==
     /\ session = [b \in Brokers |-> 1]
     /\ reregister = [b \in Brokers |-> FALSE]
     /\ broker_controller_epoch = [b \in Brokers |-> 0]
+    /\ broker_epoch = [b \in Brokers |-> 1]
     /\ NoReplicaInit
     /\ ctl_msgs = {}
     /\ msgs = {}
@@ -362,6 +366,7 @@ InitStable ==
     /\ session = [b \in Brokers |-> 1]
     /\ reregister = [b \in Brokers |-> FALSE]
     /\ broker_controller_epoch = [b \in Brokers |-> 1]
+    /\ broker_epoch = [b \in Brokers |-> 1]
     /\ role = [b \in Brokers |-> [p \in Partitions |->
                  IF b = Assignment[p][1] THEN "leader"
                  ELSE IF b \in Range(Assignment[p]) THEN "follower" ELSE "absent"]]
@@ -554,30 +559,64 @@ Failure(W, brokers, K) ==
             IN IF failing = {} THEN W2
                ELSE [RsmAll(W2, failing, "ReplicaDeletionIneligible", K) EXCEPT !.inel = TRUE]
 
-\* Controller requests.  One record shape for every message to or from a controller.
+\* Controller requests.  One record shape for every message to or from a controller; `be` is the
+\* broker epoch a controller request is addressed to (Addressed), 0 in every other message.
 CtlMsg(type, src, dst, ce, p, n, replicas, delete) ==
     [type |-> type, src |-> src, dst |-> dst, ce |-> ce, p |-> p, leader |-> n.leader, le |-> n.le,
      isr |-> n.isr, pce |-> n.pce, version |-> n.version, replicas |-> replicas, delete |-> delete,
-     err |-> "", parts |-> {}]
+     err |-> "", parts |-> {}, be |-> 0]
+ControllerRequests == {"LeaderAndIsr", "UpdateMetadata", "StopReplica"}
+
+(* KIP-380 (Kafka 2.2, KAFKA-7235).  A controller request carries the broker epoch the sender's     *)
+(* context holds for its recipient (2.2.0 ControllerChannelManager.scala:                          *)
+(* controllerContext.liveBrokerIdAndEpochs(broker)); the broker refuses one older than its own     *)
+(* registration, whole, before it reads anything else (2.2.0 KafkaApis.scala isBrokerEpochStale,    *)
+(* STALE_BROKER_EPOCH); the controller sees a broker that registered again as bounced.  Before 2.2 *)
+(* (BrokerEpoch = FALSE) a request carries no broker epoch and is applied by whichever incarnation *)
+(* of the broker it reaches: the controller's send thread retries a request until it gets through  *)
+(* (2.1.0 ControllerChannelManager.scala RequestSendThread), so a request sent before a crash, or  *)
+(* while the broker is down, reaches the broker's next incarnation unless the controller sees the  *)
+(* broker dead first (removeBroker drops its queue); and 2.1.0's BrokerChange compares broker ids  *)
+(* only, so a broker that restarted in between is not seen at all.                                 *)
+Addressed(m, K) == [m EXCEPT !.be = K.live[m.dst]]
+StaleBrokerEpoch(b, m) == BrokerEpoch /\ m.be < broker_epoch[b]
+\* A controller request is queued for b while b is up; before 2.2 also while it is down (retried).  With
+\* KIP-380 a request to a broker that is down could only reach its next incarnation, which refuses it.
+Queued(b) == alive[b] \/ ~BrokerEpoch
+\* What a broker's crash takes off the network: everything to or from it, but before 2.2 the
+\* controllers' requests to it, which their send threads retry.
+SurvivesCrash(b, m) == m.src # b /\ (m.dst # b \/ (~BrokerEpoch /\ m.type \in ControllerRequests))
+\* Controller c's queue to the brokers it finds dead while they are down (ControllerChannelManager.
+\* removeBroker); only requests kept across a crash before 2.2 can be there.
+RemovedQueues(c, dead) == {m \in ctl_msgs : m.src = c /\ m.dst \in dead /\ ~alive[m.dst] /\ m.type \in ControllerRequests}
+\* The brokers of a BrokerChange: registered anew, gone, and registered again since the context's view.
+NewBrokers(old, live) == {b \in Brokers : old[b] = 0 /\ live[b] # 0}
+DeadBrokers(old, live) == {b \in Brokers : old[b] # 0 /\ live[b] = 0}
+BouncedBrokers(old, live) ==
+    IF BrokerEpoch THEN {b \in Brokers : old[b] # 0 /\ live[b] # 0 /\ old[b] # live[b]} ELSE {}
+\* The context while bounced brokers fail: without them (2.2.0 KafkaController.scala BrokerChange:
+\* removeLiveBrokersAndEpochs, onBrokerFailure, then addLiveBrokersAndEpochs, onBrokerStartup).
+Without(K, bounced) == [K EXCEPT !.live = [b \in Brokers |-> IF b \in bounced THEN 0 ELSE K.live[b]]]
 
 \* UpdateMetadata to every live broker (it carries only the controller epoch here).
 UmMsgs(c, K) ==
     IF ModelUpdateMetadata
-    THEN {CtlMsg("UpdateMetadata", c, b, K.ce, CHOOSE q \in Partitions : TRUE, NoNode, <<>>, FALSE) :
-              b \in LiveOf(K) \cap {x \in Brokers : alive[x]}}
+    THEN {Addressed(CtlMsg("UpdateMetadata", c, b, K.ce, CHOOSE q \in Partitions : TRUE, NoNode, <<>>, FALSE), K) :
+              b \in LiveOf(K) \cap {x \in Brokers : Queued(x)}}
     ELSE {}
 
 \* The LeaderAndIsr, StopReplica and UpdateMetadata requests of an event (to brokers that are up).
 EventMsgs(c, K, Wf) ==
     UmMsgs(c, K) \cup
-    {CtlMsg("LeaderAndIsr", c, b, K.ce, p, Wf[p].lai[b].n, Wf[p].lai[b].asg, FALSE) :
-        <<b, p>> \in {<<x, q>> \in Brokers \X Partitions : HasNode(Wf[q].lai[x].n) /\ alive[x]}}
+    {Addressed(CtlMsg("LeaderAndIsr", c, b, K.ce, p, Wf[p].lai[b].n, Wf[p].lai[b].asg, FALSE), K) :
+        <<b, p>> \in {<<x, q>> \in Brokers \X Partitions : HasNode(Wf[q].lai[x].n) /\ Queued(x)}}
     \cup
-    UNION {{CtlMsg("LeaderAndIsr", c, x[1], K.ce, q, x[2].n, x[2].asg, FALSE) : x \in {y \in Wf[q].sealed : alive[y[1]]}} :
+    UNION {{Addressed(CtlMsg("LeaderAndIsr", c, x[1], K.ce, q, x[2].n, x[2].asg, FALSE), K) :
+               x \in {y \in Wf[q].sealed : Queued(y[1])}} :
            q \in Partitions}
     \cup
-    {CtlMsg("StopReplica", c, t[1], K.ce, t[2], NoNode, <<>>, t[3]) :
-        t \in {<<x, q, d>> \in Brokers \X Partitions \X BOOLEAN : d \in Wf[q].stop[x] /\ alive[x]}}
+    {Addressed(CtlMsg("StopReplica", c, t[1], K.ce, t[2], NoNode, <<>>, t[3]), K) :
+        t \in {<<x, q, d>> \in Brokers \X Partitions \X BOOLEAN : d \in Wf[q].stop[x] /\ Queued(x)}}
 
 Known(c, p) == partition_state[c][p] # "NonExistentPartition"
 
@@ -637,13 +676,16 @@ ApplyEventFrom(c, K, Wf, staleWrite, base, extraMsgs) ==
 
 ApplyEvent(c, K, Wf, staleWrite) == ApplyEventFrom(c, K, Wf, staleWrite, ctl_msgs, {})
 
-CommitEvent(c, K, Wf, kind) ==
+\* Commit an event that also takes the requests `consumed` off the network.
+CommitEventFrom(c, K, Wf, kind, consumed) ==
     IF Aborted(c, Wf)
     THEN /\ ResignVars(c)
          /\ UNCHANGED <<store_vars, ctl_msgs, h_flags>>
-    ELSE /\ ApplyEvent(c, K, Wf, DeposedWrite(c, Wf))
+    ELSE /\ ApplyEventFrom(c, K, Wf, DeposedWrite(c, Wf), ctl_msgs \ consumed, {})
          /\ TakeEvent(c, kind)
          /\ UNCHANGED <<controller, controller_epoch, registered, acting_controller_epoch>>
+
+CommitEvent(c, K, Wf, kind) == CommitEventFrom(c, K, Wf, kind, {})
 
 
 (***************************************************************************************)
@@ -720,7 +762,8 @@ EventCtx(c) == Ctx(registered, {}, acting_controller_epoch[c])
    When: c acts as controller (possibly deposed: its session expired and it has not yet taken the
    Reregister event) and the registered brokers differ from its context's live brokers.
    Does: new brokers start up (their replicas Online: LeaderAndIsr), bounced brokers fail and start
-   up, dead brokers fail: partitions they led go Offline and get an offline election (first live
+   up (with BrokerEpoch only: before 2.2 a bounced broker goes unseen), dead brokers fail (c drops
+   its queue of requests to them): partitions they led go Offline and get an offline election (first live
    ISR replica in assignment order; with UncleanElection the first live replica, ISR reset to it),
    their replicas go Offline and leave the ISR (epoch + 1).  Every write is a CAS on the partition
    version and, with ControllerEpochFencing, conditional on the controller epoch: a deposed
@@ -728,20 +771,21 @@ EventCtx(c) == Ctx(registered, {}, acting_controller_epoch[c])
 BrokerChangeWork(c, K) ==
     LET old == ctl_live[c]
         live == K.live
-        new == {b \in Brokers : old[b] = 0 /\ live[b] # 0}
-        dead == {b \in Brokers : old[b] # 0 /\ live[b] = 0}
-        bounced == {b \in Brokers : old[b] # 0 /\ live[b] # 0 /\ old[b] # live[b]}
+        new == NewBrokers(old, live)
+        dead == DeadBrokers(old, live)
+        bounced == BouncedBrokers(old, live)
         One(p) ==
             LET W0 == Work(c, p)
                 W1 == IF new # {} THEN Startup(W0, new, K) ELSE W0
-                W2 == IF bounced # {} THEN Startup(Failure(W1, bounced, K), bounced, K) ELSE W1
+                W2 == IF bounced # {} THEN Startup(Failure(W1, bounced, Without(K, bounced)), bounced, K) ELSE W1
                 W3 == IF dead # {} THEN Failure(W2, dead, K) ELSE W2
             IN IF Known(c, p) THEN W3 ELSE W0
     IN TLCEval([p \in Partitions |-> One(p)])
 
 BrokerChange(c) ==
     /\ CanHandle(c, "BrokerChange")
-    /\ CommitEvent(c, EventCtx(c), BrokerChangeWork(c, EventCtx(c)), "BrokerChange")
+    /\ CommitEventFrom(c, EventCtx(c), BrokerChangeWork(c, EventCtx(c)), "BrokerChange",
+                       RemovedQueues(c, DeadBrokers(ctl_live[c], registered)))
     /\ UNCHANGED <<broker_vars, replica_vars, msgs, bound_vars>>
     /\ HistoryNext
 
@@ -809,7 +853,8 @@ ForgetReplicas(b) ==
    Does: b's session expires (its /brokers/ids node and, if it holds it, /controller go), its
    controller context and queue are lost, it forgets the controller epoch, every replica forgets
    its role, leader epoch and ISR, and its HW becomes min(checkpoint, log end); logs and HW
-   checkpoints stay on disk.  Everything in flight to or from b is lost. *)
+   checkpoints stay on disk.  Everything in flight to or from b is lost, but before KIP-380 the
+   controllers' requests to b (SurvivesCrash). *)
 BrokerCrash(b) ==
     /\ alive[b]
     /\ crashes < MaxCrashes
@@ -821,20 +866,22 @@ BrokerCrash(b) ==
     /\ reregister' = [reregister EXCEPT ![b] = FALSE]
     /\ broker_controller_epoch' = [broker_controller_epoch EXCEPT ![b] = 0]
     /\ ForgetReplicas(b)
-    /\ ctl_msgs' = {m \in ctl_msgs : m.dst # b /\ m.src # b}
+    /\ ctl_msgs' = {m \in ctl_msgs : SurvivesCrash(b, m)}
     /\ msgs' = {m \in msgs : m.dst # b /\ m.src # b}
     /\ UNCHANGED <<controller_epoch, assignment, leader, leader_epoch, isr, partition_controller_epoch,
-                   partition_version, session, next_record, expiries, h_flags>>
+                   partition_version, session, broker_epoch, next_record, expiries, h_flags>>
     /\ HistoryNext
 
 (* BrokerRestart(b) -- actor env.
    When: b is down.
-   Does: b recovers its logs (HW = min(checkpoint, log end)), opens a new session and registers. *)
+   Does: b recovers its logs (HW = min(checkpoint, log end)), opens a new session and registers: the
+   session is its new broker epoch. *)
 BrokerRestart(b) ==
     /\ ~alive[b]
     /\ alive' = [alive EXCEPT ![b] = TRUE]
     /\ session' = [session EXCEPT ![b] = session[b] + 1]
     /\ registered' = [registered EXCEPT ![b] = session[b] + 1]
+    /\ broker_epoch' = [broker_epoch EXCEPT ![b] = session[b] + 1]
     /\ hw' = [hw EXCEPT ![b] = [p \in Partitions |-> Min(hw_checkpoint[b][p], Len(log[b][p]))]]
     /\ UNCHANGED <<controller, controller_epoch, assignment, leader, leader_epoch, isr, partition_controller_epoch,
                    partition_version, ctl_vars, reregister, broker_controller_epoch,
@@ -861,13 +908,13 @@ SessionExpire(b) ==
                            ELSE {k \in EventKinds : Pending(b, k)}]
     /\ UNCHANGED <<controller_epoch, assignment, leader, leader_epoch, isr, partition_controller_epoch,
                    partition_version, acting_controller_epoch, partition_state, replica_state, ctl_live, ctl_cache,
-                   alive, broker_controller_epoch, replica_vars, net_vars,
+                   alive, broker_controller_epoch, broker_epoch, replica_vars, net_vars,
                    next_record, crashes, h_flags>>
     /\ HistoryNext
 
 (* BrokerReregister(b) -- actor broker:b.
    When: b is up and has a Reregister event queued.
-   Does: b registers /brokers/ids/b with its new session; if /controller is empty it runs for
+   Does: b registers /brokers/ids/b with its new session (its new broker epoch); if /controller is empty it runs for
    controller (as ControllerElect); if it holds /controller (won under the new session) it keeps
    its role; otherwise it resigns if it acts as controller. *)
 BrokerReregister(b) ==
@@ -876,6 +923,7 @@ BrokerReregister(b) ==
     /\ reregister' = [reregister EXCEPT ![b] = FALSE]
     /\ LET live == [registered EXCEPT ![b] = session[b]]
        IN /\ registered' = live
+          /\ broker_epoch' = [broker_epoch EXCEPT ![b] = session[b]]
           /\ IF controller = NoLeader /\ controller_epoch < MaxControllerEpoch
              THEN Elected(b, live)
              ELSE /\ IF controller = b THEN UNCHANGED ctl_vars ELSE ResignVars(b)
@@ -915,7 +963,8 @@ AdvancedHw(b, lg, hwv, isrSet, fleo) ==
 
 (* LeaderAndIsr(b, m) -- actor broker:b.
    When: a LeaderAndIsr request m for b is in flight and b is up.
-   Does: with ControllerEpochFencing, a request from a controller epoch older than the newest b has
+   Does: with BrokerEpoch, a request addressed to an earlier registration of b is refused whole and
+   changes nothing (StaleBrokerEpoch).  With ControllerEpochFencing, a request from a controller epoch older than the newest b has
    seen is rejected whole.  Otherwise b records the epoch; the partition is applied only if b is an
    assigned replica, the request names a leader (Kafka's makeFollowers skips a partition whose leader
    is unavailable) and (with LeaderEpochCheck) the request's leader epoch is newer than the one b
@@ -929,19 +978,20 @@ HandleLeaderAndIsr(b, m) ==
     /\ alive[b]
     /\ ctl_msgs' = ctl_msgs \ {m}
     /\ LET p == m.p
+           refused == StaleBrokerEpoch(b, m)
            fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
            stale == role[b][p] # "absent" /\ LeaderEpochCheck /\ local_leader_epoch[b][p] # -1
                     /\ m.le <= local_leader_epoch[b][p]
-           apply == ~fenced /\ b \in Range(m.replicas) /\ ~stale /\ m.leader # NoLeader
+           apply == ~refused /\ ~fenced /\ b \in Range(m.replicas) /\ ~stale /\ m.leader # NoLeader
            lg == log[b][p]
            becomeLeader == m.leader = b
            newLog == IF ~becomeLeader /\ TruncateOnBecomeFollower THEN Prefix(lg, hw[b][p]) ELSE lg
            newFleo == [f \in Brokers |-> IF becomeLeader /\ f \in Range(m.replicas) /\ f # b THEN -1 ELSE -2]
            newHw == IF becomeLeader THEN AdvancedHw(b, lg, hw[b][p], m.isr, newFleo)
                     ELSE Min(hw[b][p], Len(newLog))
-       IN /\ broker_controller_epoch' = IF fenced THEN broker_controller_epoch
+       IN /\ broker_controller_epoch' = IF refused \/ fenced THEN broker_controller_epoch
                                         ELSE [broker_controller_epoch EXCEPT ![b] = Max(@, m.ce)]
-          /\ h_flags' = [h_flags EXCEPT !.stale = @ \/ (~fenced /\ m.ce < broker_controller_epoch[b])]
+          /\ h_flags' = [h_flags EXCEPT !.stale = @ \/ (~refused /\ ~fenced /\ m.ce < broker_controller_epoch[b])]
           /\ IF apply
              THEN /\ role' = [role EXCEPT ![b][p] = IF becomeLeader THEN "leader" ELSE "follower"]
                   /\ local_leader_epoch' = [local_leader_epoch EXCEPT ![b][p] = m.le]
@@ -956,7 +1006,7 @@ HandleLeaderAndIsr(b, m) ==
                   /\ inflight' = [inflight EXCEPT ![b][p] = FALSE]
                   /\ UNCHANGED hw_checkpoint
              ELSE UNCHANGED replica_vars
-    /\ UNCHANGED <<store_vars, ctl_vars, alive, session, reregister, msgs, bound_vars>>
+    /\ UNCHANGED <<store_vars, ctl_vars, alive, session, reregister, broker_epoch, msgs, bound_vars>>
     /\ HistoryNext
 
 LeaderAndIsr(b) == \E m \in ctl_msgs : HandleLeaderAndIsr(b, m)
@@ -964,18 +1014,20 @@ LeaderAndIsr(b) == \E m \in ctl_msgs : HandleLeaderAndIsr(b, m)
 
 (* UpdateMetadata(b) -- actor broker:b.
    When: an UpdateMetadata request m for b is in flight (models with ModelUpdateMetadata).
-   Does: the controller-epoch fence as for LeaderAndIsr; b records the epoch.  No replica changes. *)
+   Does: the broker-epoch and controller-epoch fences as for LeaderAndIsr; b records the epoch.  No
+   replica changes. *)
 HandleUpdateMetadata(b, m) ==
     /\ m \in ctl_msgs
     /\ m.type = "UpdateMetadata"
     /\ m.dst = b
     /\ alive[b]
     /\ ctl_msgs' = ctl_msgs \ {m}
-    /\ LET fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
-       IN /\ broker_controller_epoch' = IF fenced THEN broker_controller_epoch
+    /\ LET refused == StaleBrokerEpoch(b, m)
+           fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
+       IN /\ broker_controller_epoch' = IF refused \/ fenced THEN broker_controller_epoch
                                         ELSE [broker_controller_epoch EXCEPT ![b] = Max(@, m.ce)]
-          /\ h_flags' = [h_flags EXCEPT !.stale = @ \/ (~fenced /\ m.ce < broker_controller_epoch[b])]
-    /\ UNCHANGED <<store_vars, ctl_vars, alive, session, reregister, replica_vars, msgs, bound_vars>>
+          /\ h_flags' = [h_flags EXCEPT !.stale = @ \/ (~refused /\ ~fenced /\ m.ce < broker_controller_epoch[b])]
+    /\ UNCHANGED <<store_vars, ctl_vars, alive, session, reregister, broker_epoch, replica_vars, msgs, bound_vars>>
     /\ HistoryNext
 
 UpdateMetadata(b) == \E m \in ctl_msgs : HandleUpdateMetadata(b, m)

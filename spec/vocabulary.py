@@ -1,7 +1,7 @@
 """Design knobs and invariant names: the one vocabulary every engine of kcm speaks, and how the TLA+
 specification spells the knobs.
 
-The default `Knobs()` is the safe design (KIP-320 era, clean elections, both fences on). Every other
+The default `Knobs()` is the safe design (KIP-320 era, clean elections, every fence on). Every other
 setting is a design variant whose consequences kcm exists to show.
 """
 
@@ -42,6 +42,7 @@ KNOB_CONSTANTS: Final[dict[str, str]] = {
     "controller_epoch_fencing": "ControllerEpochFencing",
     "leader_epoch_check": "LeaderEpochCheck",
     "min_isr": "MinIsr",
+    "broker_epoch": "BrokerEpoch",
 }
 # What differs between the truncation rules enters the core as these constant operators, the era hooks;
 # each rule's module defines all of them under its prefix (TruncationKIP320.tla: KIP320_ExposesHw, ...).
@@ -67,6 +68,10 @@ class Knobs:
     controller_epoch_fencing: bool = True
     leader_epoch_check: bool = True
     min_isr: int = 1
+    # KIP-380 (Kafka 2.2, KAFKA-7235): controller requests carry the broker epoch (the czxid of the
+    # broker's /brokers/ids registration) the controller knows, a broker refuses one addressed to an
+    # earlier registration of its own, and the controller sees a bounced broker. False: before 2.2.
+    broker_epoch: bool = True
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -112,6 +117,9 @@ class Knobs:
         """A safe design: no knob changed but those safe at any value. An invariant violation on a safe
         design is a bug of the implementation; on any other, it may be the design's own flaw."""
         return self.changed().keys() <= SAFE_AT_ANY_VALUE
+
+
+KNOB_NAMES: Final[tuple[str, ...]] = tuple(f.name for f in fields(Knobs))
 
 
 def _render(value: object) -> str:

@@ -25,3 +25,58 @@ def reelected_controller(run: str, back: bool) -> list[Event]:
     for event in events:
         event["run"] = run
     return events
+
+
+def restarted_broker_requests(run: str, knobs: Knobs) -> list[Event]:
+    """tests/scenarios/broker_epoch.txt: a request in flight to broker 3 when it crashes and restarts, then
+    one addressed to broker 3's previous registration by a controller that has not seen it bounce."""
+    events: list[Event] = []
+    cluster = Cluster(broker_ids(3), knobs, events.append)
+    cluster.stabilize()
+    cluster.create_topic("t0", {0: (2, 3)})
+    cluster.stabilize()
+    cluster.crash(2)
+    cluster.process_controller_event(1)
+    cluster.crash(3)
+    cluster.restart(3)
+    cluster.stabilize()
+    cluster.create_topic("t1", {0: (3, 1)})
+    cluster.crash(3)
+    cluster.restart(3)
+    cluster.process_controller_event(1)
+    cluster.stabilize()
+    for event in events:
+        event["run"] = run
+    return events
+
+
+def stale_isr_cache(run: str) -> list[Event]:
+    """docs/invariants.md, "A hazard of the safe design": broker 1 leads t0-0 (assignment 2,1) alone; its
+    session expires and broker 2, elected controller, caches the partition with ISR [1]; broker 1 registers
+    again and adds broker 2 to the ISR in the store; it takes a record (acks=1), crashes and restarts; the
+    controller's startup of broker 1 sends the cached leadership (epoch 1, ISR [1]) before the election
+    from the store's ISR makes broker 2 leader of epoch 2."""
+    events: list[Event] = []
+    cluster = Cluster(broker_ids(2), Knobs(), events.append)
+    cluster.stabilize()
+    cluster.create_topic("t0", {0: (2, 1)})
+    cluster.stabilize()
+    cluster.crash(2)
+    cluster.process_controller_event(1)  # broker 1 leads epoch 1 alone
+    cluster.restart(2)
+    cluster.process_controller_event(1)  # broker 2 starts as a follower, outside the ISR
+    while cluster.deliver_oldest() is not None:
+        pass
+    cluster.expire_session(1)
+    cluster.process_controller_event(2)  # broker 2 elected: leader 1 unregistered, ISR [1] cached
+    cluster.process_controller_event(1)  # broker 1 registers again and resigns
+    cluster.send_fetch(2, "t0-0")
+    while cluster.deliver_oldest() is not None:
+        pass  # the fetch puts broker 2 in the store's ISR: [1, 2]
+    cluster.produce(1, "t0-0", acks=1)
+    cluster.crash(1)
+    cluster.restart(1)
+    cluster.stabilize()
+    for event in events:
+        event["run"] = run
+    return events

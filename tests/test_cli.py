@@ -50,7 +50,8 @@ def test_check_trace_reports_the_first_violation_with_an_excerpt(
 
 @pytest.mark.parametrize(
     "setting",
-    ["nosuch=1", "truncation=kip999", "unclean_election=maybe", "min_isr=zero", "min_isr=0", "truncation"],
+    ["nosuch=1", "truncation=kip999", "unclean_election=maybe", "min_isr=zero", "min_isr=0", "truncation",
+     "broker_epoch=2"],
 )
 def test_bad_knob_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str) -> None:
     code, _, err = run(capsys, "sim", "--set", setting, "--out", str(tmp_path / "x.jsonl"))

@@ -42,6 +42,7 @@ def test_rows_cover_every_design_knob_on_existing_models() -> None:
     assert any(not v.knobs.controller_epoch_fencing for v in VARIANTS)
     assert any(not v.knobs.leader_epoch_check for v in VARIANTS)
     assert any(v.knobs.min_isr > 1 for v in VARIANTS)
+    assert any(not v.knobs.broker_epoch for v in VARIANTS)
     assert all(v.expected <= set(INVARIANTS) for v in VARIANTS)
     assert len({v.slug for v in VARIANTS}) == len(VARIANTS)
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from histories import reelected_controller
+from histories import reelected_controller, restarted_broker_requests
 
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.tlc.validate import model_steps, trace_config, trace_module, uses_operations, validate_with_tlc
@@ -139,6 +139,18 @@ def test_a_reelected_controllers_reloaded_context_is_explained_by_the_specificat
     event: the specification sends both only if it seals its requests between the two state-machine
     calls, as the implementation does."""
     events = reelected_controller("run", back)
+    check = validate_with_tlc(events)
+    assert check.accepted, check.to_json()
+    assert check.matched == len(events)
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("broker_epoch", [True, False], ids=["kip380", "before-2.2"])
+def test_requests_reaching_a_restarted_broker_are_explained_in_either_era(broker_epoch: bool) -> None:
+    """tests/scenarios/broker_epoch.txt: with KIP-380 the restarted broker refuses a request addressed to its
+    previous registration and the controller fails and restarts it; before 2.2 it applies the request,
+    even one sent before its crash, and the controller misses the bounce."""
+    events = restarted_broker_requests("run", Knobs(broker_epoch=broker_epoch))
     check = validate_with_tlc(events)
     assert check.accepted, check.to_json()
     assert check.matched == len(events)

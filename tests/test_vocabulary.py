@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kcm.spec.vocabulary import KnobError, Knobs
+from kcm.spec.tlc.config import bindings, knob_settings
+from kcm.spec.vocabulary import KNOB_NAMES, KnobError, Knobs
 
 
 def test_the_defaults_are_the_safe_design() -> None:
@@ -18,7 +19,8 @@ def test_min_isr_is_safe_at_any_value() -> None:
 
 
 @pytest.mark.parametrize("setting", ["truncation=hw", "truncation=kip279", "unclean_election=true",
-                                     "controller_epoch_fencing=false", "leader_epoch_check=false"])
+                                     "controller_epoch_fencing=false", "leader_epoch_check=false",
+                                     "broker_epoch=false"])
 def test_every_other_knob_makes_a_design_unsafe(setting: str) -> None:
     knobs = Knobs().with_settings([setting])
     assert not knobs.is_safe
@@ -35,3 +37,22 @@ def test_settings_read_back_as_the_same_knobs() -> None:
 def test_an_unknown_knob_is_refused() -> None:
     with pytest.raises(KnobError, match="unknown knob 'nope'"):
         Knobs().with_settings(["nope=1"])
+
+
+@pytest.mark.parametrize(("value", "expected"), [("false", False), ("off", False), ("TRUE", True), (False, False)])
+def test_broker_epoch_reads_booleans(value: object, expected: bool) -> None:
+    assert Knobs().with_value("broker_epoch", value).broker_epoch is expected
+
+
+@pytest.mark.parametrize("value", ["2", "", "before-2.2", 0, None])
+def test_broker_epoch_refuses_anything_else(value: object) -> None:
+    with pytest.raises(KnobError, match=r"knob broker_epoch: .* is not a boolean"):
+        Knobs().with_value("broker_epoch", value)
+
+
+def test_broker_epoch_is_on_by_default_and_a_tla_constant() -> None:
+    assert Knobs().broker_epoch and "broker_epoch" in KNOB_NAMES
+    before = Knobs(broker_epoch=False)
+    assert before.settings() == ["broker_epoch=false"]
+    assert "    BrokerEpoch = FALSE\n" in bindings(before)
+    assert knob_settings("CONSTANTS\n    BrokerEpoch = FALSE\n") == before

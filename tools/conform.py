@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign
-from kcm.spec.vocabulary import Knobs
+from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.stages import HOLDS, VIOLATED, StageRow, VerifyContext
 
@@ -35,8 +35,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--examples", type=int, default=100, help="hypothesis examples, over all machines")
     parser.add_argument("--steps", type=int, default=40, help="rules per example at most")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
-                        help="design knob: truncation, unclean_election, controller_epoch_fencing, "
-                             "leader_epoch_check, min_isr")
+                        help=f"design knob: {', '.join(KNOB_NAMES)}")
     parser.add_argument("--machine", choices=list(MACHINES), action="append",
                         help="run only this machine (repeatable; default: all)")
     parser.add_argument("--no-step-check", action="store_true", help="leave out the Z3 check of each step")

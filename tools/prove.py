@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kcm.spec.trace.format import TraceError, TraceWriter
-from kcm.spec.vocabulary import Knobs
+from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError
 from kcm.tools.stages import StageRow, VerifyContext
 
@@ -27,8 +27,7 @@ def register(subparsers: Any) -> None:
     prove = subparsers.add_parser("prove", help="Z3: universal proofs, induction, bounded model checking")
     prove.add_argument("--json", action="store_true", help="a JSON list of {property, result, seconds, ...}")
     prove.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
-                       help="design knob: truncation, unclean_election, controller_epoch_fencing, "
-                            "leader_epoch_check, min_isr")
+                       help=f"design knob: {', '.join(KNOB_NAMES)}")
     prove.add_argument("--brokers", type=int, default=None,
                        help="brokers (default: 8 for the universal proofs, 3 for induction and --bmc)")
     prove.add_argument("--only", choices=("proofs", "induction"), action="append",

@@ -15,7 +15,7 @@ from typing import Any
 from kcm.impl.sim.cluster import FIRST_BROKER_ID
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import TraceWriter
-from kcm.spec.vocabulary import Knobs
+from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, UsageError
 
 
@@ -30,8 +30,7 @@ def register(subparsers: Any) -> None:
 
 def cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
-                        help="design knob: truncation, unclean_election, controller_epoch_fencing, "
-                             "leader_epoch_check, min_isr")
+                        help=f"design knob: {', '.join(KNOB_NAMES)}")
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--first-broker-id", type=int, default=FIRST_BROKER_ID, metavar="ID",
                         help=f"id of the first broker; the others follow it (default {FIRST_BROKER_ID}; "

@@ -92,6 +92,9 @@ def render_transition(entry: list[Any], invalid: bool = False) -> str:
     return f"{prefix}{what} {src} -> {dst}"
 
 
+BROKER_EPOCH_ARGS: Final = frozenset({"broker_epoch", "current_broker_epoch"})
+
+
 def render_args(args: dict[str, Any]) -> str:
     parts: list[str] = []
     for key, value in args.items():
@@ -101,6 +104,8 @@ def render_args(args: dict[str, Any]) -> str:
             continue
         if key == "applied" and value is True:
             continue
+        if key in BROKER_EPOCH_ARGS and args.get("broker_epoch") == args.get("current_broker_epoch"):
+            continue  # addressed to the broker's current registration, as nearly every request is
         parts.append(f"{key}={fmt(value)}")
     if "knobs" in args:
         parts.append(f"knobs: {Knobs.from_dict(args['knobs']).describe()}")

@@ -14,15 +14,13 @@ from kcm.impl.abstraction import Abstraction
 from kcm.impl.controller import Controller, ControllerEvent
 from kcm.impl.messages import (
     ACTION_OF,
+    CONTROLLER_REQUESTS,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     Envelope,
-    LeaderAndIsrRequest,
     Message,
     PartitionLeaderState,
-    StopReplicaRequest,
     StopReplicaResponse,
-    UpdateMetadataRequest,
 )
 from kcm.impl.replica_manager import LEADER, ReplicaManager
 from kcm.impl.sim.network import Network
@@ -36,7 +34,6 @@ ADMIN = -1  # the owner of the operators' session: not a broker id, which is nev
 # The first broker id of a simulated cluster unless told otherwise. Kafka's shipped config/server.properties
 # sets broker.id=0 (2.3.0), but 1 keeps the broker names of every scenario file and recorded seed stable.
 FIRST_BROKER_ID: Final = 1
-CONTROLLER_REQUESTS = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
 TO_CONTROLLER = (ControlledShutdownRequest, StopReplicaResponse)
 
 
@@ -134,14 +131,22 @@ class Cluster:
         self.session_owner[session] = broker
         self.managers[broker].restart(session)
         self.controllers[broker].session = session
-        self.store.create(session, zk_paths.broker_path(broker), {"epoch": session}, ephemeral=True)
+        self.controllers[broker].register()
         self.controllers[broker].enqueue(ControllerEvent("ControllerChange"))
+        self.network.release(broker, self.now)
 
     def _stop(self, broker: int) -> None:
         self.managers[broker].crash()
         self.controllers[broker].reset()
-        self.network.disconnect(broker)
+        lost = self.network.disconnect(broker)
+        self.network.hold([e for e in lost if self._retried(e)])
         self.store.expire_session(self.managers[broker].session)
+
+    def _retried(self, envelope: Envelope) -> bool:
+        """Before KIP-380 a controller request to a broker that is down waits for its next incarnation
+        (the controller's send thread retries it); with KIP-380 that incarnation would refuse it."""
+        return not self.knobs.broker_epoch and isinstance(envelope.message, CONTROLLER_REQUESTS) \
+            and self.managers[envelope.src].alive
 
     def live_brokers(self) -> list[int]:
         return [b for b, m in self.managers.items() if m.alive]
@@ -187,6 +192,8 @@ class Cluster:
         controller = self.controllers[broker]
         epoch = controller.epoch
         result = controller.process(self.now)
+        for dead in result.args.get("dead", ()):
+            self.network.forget(broker, dead)  # removeBroker: the queue to a dead broker goes
         self._send(result.out)
         if epoch:
             result.args.setdefault("controller_epoch", epoch)
@@ -195,9 +202,11 @@ class Cluster:
     # -- the network ----------------------------------------------------------------------------------
 
     def _send(self, envelopes: list[Envelope]) -> None:
-        """A connection to a broker that is down is refused: nothing is queued for it."""
+        """A connection to a broker that is down is refused: nothing is queued for it but what the
+        controller retries (before KIP-380)."""
         if envelopes:
             self.network.send([e for e in envelopes if self.managers[e.dst].alive], self.now)
+            self.network.hold([e for e in envelopes if not self.managers[e.dst].alive and self._retried(e)])
 
     def deliver(self, index: int) -> Event:
         return self._deliver(self.network.take(index))
@@ -213,10 +222,13 @@ class Cluster:
         if isinstance(message, TO_CONTROLLER):
             return self._deliver_to_controller(envelope, action, args)
         manager = self.managers[envelope.dst]
-        out, applied = manager.handle(envelope.src, message, self.now)
+        out, applied = manager.handle(envelope.src, message, self.now, self.controllers[envelope.dst].broker_epoch)
         self._send(out)
         if isinstance(message, CONTROLLER_REQUESTS):
             args["applied"] = applied
+            # The broker's own epoch, which Kafka logs beside the request's when it refuses one (2.2.0
+            # KafkaApis.scala: "... smaller than the current broker epoch ..."): validation compares them.
+            args["current_broker_epoch"] = self.controllers[envelope.dst].broker_epoch
         if isinstance(message, ControlledShutdownResponse) and manager.shutdown_complete:
             manager.checkpoint_hw()
             self._stop(envelope.dst)

@@ -6,6 +6,11 @@ and a broker, reorder), and faults may duplicate any message and drop replicatio
 A duplicate travels right behind its original: Kafka resends a request only over a new connection and before
 anything queued after it (the controller's send thread has one request out per broker, a follower one fetch
 per leader), so a copy never overtakes what was sent later.
+
+Messages held for a broker that is down (`hold`) wait outside the network until it is back (`release`):
+before KIP-380 the controller's send thread retries its requests until they get through (2.1.0
+ControllerChannelManager.scala RequestSendThread), and only the controller forgets them (`forget`, when it
+finds the broker dead: removeBroker).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class Network:
         # The same messages by connection, in send order: the deliverable ones are the connections'
         # heads, found without scanning everything in flight at every step.
         self._connections: dict[Connection, deque[InFlight]] = {}
+        self.held: dict[int, list[Envelope]] = {}
 
     def send(self, envelopes: list[Envelope], now: int) -> None:
         # `randrange(n + 1)` draws what `randint(0, n)` draws, one Python call sooner: one draw per message.
@@ -70,13 +76,32 @@ class Network:
         queue.insert(queue.index(original) + 1, copy)
         return original.envelope
 
-    def disconnect(self, broker: int) -> int:
-        """A crashed broker's connections close: everything to or from it is lost."""
-        before = len(self.in_flight)
+    def disconnect(self, broker: int) -> list[Envelope]:
+        """A crashed broker's connections close: everything to or from it is lost, and what it held for
+        others. Returns what was lost in flight, in send order."""
+        lost = [m.envelope for m in self.in_flight if broker in (m.envelope.src, m.envelope.dst)]
         self.in_flight = [m for m in self.in_flight if broker not in (m.envelope.src, m.envelope.dst)]
         for connection in [c for c in self._connections if broker in c]:
             del self._connections[connection]
-        return before - len(self.in_flight)
+        for dst in list(self.held):
+            self.forget(broker, dst)
+        return lost
+
+    def hold(self, envelopes: list[Envelope]) -> None:
+        for envelope in envelopes:
+            self.held.setdefault(envelope.dst, []).append(envelope)
+
+    def release(self, broker: int, now: int) -> None:
+        """The broker is back: what was held for it is sent, in order."""
+        self.send(self.held.pop(broker, []), now)
+
+    def forget(self, src: int, dst: int) -> None:
+        """`src` drops what it held for `dst`."""
+        kept = [e for e in self.held.get(dst, []) if e.src != src]
+        if kept:
+            self.held[dst] = kept
+        else:
+            self.held.pop(dst, None)
 
     def _append(self, message: InFlight) -> None:
         self.in_flight.append(message)

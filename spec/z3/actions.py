@@ -8,9 +8,15 @@ fields, choices) and, for trace output, its arguments. `Relations` builds them f
 Messages. In model checking and induction a message reads its sender's current state (`cfg.atomic`):
 a follower fetches from the leader it knows, a broker receives a LeaderAndIsr request that some
 controller sent. Requests the controllers sent are kept as history (`g.ver_*`: every version of the
-partition's state node, any of which may be delivered late, more than once or never). Requests sent
-before a broker restarted are lost with its connections (`horizon`), and the controller fails a restarted
-broker before starting it again (`bounced`). In step validation the messages' fields come from the trace.
+partition's state node, any of which may be delivered late, more than once or never). Which of them a
+broker may still take depends on the knob `broker_epoch` (KIP-380). A broker takes no request while
+`bounced`, and from a controller's next reading of the registrations on only versions from then on
+(`horizon`). With KIP-380 a broker is `bounced` from its new registration on: older requests were
+addressed to its earlier registration, which it refuses, and the controller fails a bounced broker before
+starting it again. Before 2.2 a request reaches whichever incarnation of the broker is up (the
+controller's send thread retries it across a restart); a broker is `bounced` from the moment a controller
+finds it dead (removeBroker drops its queue) until one finds it registered, and a restart the controller
+missed goes unseen. In step validation the messages' fields come from the trace.
 """
 
 from __future__ import annotations
@@ -209,8 +215,7 @@ class Relations:
         e.guard(f"broker {b} is down", not_(s.b("alive", b)))
         e.updates[f"alive.{b}"] = TRUE
         e.updates[f"registered.{b}"] = TRUE
-        e.updates[f"bounced.{b}"] = TRUE
-        e.updates[f"horizon.{b}"] = s["partition_version"]
+        self._register_again(e, b)
         e.updates[f"hw.{b}"] = ite(s.b("replica", b), min2(s.b("hw_checkpoint", b), s.b("log_len", b)),
                                    s.b("hw", b))
         return e
@@ -230,7 +235,7 @@ class Relations:
         e.guard(f"broker {b} is alive", s.b("alive", b))
         e.guard(f"broker {b} lost its registration", not_(s.b("registered", b)))
         e.updates[f"registered.{b}"] = TRUE
-        e.updates[f"bounced.{b}"] = TRUE
+        self._register_again(e, b)
         e.updates[f"acting_controller_epoch.{b}"] = self.num(0)
         self._drop_context(e, b)
         return e
@@ -275,12 +280,11 @@ class Relations:
         e.updates["controller"] = self.num(b)
         e.updates["controller_epoch"] = epoch
         e.updates[f"acting_controller_epoch.{b}"] = epoch
-        for r in self.ids:
-            e.updates[f"bounced.{r}"] = FALSE
         live = {r: s.b("registered", r) for r in self.ids}
         write, leader, isr = self._offline_decision(live)
         self._write_node(e, leader, s["leader_epoch"] + self.cfg.rules.leader_epoch_bump, isr, epoch,
                          s["partition_version"] + 1, when=write)
+        self._see_registrations(e)
         e.args = {"elected": True, "controller_epoch": epoch}
         return e
 
@@ -294,6 +298,23 @@ class Relations:
         e.args = {"resigned": True}
         return e
 
+    def _register_again(self, e: Effect, b: int) -> None:
+        """A new registration of broker b: with KIP-380 its earlier requests are stale from now on."""
+        if self.knobs.broker_epoch:
+            e.updates[f"bounced.{b}"] = TRUE
+
+    def _see_registrations(self, e: Effect) -> None:
+        """A controller reads the registrations: a `bounced` broker it finds registered takes requests
+        again, those sent from the state node this step leaves on (`horizon`); before 2.2 a broker it
+        finds dead is `bounced` (its queue dropped) until then."""
+        s = self.s
+        version = e.updates["partition_version"]
+        for r in self.ids:
+            back = and_(s.b("bounced", r), s.b("registered", r))
+            e.updates[f"horizon.{r}"] = ite(back, version, s.b("horizon", r))
+            unseen = s.b("bounced", r) if self.knobs.broker_epoch else TRUE
+            e.updates[f"bounced.{r}"] = and_(unseen, not_(s.b("registered", r)))
+
     def broker_change(self, c: int) -> Effect:
         """The controller reads the registered brokers: failed (or restarted) brokers' replicas go
         offline, leaderless partitions get an offline election. A fenced write makes it resign."""
@@ -302,14 +323,15 @@ class Relations:
         acting = s.b("acting_controller_epoch", c)
         e.guard(f"broker {c} is alive", s.b("alive", c))
         e.guard(f"broker {c} acts as controller", acting != 0)
-        live = {r: and_(s.b("registered", r), not_(s.b("bounced", r))) for r in self.ids}
+        # Before KIP-380 the controller compares broker ids only: a bounced broker stays live.
+        live = {r: and_(s.b("registered", r), not_(s.b("bounced", r)) if self.knobs.broker_epoch else TRUE)
+                for r in self.ids}
         write, leader, isr = self._offline_decision(live)
         fenced = and_(write, acting != s["controller_epoch"]) if self.knobs.controller_epoch_fencing else FALSE
         self._write_node(e, leader, s["leader_epoch"] + self.cfg.rules.leader_epoch_bump, isr, acting,
                          s["partition_version"] + 1, when=and_(write, not_(fenced)))
         e.updates[f"acting_controller_epoch.{c}"] = ite(fenced, 0, acting)
-        for r in self.ids:
-            e.updates[f"bounced.{r}"] = FALSE
+        self._see_registrations(e)
         e.args = {"controller_epoch": acting, "resigned": fenced,
                   "dead": [(r, not_(live[r])) for r in self.ids]}
         return e
@@ -395,10 +417,14 @@ class Relations:
     # -- requests from the controller, handled by a broker ---------------------------------------------
 
     def _accept(self, e: Effect, b: int, ce: Expr) -> Expr:
-        """The controller-epoch fence: a request older than the newest epoch seen is rejected whole."""
+        """The fences: a request addressed to an earlier registration of the broker (KIP-380; known in
+        validation only, from the trace: in model checking such a request is never delivered, see `sent`)
+        or from a controller epoch older than the newest seen is rejected whole."""
         s = self.s
         bce = s.b("broker_controller_epoch", b)
-        accepted = not_(ce < bce) if self.knobs.controller_epoch_fencing else TRUE
+        fenced = ce < bce if self.knobs.controller_epoch_fencing else FALSE
+        refused = self._bool(e, "stale_broker_epoch") if self.knobs.broker_epoch and self.cfg.validation else FALSE
+        accepted = not_(or_(refused, fenced))
         e.updates[f"broker_controller_epoch.{b}"] = ite(accepted, max2(bce, ce), bce)
         e.guard("the request comes from a controller epoch that exists", and_(ce >= 0, ce <= s["controller_epoch"]))
         e.request_ce = ce

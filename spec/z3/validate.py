@@ -675,6 +675,10 @@ class Validator:
             bind("controller_epoch", args.get("controller_epoch"))
             if isinstance(args.get("applied"), bool):
                 bind("applied", args["applied"])
+            # KIP-380: the request's broker epoch against the broker's own, as Kafka logs both on a refusal.
+            sent_to, own = args.get("broker_epoch"), args.get("current_broker_epoch")
+            if isinstance(sent_to, int) and isinstance(own, int):
+                bind("stale_broker_epoch", sent_to < own)
         if action == "LeaderAndIsr":
             entry = next((e for e in args.get("partitions") or [] if isinstance(e, dict) and e.get("partition") == p),
                          None)

@@ -25,3 +25,21 @@ def reelected_controller(run: str, back: bool) -> list[Event]:
     for event in events:
         event["run"] = run
     return events
+
+
+def reassignment_keeping_its_leader(run: str) -> list[Event]:
+    """tests/scenarios/reassignment_keeping_its_leader.txt: t0-0 on [1,2,3], led by 1, reassigned to [2,1].
+    Step 7 of Kafka 2.3.0's onPartitionReassignment (the leader is in RAR and alive) bumps the leader
+    epoch and sends LeaderAndIsr with AR = RAR and the ISR kept to OAR + RAR: brokers 1 and 2 apply an ISR
+    [1,2,3] whose broker 3 is outside their replicas [2,1]; broker 3, outside them, ignores it."""
+    events: list[Event] = []
+    cluster = Cluster(3, Knobs(), events.append)
+    cluster.create_topic("t0", {0: (1, 2, 3)})
+    cluster.stabilize()
+    cluster.produce(1, "t0-0", -1)
+    cluster.stabilize()
+    cluster.reassign({"t0-0": (2, 1)})
+    cluster.stabilize()
+    for event in events:
+        event["run"] = run
+    return events

@@ -181,9 +181,12 @@ class _Parser:
             _need(fields, "leader", "leader_epoch", "isr")
             p = partition_name(m["p"])
             args.update(request="LeaderAndIsr", to=int(m["to"]), role=m["role"])
+            # The request carries the partition node the controller wrote, but its replicas are the
+            # controller's memory, not the store's assignment: step 7 of Kafka 2.3.0's reassignment sends
+            # RAR while the store still holds OAR + RAR (docs/invariants.md, IsrSubsetOfReplicas).
             self._store(delta, p, fields, epoch)
             if "replicas" in fields:
-                self._set(delta, ("assignment", p), fields["replicas"])
+                args["replicas"] = fields["replicas"]
             action = "BrokerChange"
         elif (m := _SEND_OTHER.match(rest)) is not None:
             args["request"] = m["kind"]

@@ -1,17 +1,29 @@
-"""The state-change.log parser on the hand-written samples of tests/data/kafka (three Kafka versions)."""
+"""The Kafka log parser on the logs of tests/data/kafka, rendered from Kafka's own format strings
+(tests/kafka_fixtures.py), and on single statements of the table of every release."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_fixtures import DATA, DOCS, FIXTURE_RELEASES, RENDERED, docs_with_table, fixtures, healthy
 
 from kcm.conformance.check.invariants import InvariantChecker
-from kcm.conformance.pipeline.kafka_log import LogLineError, parse_kafka_log, parse_rendering, partition_name
+from kcm.conformance.pipeline.kafka_log import (
+    Line,
+    LogLineError,
+    parse_kafka_log,
+    parse_rendering,
+    partition_name,
+    render,
+    render_message,
+)
+from kcm.conformance.pipeline.kafka_log import formats as fm
 from kcm.spec.trace.format import Event, TraceWriter, load_trace
-
-DATA = Path(__file__).parent / "data" / "kafka"
+from kcm.spec.vocabulary import NO_LEADER
+from kcm.tools.pipeline import main as pipeline_main
 
 
 def _parsed(name: str) -> tuple[list[Event], list[dict[str, Any]], int]:
@@ -19,55 +31,277 @@ def _parsed(name: str) -> tuple[list[Event], list[dict[str, Any]], int]:
     return parsed.events, parsed.quarantine, parsed.lines
 
 
+def _log(tmp_path: Path, *lines: str, name: str = "state-change.log") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return path
+
+
+def _one(tmp_path: Path, line: Line, release: str) -> Event:
+    """The event the parser makes of one rendered statement."""
+    parsed = parse_kafka_log(_log(tmp_path, *render([line], release)))
+    assert parsed.quarantine == [] and parsed.skipped == []
+    return parsed.events[-1]
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("(Leader:1,ISR:1,2,LeaderEpoch:0,ControllerEpoch:1)",
          {"leader": 1, "isr": [1, 2], "leader_epoch": 0, "controller_epoch": 1}),
+        ("(Leader:1,ISR:1,2,LeaderRecoveryState:RECOVERED,LeaderEpoch:3,ZkVersion:4,ControllerEpoch:5)",
+         {"leader": 1, "isr": [1, 2], "leader_epoch": 3, "zk_version": 4, "controller_epoch": 5}),
+        ('{"leader":2,"leader_epoch":3,"isr":[2,3]}', {"leader": 2, "leader_epoch": 3, "isr": [2, 3]}),
         ("LeaderAndIsr(leader=2, leaderEpoch=3, isr=List(2, 3), zkVersion=5)",
          {"leader": 2, "leader_epoch": 3, "isr": [2, 3], "zk_version": 5}),
+        ("LeaderAndIsr(leader=-1, leaderEpoch=3, isrWithBrokerEpoch=List(BrokerState(brokerId=0, brokerEpoch=-1), "
+         "BrokerState(brokerId=2, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, partitionEpoch=7)",
+         {"leader": -1, "leader_epoch": 3, "isr": [0, 2], "zk_version": 7}),
         ("PartitionState(controllerEpoch=4, leader=2, leaderEpoch=0, isr=2,3, zkVersion=0, replicas=2,3, isNew=true)",
          {"controller_epoch": 4, "leader": 2, "leader_epoch": 0, "isr": [2, 3], "zk_version": 0, "replicas": [2, 3]}),
         ("LeaderAndIsrPartitionState(topicName='audit', partitionIndex=0, controllerEpoch=7, leader=1, leaderEpoch=0, "
-         "isr=[1, 3], zkVersion=0, replicas=[1, 3], addingReplicas=[], removingReplicas=[], isNew=true)",
+         "isr=[1, 3], partitionEpoch=0, replicas=[1, 3], addingReplicas=[], removingReplicas=[], isNew=true, "
+         "leaderRecoveryState=0)",
          {"partition": "audit-0", "controller_epoch": 7, "leader": 1, "leader_epoch": 0, "isr": [1, 3],
           "zk_version": 0, "replicas": [1, 3]}),
     ],
 )
-def test_renderings_of_each_version(text: str, expected: dict[str, object]) -> None:
+def test_renderings_of_each_release(text: str, expected: dict[str, object]) -> None:
     assert parse_rendering(text) == expected
 
 
-def test_partition_names_of_each_version() -> None:
+def test_partition_names_of_each_release() -> None:
     assert partition_name("[orders,0]") == "orders-0"
     assert partition_name("my-topic-12") == "my-topic-12"
     with pytest.raises(LogLineError, match="leader is 'x'"):
         parse_rendering("LeaderAndIsr(leader=x, leaderEpoch=1)")
 
 
+# -- the table -------------------------------------------------------------------------------------------------
+
+
+def test_the_table_is_well_formed() -> None:
+    for row in fm.FORMATS:
+        assert fm.LINES.index(row.first) <= fm.LINES.index(row.last), row.template
+        assert set(fm.placeholders(row.template)) <= set(fm.PLACEHOLDERS), row.template
+        assert row.kind != fm.SKIP or row.note, f"a skipped statement says why: {row.template}"
+    templates = [(r.template, r.first) for r in fm.FORMATS]
+    assert len(templates) == len(set(templates))
+    assert all(count > 0 for count in fm.rows_per_line().values())
+
+
+def test_the_committed_fixtures_are_what_the_renderer_prints() -> None:
+    for path, text in fixtures().items():
+        assert path.read_text() == text, f"{path}: run `python tests/kafka_fixtures.py`"
+
+
+def test_the_docs_table_is_the_format_table() -> None:
+    assert DOCS.read_text() == docs_with_table(DOCS.read_text()), "run `python tests/kafka_fixtures.py`"
+
+
+@pytest.mark.parametrize("release", fm.LINES)
+def test_a_healthy_run_renders_and_parses_back_in_every_release(release: str, tmp_path: Path) -> None:
+    parsed = parse_kafka_log(_log(tmp_path, *render(healthy(), release)))
+    assert parsed.quarantine == [] and parsed.skipped == []
+    assert len(parsed.events) == 1 + parsed.lines
+    state: dict[str, Any] = {}
+    for event in parsed.events:
+        for var, value in event["state"].items():
+            state[var] = {**state.get(var, {}), **value} if isinstance(value, dict) else value
+    assert state["leader"] == {"orders-0": 1}
+    assert state["assignment"] == {"orders-0": [0, 1]}
+    assert state["role"] == {"0": {"orders-0": "leader"}, "1": {"orders-0": "leader"}}
+    assert state["broker_controller_epoch"]["0"] == 2 and state["broker_controller_epoch"]["1"] == 2
+    assert parsed.events[0]["args"]["brokers"] == [0, 1, 2]
+    if fm.LINES.index(release) >= fm.LINES.index("1.1"):  # the LeaderAndIsr rendering of the controller
+        assert state["isr"] == {"orders-0": [1]} and state["leader_epoch"] == {"orders-0": 1}
+        assert state["partition_version"] == {"orders-0": 1}
+    stale = parsed.events[-1]
+    assert stale["args"]["applied"] is False and stale["args"]["controller_epoch"] == 1
+
+
+@pytest.mark.parametrize("generation", sorted(FIXTURE_RELEASES))
+def test_a_healthy_log_of_every_generation_shows_no_violation(generation: str) -> None:
+    """Brokers 0 and 1: needs trace format v2 (broker 0 is no "no leader" there)."""
+    events = parse_kafka_log(RENDERED / f"state-change-{generation}.log").events
+    checker = InvariantChecker()
+    assert [v for event in events for v in checker.step(event)] == []
+
+
+# -- the defects of issue 22, one statement each --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", fm.LINES)
+def test_the_stale_controller_line_of_every_release(release: str, tmp_path: Path) -> None:
+    event = _one(tmp_path, Line(fm.STALE_LEADER_AND_ISR, {"b": 0, "c": 2, "e": 4, "cid": 9, "latest": 5}), release)
+    assert (event["actor"], event["action"]) == ("broker:0", "LeaderAndIsr")
+    assert event["args"]["applied"] is False and event["args"]["correlation_id"] == 9
+    assert event["state"] == {"broker_controller_epoch": {"0": 5}}
+
+
+def test_completed_become_follower_with_leader_of_2_0(tmp_path: Path) -> None:
+    line = Line(fm.COMPLETED, {"b": 2, "c": 1, "e": 3, "cid": 4, "partition": "t-0", "leader": 1}, role="follower")
+    _, text = render_message(line, "2.0")
+    assert text.endswith("become-follower transition for partition t-0 with leader 1")
+    event = _one(tmp_path, line, "2.0")
+    assert event["args"]["partitions"] == [{"partition": "t-0", "leader": 1}] and event["args"]["completed"]
+
+
+def test_info_summaries_of_2_6_and_2_7(tmp_path: Path) -> None:
+    lines = [
+        Line(fm.SEND_OTHER, {"c": 0, "e": 1, "to": 2, "n": 3, "m": 1}),
+        Line(fm.SEND_OTHER, {"c": 0, "e": 1, "n": 4}, extra={"brokers": "Set(0, 1, 2)"}),
+        Line(fm.RECEIVED, {"b": 2, "c": 0, "cid": 5, "n": 4}),
+        Line(fm.COMPLETED, {"b": 2, "c": 0, "cid": 5, "n": 4, "ms": 12}),
+        Line(fm.LOCAL_LEADER, {"b": 2, "partition": "t-0", "le": 3, "off": 0, "hw": 0, "old": 2, "isr": [2, 0]}),
+        Line(fm.LOCAL_FOLLOWER, {"b": 0, "partition": "t-0", "le": 3, "off": 0, "hw": 0, "old": 2}),
+        Line(fm.UPDATE_METADATA, {"b": 0, "c": 0, "e": 1, "cid": 6, "n": 4, "m": 0}),
+    ]
+    text = render(lines, "2.7")
+    assert [t.split("] ")[1].split(" ")[0] for t in text] == ["INFO"] * 7
+    assert "Sending UpdateMetadata request to brokers Set(0, 1, 2) for 4 partitions" in text[1]
+    parsed = parse_kafka_log(_log(tmp_path, *text))
+    assert parsed.quarantine == [] and len(parsed.events) == 8
+    leader, follower = parsed.events[5], parsed.events[6]
+    assert leader["state"] == {"role": {"2": {"t-0": "leader"}}, "local_leader_epoch": {"2": {"t-0": 3}},
+                               "local_isr": {"2": {"t-0": [2, 0]}}}
+    assert follower["state"] == {"role": {"0": {"t-0": "follower"}}, "local_leader_epoch": {"0": {"t-0": 3}}}
+
+
 @pytest.mark.parametrize(
-    ("name", "lines", "quarantined"),
+    ("release", "line", "action"),
     [
-        ("state-change-0.10.log", 16, {14: "not a state-change log line"}),
-        ("state-change-1.1.log", 14, {12: "malformed rendering: leader is 'three'",
-                                      14: "unrecognised controller message"}),
-        ("state-change-2.4.log", 9, {8: "malformed rendering: no partition", 9: "truncated file"}),
+        ("1.1", Line(fm.SEND_OTHER, {"c": 0, "e": 1, "partition": "t-0"},
+                     extra={"blob": "PartitionState(...)", "brokers": "Set(0, 1)"}), "BrokerChange"),
+        ("2.4", Line(fm.UPDATE_METADATA, {"b": 0, "c": 1, "e": 2, "cid": 3, "partition": "t-0"},
+                     extra={"blob": "UpdateMetadataPartitionState(topicName='t')"}), "UpdateMetadata"),
+        ("0.10.2", Line(fm.UPDATE_METADATA, {"b": 0, "c": 1, "e": 2, "cid": 3, "partition": "t-0"}), "UpdateMetadata"),
+        ("2.4", Line(fm.FAILED_CHANGE, {"c": 1, "e": 2, "partition": "t-0", "src": "OfflinePartition",
+                                        "dst": "OnlinePartition"}), "BrokerChange"),
+        ("1.0", Line(fm.STOP_REPLICA, {"b": 0, "partition": "t-0", "delete": True}), "StopReplica"),
+        ("2.6", Line(fm.STOP_REPLICA, {"b": 0, "c": 1, "e": 2, "cid": 3, "partition": "t-0"},
+                     extra={"blob": "StopReplicaPartitionState(partitionIndex=0)"}), "StopReplica"),
+        ("3.0", Line(fm.STALE_STOP_REPLICA, {"b": 0, "c": 1, "e": 2, "cid": 3, "latest": 4}), "StopReplica"),
+        ("0.8.2", Line(fm.STALE_STOP_REPLICA, {"b": 0, "e": 2, "latest": 4}), "StopReplica"),
+        ("2.0", Line(fm.RESPONSE, {"c": 1, "e": 2, "cid": 3},
+                     extra={"any": "LeaderAndIsrResponse(error=NONE)", "api": "LEADER_AND_ISR",
+                            "node": "kafka-0:9092 (id: 0 rack: null)"}), "BrokerChange"),
+        ("0.9", Line(fm.RESPONSE, {"c": 1, "e": 2}, extra={"any": "Name: StopReplicaResponse", "node": "id:0"}),
+         "BrokerChange"),
     ],
 )
-def test_every_line_is_an_event_or_quarantined(name: str, lines: int, quarantined: dict[int, str]) -> None:
-    events, quarantine, read = _parsed(name)
-    assert read == lines
-    assert {int(str(q["line"])): str(q["reason"]) for q in quarantine}.keys() == quarantined.keys()
-    for entry in quarantine:
-        assert str(entry["reason"]).startswith(quarantined[int(str(entry["line"]))])
-        assert entry["file"] == str(DATA / name)
+def test_statements_once_quarantined_become_events(release: str, line: Line, action: str, tmp_path: Path) -> None:
+    event = _one(tmp_path, line, release)
+    assert event["action"] == action
+
+
+def test_the_broker_side_of_update_metadata_and_stop_replica_carries_the_controller_epoch(tmp_path: Path) -> None:
+    event = _one(tmp_path, Line(fm.UPDATE_METADATA, {"b": 0, "c": 1, "e": 2, "cid": 3, "partition": "t-0"}), "1.1")
+    assert event["state"] == {"broker_controller_epoch": {"0": 2}}
+    deleted = parse_kafka_log(_log(tmp_path, "[2024-01-01 00:00:00,000] TRACE [Broker id=0] Deleted partition t-0 "
+                                   "from metadata cache in response to UpdateMetadata request sent by controller 1 "
+                                   "epoch 2 with correlation id 3 (state.change.logger)")).events[-1]
+    assert deleted["action"] == "UpdateMetadata" and deleted["args"]["partition"] == "t-0"
+
+
+def test_with_leader_and_assigned_replicas_of_0_8_to_1_0(tmp_path: Path) -> None:
+    ctl = {"c": 0, "e": 1, "partition": "t-0"}
+    created = _one(tmp_path, Line(fm.PARTITION_STATE, {**ctl, "src": "NonExistentPartition", "dst": "NewPartition",
+                                                       "replicas": [0, 2]}), "1.0")
+    assert created["state"]["assignment"] == {"t-0": [0, 2]} and created["action"] == "TopicChange"
+    online = _one(tmp_path, Line(fm.PARTITION_STATE, {**ctl, "src": "NewPartition", "dst": "OnlinePartition",
+                                                      "leader": 0}), "0.9")
+    assert online["state"]["leader"] == {"t-0": 0} and online["action"] == "TopicChange"
+    offline = _one(tmp_path, Line(fm.PARTITION_STATE, {**ctl, "src": "OfflinePartition", "dst": "OnlinePartition",
+                                                       "leader": -1}), "0.8.2")
+    assert offline["args"]["leader"] == NO_LEADER and offline["action"] == "BrokerChange"
+    assert "leader" not in offline["state"]  # its leader epoch comes with the LeaderAndIsr sent next
+
+
+@pytest.mark.parametrize("release", ["3.3", "3.9"])
+def test_the_partition_epoch_of_3_x_is_the_partition_version(release: str, tmp_path: Path) -> None:
+    state = {"leader": 0, "leader_epoch": 4, "isr": [0], "zk_version": 9, "controller_epoch": 1, "replicas": [0, 1]}
+    event = _one(tmp_path, Line(fm.PARTITION_STATE, {"c": 0, "e": 1, "partition": "t-0", "src": "OnlinePartition",
+                                                     "dst": "OnlinePartition", "state": state}), release)
+    assert event["state"]["partition_version"] == {"t-0": 9}
+
+
+def test_a_reassignment_sends_the_new_assignment(tmp_path: Path) -> None:
+    state = {"leader": 1, "leader_epoch": 2, "isr": [1, 2, 3], "zk_version": 3, "controller_epoch": 1}
+    for release in ("1.1", "2.6"):
+        event = _one(tmp_path, Line(fm.REASSIGNMENT_SENT, {"c": 0, "e": 1, "partition": "t-0", "leader": 1,
+                                                           "replicas": [1, 2, 3], "state": state}), release)
+        assert event["action"] == "PartitionReassignment"
+        assert event["state"]["assignment"] == {"t-0": [1, 2, 3]} and event["state"]["isr"] == {"t-0": [1, 2, 3]}
+
+
+def test_a_reassignment_renders_its_adding_and_removing_replicas(tmp_path: Path) -> None:
+    state = {"leader": 3, "leader_epoch": 2, "isr": [3, 2], "zk_version": 4, "controller_epoch": 1,
+             "replicas": [2, 1, 3], "adding": [1], "removing": [3]}
+    line = Line(fm.SEND_LEADER_AND_ISR, {"c": 2, "e": 1, "partition": "t-0", "to": 1, "state": state}, role="follower")
+    _, text = render_message(line, "2.4")
+    assert "replicas=[2, 1, 3], addingReplicas=[1], removingReplicas=[3], isNew=false" in text
+    sent = Line(fm.REASSIGNMENT_SENT, {"c": 2, "e": 1, "partition": "t-0", "leader": 3, "replicas": [2, 1, 3],
+                                       "adding": [1], "removing": [3], "state": state})
+    assert "new replica assignment ReplicaAssignment(replicas=2,1,3, addingReplicas=1, removingReplicas=3) to " \
+           "leader 3" in render_message(sent, "2.6")[1]
+    assert _one(tmp_path, line, "2.4")["state"]["assignment"] == {"t-0": [2, 1, 3]}
+
+
+def test_controller_log_elections(tmp_path: Path) -> None:
+    path = _log(tmp_path, *render([Line(fm.CONTROLLER_ELECT, {"c": 0, "e": 3, "v": 2}, logger=fm.CONTROLLER),
+                                   Line(fm.CONTROLLER_RESIGN, {"c": 0}, logger=fm.CONTROLLER)], "2.4"),
+                "[2024-01-01 00:00:01,000] INFO [Controller id=0] Newly added brokers: 1, deleted brokers: , "
+                "all live brokers: 0,1 (kafka.controller.KafkaController)",
+                # a message no release prints
+                "[2024-01-01 00:00:02,000] INFO [Controller id=0] Partition t-0 is now under reassignment "
+                "(kafka.controller.KafkaController)", name="controller.log")
+    parsed = parse_kafka_log(path)
+    assert [e["action"] for e in parsed.events] == ["Init", "ControllerElect", "ControllerResign"]
+    assert parsed.events[1]["state"] == {"controller": 0, "controller_epoch": 3}
+    assert [s["line"] for s in parsed.skipped] == [3]
+    assert str(parsed.skipped[0]["reason"]).startswith("skipped on purpose: broker membership")
+    assert parsed.quarantine == [{"file": str(path), "line": 4, "reason": "unrecognised controller message"}]
+
+
+# -- the fixtures with planted faults ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "lines", "quarantined", "skipped"),
+    [
+        ("state-change-0.10.log", 19, {}, {14: "skipped on purpose: stack trace of line 13"}),
+        ("state-change-1.1.log", 14, {12: "malformed rendering: leader is 'three'",
+                                      14: "unrecognised controller message"}, {}),
+        ("state-change-2.4.log", 9, {8: "malformed rendering: no partition", 9: "truncated file"}, {}),
+    ],
+)
+def test_every_line_is_an_event_skipped_or_quarantined(name: str, lines: int, quarantined: dict[int, str],
+                                                       skipped: dict[int, str]) -> None:
+    parsed = parse_kafka_log(DATA / name)
+    assert parsed.lines == lines
+    for found, expected in ((parsed.quarantine, quarantined), (parsed.skipped, skipped)):
+        assert {int(q["line"]) for q in found} == expected.keys()
+        for entry in found:
+            assert str(entry["reason"]).startswith(expected[int(entry["line"])])
+            assert entry["file"] == str(DATA / name)
     # One event per line kept, after the Init the parser makes up from what the log shows first.
-    assert len(events) == 1 + read - len(quarantine)
-    assert events[0]["action"] == "Init" and events[0]["full"] is True
+    assert len(parsed.events) == 1 + lines - len(quarantined) - len(skipped)
+    assert parsed.events[0]["action"] == "Init" and parsed.events[0]["full"] is True
 
 
-def test_parsed_logs_are_valid_v1_traces(tmp_path: Path) -> None:
+def test_parsed_logs_are_valid_traces(tmp_path: Path) -> None:
     for log in sorted(DATA.glob("*.log")):
+        path = tmp_path / f"{log.stem}.jsonl"
+        with TraceWriter(path) as writer:
+            for event in parse_kafka_log(log).events:
+                writer.write(event)
+        assert len(load_trace(path)) == len(parse_kafka_log(log).events)
+
+
+def test_parsed_logs_with_broker_0_are_valid_traces(tmp_path: Path) -> None:
+    """Brokers 0 and 1: needs trace format v2 (broker ids from 0)."""
+    for log in sorted(RENDERED.glob("*.log")):
         path = tmp_path / f"{log.stem}.jsonl"
         with TraceWriter(path) as writer:
             for event in parse_kafka_log(log).events:
@@ -88,8 +322,7 @@ def test_planted_faults_in_the_logs_are_found_at_their_lines() -> None:
     assert _violations("state-change-0.10.log") == set()
     assert _violations("state-change-1.1.log") == {
         ("OneLeaderPerEpoch", 10, "state-change-1.1.log:10"),
-        # line 11, a request whose ISR [3,4] is outside its replicas [2,3], is no violation: a request's
-        # replicas are the controller's memory, not the store's assignment (docs/invariants.md).
+        ("IsrSubsetOfReplicas", 11, "state-change-1.1.log:11"),
         ("ValidReplicaTransitions", 12, "state-change-1.1.log:13"),
     }
     assert _violations("state-change-2.4.log") == {("StaleControllerFenced", 7, "state-change-2.4.log:7")}
@@ -99,8 +332,88 @@ def test_the_0_10_log_observes_the_failover() -> None:
     events, _, _ = _parsed("state-change-0.10.log")
     last = events[-1]
     assert last["actor"] == "controller:1"
+    assert last["args"]["to"] == 2
     assert last["state"] == {"leader": {"orders-0": 2}, "leader_epoch": {"orders-0": 1}, "isr": {"orders-0": [2]}}
+    elected = events[-2]
+    assert elected["args"]["leader"] == 2 and "leader" not in elected["state"]
     follower = next(e for e in events if e["actor"] == "broker:2" and e["args"].get("applied"))
     assert follower["state"] == {"role": {"2": {"orders-0": "follower"}},
                                  "local_leader_epoch": {"2": {"orders-0": 0}},
                                  "broker_controller_epoch": {"2": 1}}
+
+
+# -- layouts ----------------------------------------------------------------------------------------------------
+
+
+def test_wrappers_layouts_wrapped_lines_and_stack_traces(tmp_path: Path) -> None:
+    lines = render(healthy()[:4], "2.4")
+    strimzi = [f"{t[1:24]} {t[26:].replace(' (state.change.logger)', '')} (state.change.logger) "
+               f"[controller-event-thread]" for t in lines]
+    cut = len(lines[3]) // 2
+    texts = {
+        "docker": [f"kafka_1  | {t}" for t in lines],
+        "grep": [f"broker-1/state-change.log:{t}" for t in lines],
+        "strimzi": strimzi,
+        "wrapped": [*lines[:3], lines[3][:cut], lines[3][cut:]],
+        "spaces": [*lines[:3], lines[3][:lines[3].index(" with state")], lines[3][lines[3].index(" with state") + 1:]],
+        "stack": [*lines, "org.apache.kafka.common.errors.NotLeaderForPartitionException: no",
+                  "\tat kafka.X.y(X.scala:1)"],
+        "docker-times": [f"broker1   | 2020-09-22T06:34:31.523787776Z {t}" for t in lines],
+        "embedded": [f"07:08:49,859  INFO || - [KafkaContainer] STDOUT: {t}" for t in lines],
+        "indented": [f"    {t}" for t in lines],
+        "undated": [t[26:] for t in lines],
+    }
+    for name, text in texts.items():
+        parsed = parse_kafka_log(_log(tmp_path, *text, name=f"{name}.log"))
+        assert parsed.quarantine == [], name
+        assert len(parsed.events) == 5, name
+    assert parse_kafka_log(tmp_path / "strimzi.log").layout == "strimzi"
+    assert {s["reason"] for s in parse_kafka_log(tmp_path / "stack.log").skipped} == {
+        "skipped on purpose: stack trace of line 4"}
+
+
+def test_other_loggers_are_skipped_not_quarantined(tmp_path: Path) -> None:
+    parsed = parse_kafka_log(_log(tmp_path, "[2024-01-01 00:00:00,000] INFO Kafka version: 2.4.1 "
+                                  "(org.apache.kafka.common.utils.AppInfoParser)"))
+    assert parsed.quarantine == [] and parsed.skipped[0]["reason"].startswith("skipped on purpose: logger")
+
+
+def test_a_log_pattern_of_the_user(tmp_path: Path) -> None:
+    message = render_message(healthy()[0], "2.4")[1]
+    path = _log(tmp_path, f"26/11/2026 06:00:00.123 TRACE  state.change.logger - [main] {message}")
+    parsed = parse_kafka_log(path, pattern="%d{dd/MM/yyyy HH:mm:ss.SSS} %-5p %c - [%t] %m%n")
+    assert parsed.quarantine == [] and len(parsed.events) == 2
+    assert parse_kafka_log(path).quarantine[0]["reason"].startswith("not a log line: no kafka layout")
+    short = _log(tmp_path, f"06:00:00 INFO logger: {render_message(healthy()[0], '2.4')[1]}",
+                 name="short.log")  # %c{1}: the last part of state.change.logger
+    assert len(parse_kafka_log(short, pattern="%d{HH:mm:ss} %p %c{1}: %m%n").events) == 2
+
+
+@pytest.mark.parametrize("pattern", ["%d %Q %m%n", "%d %p%n"])
+def test_an_unreadable_log_pattern_is_a_usage_error(pattern: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--log-pattern"):
+        parse_kafka_log(_log(tmp_path, "x"), pattern=pattern)
+
+
+def test_an_unreadable_log_pattern_on_the_command_line_exits_2(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    log = _log(tmp_path, "x")
+    code = pipeline_main(["ingest", "--kafka-log", str(log), "--log-pattern", "[%d] %Q %m", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("kcm: error: --log-pattern: unknown conversion %Q")
+
+
+def test_no_input_crashes_the_parser(tmp_path: Path) -> None:
+    rng = random.Random(22)
+    pieces = [*render(healthy(), "0.10.2"), *render(healthy(), "3.9"), "\tat x", "kafka_1 | ", "[", "\xff", ""]
+    for attempt in range(50):
+        lines = []
+        for _ in range(rng.randint(1, 30)):
+            text = rng.choice(pieces)
+            cut = rng.randint(0, len(text))
+            lines.append(text[:cut] + rng.choice(["", "]", ")", "=x", " (state.change.logger)"]) + text[cut:])
+        path = tmp_path / f"fuzz-{attempt}.log"
+        path.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape") + rng.choice([b"", b"\n", b"\xff\n"]))
+        parsed = parse_kafka_log(path)
+        assert len(parsed.events) - 1 + len(parsed.skipped) + len(parsed.quarantine) == parsed.lines

@@ -125,7 +125,7 @@ def test_planted_violations_are_found_at_their_run_and_event(spark: SparkSession
     assert {r for r, _, _ in found if r == "clean"} == set()
     # The faults planted in the hand-written logs (tests/test_kafka_log.py), found by Spark too.
     assert {(r, s, i) for r, s, i in found if r.startswith("log-")} == {
-        ("log-state-change-1.1", 10, "OneLeaderPerEpoch"),
+        ("log-state-change-1.1", 10, "OneLeaderPerEpoch"), ("log-state-change-1.1", 11, "IsrSubsetOfReplicas"),
         ("log-state-change-1.1", 12, "ValidReplicaTransitions"), ("log-state-change-2.4", 7, "StaleControllerFenced")}
     simulated = {(r["run"], r["seq"], r["invariant"]) for r in violations if not r["run"].startswith("log-")}
     assert simulated == _reference(everything)
@@ -232,6 +232,41 @@ def test_bad_input_is_quarantined_and_counted(spark: SparkSession, tmp_path: Pat
                        "unknown state variable"}
     summary = json.loads((tmp_path / "checked" / pl.SUMMARY).read_text())
     assert summary["records"]["read"] == c.read and summary["quarantined_upstream"] == 6
+
+
+def test_a_log_is_accounted_line_for_line_from_ingest_to_report(spark: SparkSession, tmp_path: Path) -> None:
+    logs = sorted(KAFKA.glob("*.log"))
+    lines = sum(len(p.read_bytes().splitlines()) for p in logs)
+    corpus = tmp_path / "corpus"
+    ingested = ingest(spark, [str(p) for p in logs], [], corpus)
+    assert ingested.read == lines == ingested.checked + ingested.quarantined
+    assert ingested.quarantined > 0
+    events = read_parquet(corpus / pl.EVENTS)
+
+    result = pl.check(spark, corpus, tmp_path / "checked")
+
+    # One Init per log is the parser's, no line of the file: checked, but not counted as read.
+    assert result.counts.synthesized == len(logs)
+    assert result.counts.read == len(events) - len(logs) == result.counts.checked + result.counts.quarantined
+    _, summary = pl.report(tmp_path / "checked")
+    assert summary["records"]["read"] == result.counts.read
+    assert summary["quarantined_upstream"] == ingested.quarantined
+
+
+def test_check_exits_3_when_only_ingest_quarantined(spark: SparkSession, tmp_path: Path) -> None:
+    from kcm.tools.cli import main
+
+    corpus = tmp_path / "corpus"
+    jsonl = tmp_path / "one-bad-line.jsonl"
+    clean = _simulate(3, 60, "clean")
+    jsonl.write_text("".join(json.dumps(e) + "\n" for e in clean) + "{not json\n", encoding="utf-8")
+    ingest(spark, [], [str(jsonl)], corpus)
+
+    result = pl.check(spark, corpus, tmp_path / "checked")
+
+    assert (result.violations, result.counts.quarantined) == (0, 0)
+    assert result.exit_code == pl.EXIT_QUARANTINED
+    assert main(["pipeline", "report", "--in", str(tmp_path / "checked")]) == pl.EXIT_QUARANTINED
 
 
 @pytest.mark.long

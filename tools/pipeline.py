@@ -1,7 +1,7 @@
 """`kcm pipeline`: the trace pipeline on Spark (docs/pipeline.md).
 
     kcm pipeline generate --runs N --steps M [--set knob=value ...] --out DIR
-    kcm pipeline ingest --kafka-log PATH... [--trace PATH...] --out DIR
+    kcm pipeline ingest --kafka-log PATH... [--log-pattern PATTERN] [--trace PATH...] --out DIR
     kcm pipeline check --in DIR --out DIR [--validate-sample FRACTION|all]
     kcm pipeline report --in DIR [--json]
 
@@ -51,6 +51,8 @@ def add_stages(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--out", required=True)
     ingest = stages.add_parser("ingest", help="Kafka state-change logs and v1 JSON Lines into the layout")
     ingest.add_argument("--kafka-log", nargs="+", default=[], metavar="PATH")
+    ingest.add_argument("--log-pattern", default=None, metavar="PATTERN",
+                        help="the log4j ConversionPattern of the Kafka logs (default: detected per file)")
     ingest.add_argument("--trace", nargs="+", default=[], metavar="PATH")
     ingest.add_argument("--out", required=True)
     check = stages.add_parser("check", help="invariants, transition tables and Z3 step validation")
@@ -109,6 +111,10 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
         return _exit_code(summary)
     knobs = Knobs().with_settings(args.settings) if args.stage == "generate" else Knobs()
     fraction = _fraction(args.validate_sample) if args.stage == "check" else 0.0
+    if args.stage == "ingest" and args.log_pattern is not None:
+        from kcm.conformance.pipeline.kafka_log import compile_pattern
+
+        compile_pattern(args.log_pattern)  # a usage error, said before Spark starts
     started = time.perf_counter()
     spark = _session(args, submitted)
     try:
@@ -130,7 +136,7 @@ def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, frac
               f"({time.perf_counter() - started:.1f} s)")
         return pl.EXIT_CLEAN
     if args.stage == "ingest":
-        counts = ingest(spark, args.kafka_log, args.trace, out, progress=progress)
+        counts = ingest(spark, args.kafka_log, args.trace, out, progress=progress, log_pattern=args.log_pattern)
         print(f"ingested: read {counts.read:,} = accepted {counts.checked:,} + quarantined {counts.quarantined:,} "
               f"(see {out / pl.QUARANTINE})")
         return pl.EXIT_QUARANTINED if counts.quarantined else pl.EXIT_CLEAN
@@ -144,11 +150,7 @@ def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, frac
 def _exit_code(summary: dict[str, Any]) -> int:
     from kcm.conformance.pipeline import jobs as pl
 
-    if summary["violations"]:
-        return pl.EXIT_VIOLATIONS
-    records = summary["records"]
-    upstream = summary["quarantined_upstream"]
-    return pl.EXIT_QUARANTINED if records["quarantined"] or records["files_quarantined"] or upstream else pl.EXIT_CLEAN
+    return pl.summary_exit_code(summary)
 
 
 def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:

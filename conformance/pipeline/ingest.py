@@ -1,9 +1,11 @@
 """`ingest`: Kafka state-change logs and trace-format-v1 JSON Lines into the pipeline layout, one Spark task
-per file. A line that cannot be used is quarantined with its file, line number and reason; the others are
-written as (partial) traces, one run per file."""
+per file. A line that cannot be used is quarantined with its file, line number and reason; a log line that
+carries no state is skipped with its reason (counted in the manifest); the others are written as
+(partial) traces, one run per file."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,12 +14,13 @@ import fastjsonschema
 from pyspark.sql import SparkSession
 
 from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, Counts, Progress, no_progress, write_json, write_quarantine
-from kcm.conformance.pipeline.kafka_log import parse_kafka_log
+from kcm.conformance.pipeline.kafka_log import compile_pattern, parse_kafka_log
 from kcm.spec.trace.format import OBSERVER, Event, TraceError, actor_kind, parse_line, schema_error, schema_validator
 from kcm.spec.trace.parquet import write_parquet
 from kcm.spec.vocabulary import ACTIONS
 
-Outcome = tuple[str, int, int, list[dict[str, Any]]]  # file, lines read, events written, quarantine
+# file, lines read, events written, quarantine, lines skipped on purpose (read and accepted, no event)
+Outcome = tuple[str, int, int, list[dict[str, Any]], list[dict[str, Any]]]
 
 
 def parse_jsonl(path: str) -> tuple[list[Event], list[dict[str, Any]], int]:
@@ -68,31 +71,35 @@ def _kind(reason: str) -> str:
     return "unreadable line"
 
 
-def _ingest_file(out: str) -> Callable[[Iterable[tuple[str, str]]], Iterable[Outcome]]:
+def _ingest_file(out: str, log_pattern: str | None) -> Callable[[Iterable[tuple[str, str]]], Iterable[Outcome]]:
     def task(items: Iterable[tuple[str, str]]) -> Iterator[Outcome]:
         for kind, path in items:
+            skipped: list[dict[str, Any]] = []
             try:
                 if kind == "kafka":
-                    parsed = parse_kafka_log(path)
-                    events, quarantine, lines = parsed.events, parsed.quarantine, parsed.lines
+                    parsed = parse_kafka_log(path, pattern=log_pattern)
+                    events, quarantine, lines, skipped = parsed.events, parsed.quarantine, parsed.lines, parsed.skipped
                 else:
                     events, quarantine, lines = parse_jsonl(path)
             except OSError as err:
-                yield path, 0, 0, [{"file": path, "line": 0, "reason": f"unreadable file: {err.strerror or err}"}]
+                yield path, 0, 0, [{"file": path, "line": 0, "reason": f"unreadable file: {err.strerror or err}"}], []
                 continue
             # An Init made up by the log parser is no line of the file: it is not counted as read.
             made_up = 1 if kind == "kafka" else 0
             written = write_parquet(events, out) if len(events) > made_up else 0
-            yield path, lines, max(written - made_up, 0), quarantine
+            yield path, lines, max(written - made_up, 0), quarantine, skipped
 
     return task
 
 
 def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str], out: Path,
-           progress: Progress = no_progress) -> Counts:
+           progress: Progress = no_progress, log_pattern: str | None = None) -> Counts:
+    """`log_pattern`, a log4j ConversionPattern, replaces the detection of the Kafka logs' layout."""
     files = [("kafka", str(p)) for p in kafka_logs] + [("trace", str(p)) for p in traces]
     if not files:
         raise ValueError("nothing to ingest: give --kafka-log or --trace files")
+    if log_pattern is not None:
+        compile_pattern(log_pattern)  # a bad pattern is the user's error, said before any work
     for _, path in files:
         if not Path(path).is_file():
             raise ValueError(f"{path}: no such file")
@@ -102,17 +109,19 @@ def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str]
     counts = Counts()
     quarantine: list[dict[str, Any]] = []
     per_file: dict[str, dict[str, int]] = {}
-    for done, (path, lines, written, rejected) in enumerate(rdd.mapPartitions(_ingest_file(str(target)))
-                                                            .toLocalIterator(), start=1):
+    skipped: Counter[str] = Counter()
+    tasks = rdd.mapPartitions(_ingest_file(str(target), log_pattern)).toLocalIterator()
+    for done, (path, lines, written, rejected, passed) in enumerate(tasks, start=1):
         counts.read += lines
         counts.checked += lines - len(rejected)
         counts.quarantined += len(rejected)
         quarantine.extend(rejected)
-        per_file[path] = {"lines": lines, "events": written, "quarantined": len(rejected)}
+        per_file[path] = {"lines": lines, "events": written, "quarantined": len(rejected), "skipped": len(passed)}
+        skipped.update(str(entry["reason"]) for entry in passed)
         progress("ingest", done, len(files))
     counts.assert_balanced()
     write_quarantine(out, quarantine, counts)
     write_json(out / MANIFEST, {"stage": "ingest", "files": dict(sorted(per_file.items())),
-                                "counts": counts.to_json()})
+                                "counts": counts.to_json(), "skipped": dict(sorted(skipped.items()))})
     return counts
 

@@ -21,13 +21,13 @@ from typing import Any, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
-from pyspark.sql import DataFrame, SparkSession, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from kcm.conformance.check.invariants import READS
 from kcm.conformance.pipeline.invariants import check_invariants
-from kcm.spec.trace.format import Event
+from kcm.spec.trace.format import SYNTHESIZED, Event
 from kcm.spec.trace.parquet import ARROW_SCHEMA, write_parquet
 from kcm.spec.vocabulary import ACTIONS, INVARIANTS, VARIABLES, Knobs
 
@@ -56,6 +56,8 @@ class Counts:
     checked: int = 0
     quarantined: int = 0
     files_quarantined: int = 0
+    # Events a parser made up (see SYNTHESIZED): checked, but outside read = checked + quarantined.
+    synthesized: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
 
     def assert_balanced(self) -> None:
@@ -65,7 +67,8 @@ class Counts:
 
     def to_json(self) -> dict[str, Any]:
         return {"read": self.read, "checked": self.checked, "quarantined": self.quarantined,
-                "files_quarantined": self.files_quarantined, "by_reason": dict(sorted(self.by_reason.items()))}
+                "files_quarantined": self.files_quarantined, "synthesized": self.synthesized,
+                "by_reason": dict(sorted(self.by_reason.items()))}
 
 
 # -- quarantine ----------------------------------------------------------------------------------------------
@@ -248,6 +251,10 @@ def _row_problems(frame: DataFrame) -> DataFrame:
     return fit.withColumn("problem", dup).unionByName(unfit)
 
 
+def _synthesized() -> Column:
+    return (F.col("action") == "Init") & (F.get_json_object("args", f"$.{SYNTHESIZED}") == "true")
+
+
 def _window(keys: list[str], order: list[str]) -> WindowSpec:
     return Window.partitionBy(*keys).orderBy(*order)
 
@@ -264,9 +271,7 @@ class CheckResult:
 
     @property
     def exit_code(self) -> int:
-        if self.violations:
-            return EXIT_VIOLATIONS
-        return EXIT_QUARANTINED if self.counts.quarantined or self.counts.files_quarantined else EXIT_CLEAN
+        return summary_exit_code(self.summary)
 
 
 def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float = 0.0,
@@ -288,9 +293,10 @@ def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float =
         quarantine.extend({"file": r["file"], "line": r["line"], "run": r["run"], "seq": r["seq"],
                            "reason": r["reason"]} for r in bad)
         total = rows.count()
-        counts.read += total
+        counts.synthesized = rows.filter(F.col("problem").isNull() & _synthesized()).count()
+        counts.read += total - counts.synthesized
         counts.quarantined += len(bad)
-        counts.checked += total - len(bad)
+        counts.checked += total - len(bad) - counts.synthesized
         events = rows.filter(F.col("problem").isNull()).select(*ARROW_SCHEMA.names).cache()
     counts.assert_balanced()
     progress("check", 2, steps)
@@ -427,6 +433,15 @@ def _summary(in_dir: Path, counts: Counts, verdicts: DataFrame, violations: int,
     }
 
 
+def summary_exit_code(summary: dict[str, Any]) -> int:
+    """Violations first; else whether any record, here or in the stage before (ingest), was quarantined."""
+    if summary["violations"]:
+        return EXIT_VIOLATIONS
+    records = summary["records"]
+    quarantined = records["quarantined"] or records["files_quarantined"] or summary["quarantined_upstream"]
+    return EXIT_QUARANTINED if quarantined else EXIT_CLEAN
+
+
 def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
     """The text and JSON summary of a checked directory (the output of `check`)."""
     path = in_dir / SUMMARY
@@ -441,6 +456,8 @@ def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
         f"{records['quarantined']:,}; files quarantined: {records['files_quarantined']}; "
         f"quarantined before (ingest): {summary['quarantined_upstream']}",
     ]
+    if records.get("synthesized"):
+        lines.append(f"  plus {records['synthesized']:,} Init snapshots the log parser made (no input records)")
     lines += [f"  quarantined: {reason}: {n}" for reason, n in records["by_reason"].items()]
     lines.append("verdicts by invariant (runs):")
     for name, verdicts in summary["verdicts"].items():

@@ -31,6 +31,10 @@ KEY_ORDER: Final[tuple[str, ...]] = ("v", "run", "seq", "actor", "action", "args
 # may stand in for any actor kind.
 OBSERVER: Final = "observer"
 
+# Init's args key that marks a snapshot a parser made up (a Kafka log has no line for the state before it):
+# such an event is checked like any other but is no record of the input, so the pipeline does not count it.
+SYNTHESIZED: Final = "synthesized"
+
 _NO_FIELD: Final = "-"
 _DEFINITIONS: Final = "#/definitions/"
 _LONG_ENUM: Final = 8

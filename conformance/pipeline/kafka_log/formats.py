@@ -1,0 +1,579 @@
+"""The lines ZooKeeper-mode Kafka brokers print about partition and replica state, as data.
+
+Each `Format` is one log statement of apache/kafka, transcribed from the source of the releases it names
+(the file is the one at the first release of the range; release lines were read at the tags of
+`RELEASES`). The template keeps Kafka's text; `{name}` marks an interpolated value, typed by
+`PLACEHOLDERS`. The same table drives the parser (templates compiled into regular expressions) and the
+renderer (templates filled in), so a fixture rendered for a release is exactly what the parser reads.
+
+`kind` says what kcm makes of a line (see parser.py); `SKIP` rows carry no state the model observes and
+say why in `note`. What the object renderings inside a line look like (`{lisr}`, `{lai}`, `{ps}`) is in
+renderings.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+# Release lines of the ZooKeeper era and the tag each was read at (/work/.mirror/apache+kafka/repo).
+RELEASES: Final[dict[str, str]] = {
+    "0.8.2": "0.8.2.2", "0.9": "0.9.0.1", "0.10.0": "0.10.0.1", "0.10.1": "0.10.1.1", "0.10.2": "0.10.2.2",
+    "0.11": "0.11.0.2", "1.0": "1.0.2", "1.1": "1.1.1", "2.0": "2.0.1", "2.1": "2.1.1", "2.2": "2.2.2",
+    "2.3": "2.3.1", "2.4": "2.4.1", "2.5": "2.5.1", "2.6": "2.6.3", "2.7": "2.7.2", "2.8": "2.8.2",
+    "3.0": "3.0.2", "3.1": "3.1.2", "3.2": "3.2.3", "3.3": "3.3.2", "3.4": "3.4.1", "3.5": "3.5.2",
+    "3.6": "3.6.2", "3.7": "3.7.1", "3.8": "3.8.0", "3.9": "3.9.0-rc3",
+}
+LINES: Final[tuple[str, ...]] = tuple(RELEASES)
+
+# The generations the docs and the corpus report on, by their first and last release line.
+GENERATIONS: Final[dict[str, tuple[str, str]]] = {
+    "0.8.2": ("0.8.2", "0.8.2"), "0.9": ("0.9", "0.9"), "0.10": ("0.10.0", "0.10.2"), "0.11": ("0.11", "0.11"),
+    "1.0": ("1.0", "1.0"), "1.1": ("1.1", "1.1"), "2.0-2.5": ("2.0", "2.5"), "2.6-2.8": ("2.6", "2.8"),
+    "3.0-3.9": ("3.0", "3.9"),
+}
+
+STATE_CHANGE: Final = "state.change.logger"
+CONTROLLER: Final = "kafka.controller.KafkaController"
+
+# Placeholder -> the regular expression of its values. Partitions: `{tap}` is Scala's TopicAndPartition
+# (`[orders,0]` up to 0.11, `orders-0` from 1.0, kafka/common/TopicAndPartition.scala), `{tp}` Java's
+# TopicPartition (`orders-0`); either form is accepted for both, since the type is the writer's choice.
+_INT: Final = r"-?\d+"
+_PARTITION: Final = r"\[[^\],\s]+,\d+\]|[^\s\[\]]+-\d+"
+_ANY: Final = r".+?"
+PLACEHOLDERS: Final[dict[str, str]] = {
+    **{name: _INT for name in ("c", "e", "b", "to", "cid", "leader", "r", "latest", "n", "m", "le", "cur", "old",
+                               "off", "hw", "pe", "ms", "v")},
+    "tap": _PARTITION, "tp": _PARTITION,
+    "src": r"[A-Za-z]+", "dst": r"[A-Za-z]+",
+    "replicas": r"(?:-?\d+(?:,-?\d+)*)?",
+    "isrb": r"\[[-\d,]*\]", "addb": r"\[[-\d,]*\]", "remb": r"\[[-\d,]*\]",
+    "under": r"(?:\(under-min-isr\))?",
+    "delete": r"true|false",
+    "lisr": r"\(Leader:.*?,ControllerEpoch:-?\d+\)",
+    **{name: _ANY for name in ("lai", "ps", "blob", "any", "api", "node", "err", "assignment", "topicid", "prev",
+                               "brokers", "failure")},
+    "rest": r".*",
+}
+
+# What kcm makes of a line (parser.py has one handler per kind).
+PARTITION_STATE: Final = "partition_state"
+REPLICA_STATE: Final = "replica_state"
+FAILED_CHANGE: Final = "failed_change"
+SEND_LEADER_AND_ISR: Final = "send_leader_and_isr"
+SEND_OTHER: Final = "send_other"
+RESPONSE: Final = "response"
+REASSIGNMENT_SENT: Final = "reassignment_sent"
+ELECTED_LEADER: Final = "elected_leader"
+ISR_REMOVED: Final = "isr_removed"
+RECEIVED: Final = "received"
+STALE_LEADER_AND_ISR: Final = "stale_leader_and_isr"
+REJECTED: Final = "rejected"
+BECOME: Final = "become"
+COMPLETED: Final = "completed"
+LOCAL_LEADER: Final = "local_leader"
+LOCAL_FOLLOWER: Final = "local_follower"
+UPDATE_METADATA: Final = "update_metadata"
+STALE_UPDATE_METADATA: Final = "stale_update_metadata"
+STOP_REPLICA: Final = "stop_replica"
+STALE_STOP_REPLICA: Final = "stale_stop_replica"
+CONTROLLER_ELECT: Final = "controller_elect"
+CONTROLLER_RESIGN: Final = "controller_resign"
+SKIP: Final = "skip"
+
+# Reasons for skipping, shared by the rows they apply to.
+_FETCHERS: Final = "replica fetcher bookkeeping of a transition logged on its own line; the model has no fetchers"
+_ALREADY: Final = "the broker already holds the role; the request's own lines carry its state"
+_ERROR: Final = "an error while applying a request; the request's own lines carry its state"
+_DISK: Final = "a log-directory failure; log directories are outside the model"
+_ELECTION_START: Final = "the start of an election whose result is logged on its own line"
+_FINISHED: Final = "the end of a request whose effect is logged on its own line"
+_TOPIC_ID: Final = "topic ids are outside the model"
+_KRAFT: Final = "KRaft migration; kcm models ZooKeeper mode"
+_INFO_FROM_2_6: Final = "INFO from 2.6"
+
+_LEVELS: Final[dict[str, str]] = {
+    STALE_LEADER_AND_ISR: "WARN", STALE_UPDATE_METADATA: "WARN", STALE_STOP_REPLICA: "WARN", REJECTED: "WARN",
+    FAILED_CHANGE: "ERROR", LOCAL_LEADER: "INFO", LOCAL_FOLLOWER: "INFO", ISR_REMOVED: "INFO",
+    CONTROLLER_ELECT: "INFO", CONTROLLER_RESIGN: "INFO",
+}
+
+C0: Final = "Controller {c} epoch {e} "  # the prefix written by hand up to 0.11
+C1: Final = "[Controller id={c} epoch={e}] "  # StateChangeLogger.withControllerEpoch, 1.0 and later
+CN: Final = "[Controller id={c}] "  # StateChangeLogger in the controller without an epoch, 1.0 and later
+B0: Final = "Broker {b} "
+B1: Final = "[Broker id={b}] "  # StateChangeLogger(inControllerContext = false), 1.0 and later
+
+
+@dataclass(frozen=True)
+class Format:
+    first: str  # release lines, both included
+    last: str
+    template: str
+    kind: str
+    source: str  # file under core/src/main/scala/kafka/ at `first`
+    fixed: dict[str, str] = field(default_factory=dict)  # values the text itself fixes (the role)
+    note: str = ""
+    logger: str = STATE_CHANGE
+    level: str = ""  # when it differs from the kind's usual level (_LEVELS)
+
+    def covers(self, line: str) -> bool:
+        return LINES.index(self.first) <= LINES.index(line) <= LINES.index(self.last)
+
+    def level_at(self, line: str) -> str:
+        """The level Kafka logs this statement at in a release line (KAFKA-8470 moved some to INFO in 2.6)."""
+        if _INFO_FROM_2_6 in self.note and LINES.index(line) >= LINES.index("2.6"):
+            return "INFO"
+        return self.level or _LEVELS.get(self.kind, "TRACE")
+
+
+PSM: Final = "controller/PartitionStateMachine.scala"
+RSM: Final = "controller/ReplicaStateMachine.scala"
+CCM: Final = "controller/ControllerChannelManager.scala"
+KC: Final = "controller/KafkaController.scala"
+RM: Final = "server/ReplicaManager.scala"
+MC: Final = "server/MetadataCache.scala"
+ZMC: Final = "server/metadata/ZkMetadataCache.scala"
+PART: Final = "cluster/Partition.scala"
+_L: Final = {"role": "leader"}
+_F: Final = {"role": "follower"}
+
+
+FORMATS: tuple[Format, ...] = (
+    # -- the controller's state machines (PartitionStateMachine, ReplicaStateMachine) ----------------------
+    Format("0.8.2", "0.11", C0 + "changed partition {tap} state from {src} to {dst} with assigned replicas {replicas}",
+           PARTITION_STATE, PSM),
+    Format("1.0", "1.0", C1 + "Changed partition {tap} state from {src} to {dst} with assigned replicas {replicas}",
+           PARTITION_STATE, PSM),
+    Format("1.1", "3.9", C1 + "Changed partition {tp} state from {src} to {dst} with assigned replicas {replicas}",
+           PARTITION_STATE, PSM, note="TRACE to 2.5, INFO from 2.6"),
+    Format("0.8.2", "0.11", C0 + "changed partition {tap} from {src} to {dst} with leader {leader}",
+           PARTITION_STATE, PSM),
+    Format("1.0", "1.0", C1 + "Changed partition {tap} from {src} to {dst} with leader {leader}", PARTITION_STATE, PSM),
+    Format("1.1", "3.9", C1 + "Changed partition {tp} from {src} to {dst} with state {lai}", PARTITION_STATE, PSM,
+           note="TRACE to 2.5, INFO from 2.6"),
+    Format("0.8.2", "0.11", C0 + "changed partition {tap} state from {src} to {dst}", PARTITION_STATE, PSM),
+    Format("1.0", "1.0", C1 + "Changed partition {tap} state from {src} to {dst}", PARTITION_STATE, PSM),
+    Format("1.1", "3.9", C1 + "Changed partition {tp} state from {src} to {dst}", PARTITION_STATE, PSM),
+    Format("0.8.2", "0.11", C0 + "changed state of replica {r} for partition {tap} from {src} to {dst}",
+           REPLICA_STATE, RSM),
+    Format("1.0", "1.0", C1 + "Changed state of replica {r} for partition {tap} from {src} to {dst}",
+           REPLICA_STATE, RSM),
+    Format("1.1", "3.9", C1 + "Changed state of replica {r} for partition {tp} from {src} to {dst}",
+           REPLICA_STATE, RSM),
+    Format("0.8.2", "0.11", C0 + "initiated state change for partition {tap} from {src} to {dst} failed",
+           FAILED_CHANGE, PSM),
+    Format("1.0", "1.0", C1 + "Initiated state change for partition {tap} from {src} to {dst} failed",
+           FAILED_CHANGE, PSM),
+    Format("1.1", "3.9", C1 + "Controller {c} epoch {e} failed to change state for partition {tp} from {src} to {dst}",
+           FAILED_CHANGE, PSM),
+    Format("0.8.2", "0.11", C0 + "initiated state change of replica {r} for partition {tap} from {src} to {dst} failed",
+           FAILED_CHANGE, RSM),
+    Format("1.0", "1.0", C1 + "Initiated state change of replica {r} for partition {tap} from {src} to {dst} failed",
+           FAILED_CHANGE, RSM),
+    Format("1.1", "3.9", C1 + "Controller {c} epoch {e} initiated state change of replica {r} for partition {tp} from "
+           "{src} to {dst} failed", FAILED_CHANGE, RSM),
+    Format("0.8.2", "0.11", C0 + "started leader election for partition {tap}", SKIP, PSM, note=_ELECTION_START),
+    Format("1.0", "1.0", C1 + "Started leader election for partition {tap}", SKIP, PSM, note=_ELECTION_START),
+    Format("0.8.2", "0.11", C0 + "elected leader {leader} for Offline partition {tap}", ELECTED_LEADER, PSM),
+    Format("1.0", "1.0", C1 + "Elected leader {leader} for Offline partition {tap}", ELECTED_LEADER, PSM),
+    Format("2.6", "3.9", C1 + "Partition {tp} state changed to {lisr} after removing replica {r} from the ISR as part "
+           "of transition to OfflineReplica", ISR_REMOVED, RSM),
+    # -- requests the controller sends (ControllerChannelManager, KafkaController) ------------------------------
+    Format("0.8.2", "0.8.2", C0 + "sending become-leader LeaderAndIsr request {lisr} with correlationId {cid} to "
+           "broker {to} for partition {tap}", SEND_LEADER_AND_ISR, CCM, _L),
+    Format("0.8.2", "0.8.2", C0 + "sending become-follower LeaderAndIsr request {lisr} with correlationId {cid} to "
+           "broker {to} for partition {tap}", SEND_LEADER_AND_ISR, CCM, _F),
+    Format("0.9", "0.11", C0 + "sending become-leader LeaderAndIsr request {lisr} to broker {to} for partition {tap}",
+           SEND_LEADER_AND_ISR, CCM, _L),
+    Format("0.9", "0.11", C0 + "sending become-follower LeaderAndIsr request {lisr} to broker {to} for partition {tap}",
+           SEND_LEADER_AND_ISR, CCM, _F),
+    Format("1.0", "3.9", C1 + "Sending become-leader LeaderAndIsr request {ps} to broker {to} for partition {tp}",
+           SEND_LEADER_AND_ISR, CCM, _L),
+    Format("1.0", "3.9", C1 + "Sending become-follower LeaderAndIsr request {ps} to broker {to} for partition {tp}",
+           SEND_LEADER_AND_ISR, CCM, _F),
+    Format("2.6", "3.9", C1 + "Sending LeaderAndIsr request to broker {to} with {n} become-leader and {m} "
+           "become-follower partitions", SEND_OTHER, CCM, {"request": "LeaderAndIsr"}, level="INFO"),
+    Format("0.8.2", "0.8.2", C0 + "sending UpdateMetadata request {lisr} with correlationId {cid} to broker {to} for "
+           "partition {tap}", SEND_OTHER, CCM, {"request": "UpdateMetadata"}),
+    Format("0.9", "0.10.1", C0 + "sending UpdateMetadata request {lisr} to broker {to} for partition {tap}",
+           SEND_OTHER, CCM, {"request": "UpdateMetadata"}),
+    Format("0.10.2", "0.11", C0 + "sending UpdateMetadata request {lisr} to brokers {brokers} for partition {tap}",
+           SEND_OTHER, CCM, {"request": "UpdateMetadata"}),
+    Format("1.0", "2.5", C1 + "Sending UpdateMetadata request {blob} to brokers {brokers} for partition {tp}",
+           SEND_OTHER, CCM, {"request": "UpdateMetadata"}),
+    Format("2.6", "3.9", C1 + "Sending UpdateMetadata request to brokers {brokers} for {n} partitions",
+           SEND_OTHER, CCM, {"request": "UpdateMetadata"}, level="INFO"),
+    Format("2.6", "3.9", C1 + "Sending StopReplica request {blob} to broker {to} for partition {tp}",
+           SEND_OTHER, CCM, {"request": "StopReplica"}),
+    Format("2.6", "3.9", C1 + "Sending StopReplica request for {n} replicas to broker {to}",
+           SEND_OTHER, CCM, {"request": "StopReplica"}, level="INFO"),
+    Format("2.6", "3.9", C1 + "Sending StopReplica request (delete = {delete}) for {n} replicas to broker {to}",
+           SEND_OTHER, CCM, {"request": "StopReplica"}, level="INFO"),
+    Format("0.8.2", "0.11", C0 + "received response {any} for a request sent to broker {node}", RESPONSE, CCM),
+    Format("1.0", "1.0", C1 + "Received response {any} for a request sent to broker {node}", RESPONSE, CCM),
+    Format("1.1", "3.3", C1 + "Received response {any} for request {api} with correlation id {cid} sent to broker "
+           "{node}", RESPONSE, CCM),
+    Format("1.0", "2.4", CN + "Received error in LeaderAndIsr response {any} from broker {to}", RESPONSE, KC,
+           {"api": "LEADER_AND_ISR"}, level="ERROR"),
+    Format("2.5", "3.9", CN + "Received error {err} in UpdateMetadata response {any} from broker {to}", RESPONSE, KC,
+           {"api": "UPDATE_METADATA"}, level="ERROR"),
+    Format("2.5", "3.9", CN + "Received error {err} in LeaderAndIsr response {any} from broker {to}", RESPONSE, KC,
+           {"api": "LEADER_AND_ISR"}, level="ERROR"),
+    Format("1.0", "3.9", CN + "Mark replicas {replicas} on broker {to} as offline", SKIP, KC, note=_DISK),
+    Format("0.8.2", "0.11", C0 + "sent LeaderAndIsr request {lisr} with new assigned replica list {replicas} to leader "
+           "{leader} for partition being reassigned {tap}", REASSIGNMENT_SENT, KC),
+    Format("1.0", "1.0", C1 + "Sent LeaderAndIsr request {lisr} with new assigned replica list {replicas} to leader "
+           "{leader} for partition being reassigned {tap}", REASSIGNMENT_SENT, KC),
+    Format("1.1", "2.3", C1 + "Sent LeaderAndIsr request {lisr} with new assigned replica list {replicas} to leader "
+           "{leader} for partition being reassigned {tp}", REASSIGNMENT_SENT, KC),
+    Format("2.4", "3.9", C1 + "Sent LeaderAndIsr request {lisr} with new replica assignment {assignment} to leader "
+           "{leader} for partition being reassigned {tp}", REASSIGNMENT_SENT, KC, note="TRACE to 2.5, INFO from 2.6"),
+    Format("0.8.2", "0.11", C0 + "failed to send LeaderAndIsr request with new assigned replica list {replicas} to "
+           "leader for partition being reassigned {tap}", FAILED_CHANGE, KC),
+    Format("1.0", "1.0", C1 + "Failed to send LeaderAndIsr request with new assigned replica list {replicas} to "
+           "leader for partition being reassigned {tap}", FAILED_CHANGE, KC),
+    Format("1.1", "2.3", C1 + "Failed to send LeaderAndIsr request with new assigned replica list {replicas} to "
+           "leader for partition being reassigned {tp}", FAILED_CHANGE, KC),
+    Format("2.4", "3.9", C1 + "Failed to send LeaderAndIsr request with new replica assignment {assignment} to "
+           "leader for partition being reassigned {tp}", FAILED_CHANGE, KC),
+    # -- a broker receiving LeaderAndIsr (ReplicaManager, Partition) --------------------------------------------
+    Format("0.8.2", "0.11", B0 + "received LeaderAndIsr request {ps} correlation id {cid} from controller {c} epoch "
+           "{e} for partition {tap}", RECEIVED, RM),
+    Format("1.0", "2.3", B1 + "Received LeaderAndIsr request {ps} correlation id {cid} from controller {c} epoch {e} "
+           "for partition {tp}", RECEIVED, RM),
+    Format("2.4", "3.9", B1 + "Received LeaderAndIsr request {ps} correlation id {cid} from controller {c} epoch {e}",
+           RECEIVED, RM),
+    Format("2.6", "3.9", B1 + "Handling LeaderAndIsr request correlationId {cid} from controller {c} for {n} "
+           "partitions", RECEIVED, RM, level="INFO"),
+    Format("0.8.2", "0.11", B0 + "ignoring LeaderAndIsr request from controller {c} with correlation id {cid} since "
+           "its controller epoch {e} is old. Latest known controller epoch is {latest}", STALE_LEADER_AND_ISR, RM),
+    Format("1.0", "3.9", B1 + "Ignoring LeaderAndIsr request from controller {c} with correlation id {cid} since its "
+           "controller epoch {e} is old. Latest known controller epoch is {latest}", STALE_LEADER_AND_ISR, RM),
+    Format("0.8.2", "0.11", B0 + "ignoring LeaderAndIsr request from controller {c} with correlation id {cid} epoch "
+           "{e} for partition {tap} as itself is not in assigned replica list {replicas}", REJECTED, RM),
+    Format("1.0", "3.9", B1 + "Ignoring LeaderAndIsr request from controller {c} with correlation id {cid} epoch {e} "
+           "for partition {tp} as itself is not in assigned replica list {replicas}", REJECTED, RM),
+    Format("0.8.2", "0.10.0", B0 + "ignoring LeaderAndIsr request from controller {c} with correlation id {cid} epoch "
+           "{e} for partition {tap} since its associated leader epoch {le} is old. Current leader epoch is {cur}",
+           REJECTED, RM),
+    Format("0.10.1", "0.11", B0 + "ignoring LeaderAndIsr request from controller {c} with correlation id {cid} epoch "
+           "{e} for partition {tap} since its associated leader epoch {le} is not higher than the current leader "
+           "epoch {cur}", REJECTED, RM),
+    Format("1.0", "2.2", B1 + "Ignoring LeaderAndIsr request from controller {c} with correlation id {cid} epoch {e} "
+           "for partition {tp} since its associated leader epoch {le} is not higher than the current leader epoch "
+           "{cur}", REJECTED, RM),
+    Format("2.3", "3.9", B1 + "Ignoring LeaderAndIsr request from controller {c} with correlation id {cid} epoch {e} "
+           "for partition {tp} since its associated leader epoch {le} is smaller than the current leader epoch {cur}",
+           REJECTED, RM),
+    Format("2.3", "3.9", B1 + "Ignoring LeaderAndIsr request from controller {c} with correlation id {cid} epoch {e} "
+           "for partition {tp} since its associated leader epoch {le} matches the current leader epoch", REJECTED, RM,
+           note="DEBUG to 2.5, INFO from 2.6", level="DEBUG"),
+    Format("1.0", "3.9", B1 + "Ignoring LeaderAndIsr request from controller {c} with correlation id {cid} epoch {e} "
+           "for partition {tp} as the local replica for the partition is in an offline log directory", REJECTED, RM),
+    Format("0.8.2", "0.10.1", B0 + "handling LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "starting the become-leader transition for partition {tap}", BECOME, RM, _L),
+    Format("0.10.2", "0.11", B0 + "handling LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "starting the become-leader transition for partition {tp}", BECOME, RM, _L),
+    Format("1.0", "3.9", B1 + "Handling LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "starting the become-leader transition for partition {tp}", BECOME, RM, _L),
+    Format("0.8.2", "0.10.1", B0 + "handling LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "starting the become-follower transition for partition {tap}", BECOME, RM, _F),
+    Format("0.10.2", "0.11", B0 + "handling LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "starting the become-follower transition for partition {tp}", BECOME, RM, _F),
+    Format("1.0", "1.1", B1 + "Handling LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "starting the become-follower transition for partition {tp}", BECOME, RM, _F),
+    Format("2.0", "3.9", B1 + "Handling LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "starting the become-follower transition for partition {tp} with leader {leader}", BECOME, RM, _F),
+    Format("0.8.2", "0.10.1", B0 + "completed LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "for the become-leader transition for partition {tap}", COMPLETED, RM, _L),
+    Format("0.10.2", "0.11", B0 + "completed LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "for the become-leader transition for partition {tp}", COMPLETED, RM, _L),
+    Format("1.0", "3.9", B1 + "Completed LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} for "
+           "the become-leader transition for partition {tp}", COMPLETED, RM, _L),
+    Format("0.8.2", "0.10.1", B0 + "completed LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "for the become-follower transition for partition {tap}", COMPLETED, RM, _F),
+    Format("0.10.2", "0.11", B0 + "completed LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} "
+           "for the become-follower transition for partition {tp}", COMPLETED, RM, _F),
+    Format("1.0", "1.1", B1 + "Completed LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} for "
+           "the become-follower transition for partition {tp}", COMPLETED, RM, _F),
+    Format("2.0", "3.9", B1 + "Completed LeaderAndIsr request correlationId {cid} from controller {c} epoch {e} for "
+           "the become-follower transition for partition {tp} with leader {leader}", COMPLETED, RM, _F),
+    Format("2.7", "3.9", B1 + "Finished LeaderAndIsr request in {ms}ms correlationId {cid} from controller {c} for "
+           "{n} partitions", COMPLETED, RM, level="INFO"),
+    Format("2.6", "3.2", B1 + "Leader {tp} starts at leader epoch {le} from offset {off} with high watermark {hw} ISR "
+           "{isrb} addingReplicas {addb} removingReplicas {remb}. Previous leader epoch was {old}.", LOCAL_LEADER,
+           PART),
+    Format("3.3", "3.4", B1 + "Leader {tp} with topic id {topicid} starts at leader epoch {le} from offset {off} with "
+           "partition epoch {pe}, high watermark {hw}, ISR {isrb}, adding replicas {addb} and removing replicas "
+           "{remb}. Previous leader epoch was {old}.", LOCAL_LEADER, PART),
+    Format("3.5", "3.5", B1 + "Leader {tp} with topic id {topicid} starts at leader epoch {le} from offset {off} with "
+           "partition epoch {pe}, high watermark {hw}, ISR {isrb}, adding replicas {addb} and removing replicas "
+           "{remb} {under}. Previous leader epoch was {old}.", LOCAL_LEADER, PART),
+    Format("3.6", "3.9", B1 + "Leader {tp} with topic id {topicid} starts at leader epoch {le} from offset {off} with "
+           "partition epoch {pe}, high watermark {hw}, ISR {isrb}, adding replicas {addb} and removing replicas "
+           "{remb} {under}. Previous leader {prev} and previous leader epoch was {old}.", LOCAL_LEADER, PART),
+    Format("2.6", "3.2", B1 + "Follower {tp} starts at leader epoch {le} from offset {off} with high watermark {hw}. "
+           "Previous leader epoch was {old}.", LOCAL_FOLLOWER, PART),
+    Format("3.3", "3.5", B1 + "Follower {tp} starts at leader epoch {le} from offset {off} with partition epoch {pe} "
+           "and high watermark {hw}. Current leader is {leader}. Previous leader epoch was {old}.", LOCAL_FOLLOWER,
+           PART),
+    Format("3.6", "3.9", B1 + "Follower {tp} starts at leader epoch {le} from offset {off} with partition epoch {pe} "
+           "and high watermark {hw}. Current leader is {leader}. Previous leader {prev} and previous leader epoch was "
+           "{old}.", LOCAL_FOLLOWER, PART),
+    # the broker's side lines that carry no state of their own
+    Format("0.8.2", "0.8.2", B0 + "stopped fetchers as part of become-leader request from controller {c} epoch {e} "
+           "with correlation id {cid} for partition {tap}", SKIP, RM, note=_FETCHERS),
+    Format("0.9", "0.11", B0 + "stopped fetchers as part of become-leader request from controller {c} epoch {e} with "
+           "correlation id {cid} for partition {tp}", SKIP, RM, note=_FETCHERS),
+    Format("1.0", "2.5", B1 + "Stopped fetchers as part of become-leader request from controller {c} epoch {e} with "
+           "correlation id {cid} for partition {tp} (last update controller epoch {le})", SKIP, RM, note=_FETCHERS),
+    Format("2.6", "3.9", B1 + "Stopped fetchers as part of LeaderAndIsr request correlationId {cid} from controller "
+           "{c} epoch {e} as part of the become-leader transition for {n} partitions", SKIP, RM, note=_FETCHERS),
+    Format("0.8.2", "0.11", B0 + "stopped fetchers as part of become-follower request from controller {c} epoch {e} "
+           "with correlation id {cid} for partition {tap}", SKIP, RM, note=_FETCHERS),
+    Format("1.0", "1.1", B1 + "Stopped fetchers as part of become-follower request from controller {c} epoch {e} with "
+           "correlation id {cid} for partition {tp}", SKIP, RM, note=_FETCHERS),
+    Format("2.0", "2.5", B1 + "Stopped fetchers as part of become-follower request from controller {c} epoch {e} with "
+           "correlation id {cid} for partition {tp} with leader {leader}", SKIP, RM, note=_FETCHERS),
+    Format("2.6", "3.9", B1 + "Stopped fetchers as part of become-follower request from controller {c} epoch {e} with "
+           "correlation id {cid} for {n} partitions", SKIP, RM, note=_FETCHERS),
+    Format("3.0", "3.9", B1 + "Stopped fetchers as part of become-follower for {n} partitions", SKIP, RM,
+           note=_FETCHERS),
+    Format("3.0", "3.9", B1 + "Started fetchers as part of become-follower for {n} partitions", SKIP, RM,
+           note=_FETCHERS),
+    Format("0.8.2", "0.11", B0 + "truncated logs and checkpointed recovery boundaries for partition {tap} as part of "
+           "become-follower request with correlation id {cid} from controller {c} epoch {e}", SKIP, RM,
+           note=_FETCHERS),
+    Format("1.0", "1.1", B1 + "Truncated logs and checkpointed recovery boundaries for partition {tp} as part of "
+           "become-follower request with correlation id {cid} from controller {c} epoch {e}", SKIP, RM,
+           note=_FETCHERS),
+    Format("2.0", "2.5", B1 + "Truncated logs and checkpointed recovery boundaries for partition {tp} as part of "
+           "become-follower request with correlation id {cid} from controller {c} epoch {e} with leader {leader}",
+           SKIP, RM, note=_FETCHERS),
+    Format("0.8.2", "0.11", B0 + "started fetcher to new leader as part of become-follower request from controller "
+           "{c} epoch {e} with correlation id {cid} for partition {tap}", SKIP, RM, note=_FETCHERS),
+    Format("1.0", "1.1", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
+           "epoch {e} with correlation id {cid} for partition {tp}", SKIP, RM, note=_FETCHERS),
+    Format("2.0", "2.3", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
+           "epoch {e} with correlation id {cid} for partition {tp} with leader {leader}", SKIP, RM, note=_FETCHERS),
+    Format("2.4", "2.5", B1 + "Started fetcher to new leader as part of become-follower request from controller {c} "
+           "epoch {e} with correlation id {cid} for partition {tp} with leader {node}", SKIP, RM,
+           note=_FETCHERS + " (the leader as a BrokerEndPoint)"),
+    Format("0.8.2", "0.11", B0 + "skipped the adding-fetcher step of the become-follower state change with "
+           "correlation id {cid} from controller {c} epoch {e} for partition {tap} since it is shutting down", SKIP,
+           RM, note=_FETCHERS),
+    Format("1.0", "1.1", B1 + "Skipped the adding-fetcher step of the become-follower state change with correlation "
+           "id {cid} from controller {c} epoch {e} for partition {tp} since it is shutting down", SKIP, RM,
+           note=_FETCHERS),
+    Format("2.0", "3.9", B1 + "Skipped the adding-fetcher step of the become-follower state change with correlation "
+           "id {cid} from controller {c} epoch {e} for partition {tp} with leader {leader} since it is shutting down",
+           SKIP, RM, note=_FETCHERS),
+    Format("0.9", "0.11", B0 + "skipped the become-leader state change after marking its partition as leader with "
+           "correlation id {cid} from controller {c} epoch {e} for partition {tap} since it is already the leader for "
+           "the partition.", SKIP, RM, note=_ALREADY),
+    Format("1.0", "3.2", B1 + "Skipped the become-leader state change after marking its partition as leader with "
+           "correlation id {cid} from controller {c} epoch {e} for partition {tp} (last update controller epoch {le}) "
+           "since it is already the leader for the partition.", SKIP, RM, note=_ALREADY),
+    Format("0.8.2", "0.11", B0 + "skipped the become-follower state change after marking its partition as follower "
+           "with correlation id {cid} from controller {c} epoch {e} for partition {tap} since the new leader {leader} "
+           "is the same as the old leader", SKIP, RM, note=_ALREADY),
+    Format("1.0", "3.2", B1 + "Skipped the become-follower state change after marking its partition as follower with "
+           "correlation id {cid} from controller {c} epoch {e} for partition {tp} (last update controller epoch {le}) "
+           "since the new leader {leader} is the same as the old leader", SKIP, RM, note=_ALREADY),
+    Format("3.3", "3.9", B1 + "Skipped the become-leader state change for {tp} with topic id {topicid} and partition "
+           "state {blob} since it is already the leader with leader epoch {le}.{any}", SKIP, PART, note=_ALREADY),
+    Format("3.3", "3.9", B1 + "Skipped the become-follower state change for {tp} with topic id {topicid} and partition "
+           "state {blob} since it is already a follower with leader epoch {le}.", SKIP, PART, note=_ALREADY),
+    Format("0.8.2", "0.11", B0 + "received LeaderAndIsrRequest with correlation id {cid} from controller {c} epoch {e} "
+           "for partition {tap} but cannot become follower since the new leader {leader} is unavailable.", SKIP, RM,
+           note=_ERROR),
+    Format("1.0", "3.9", B1 + "Received LeaderAndIsrRequest with correlation id {cid} from controller {c} epoch {e} "
+           "for partition {tp} (last update controller epoch {le}) but cannot become follower since the new leader "
+           "{leader} is unavailable.", SKIP, RM, note=_ERROR),
+    Format("1.0", "3.9", B1 + "Error while processing LeaderAndIsr request correlationId {cid} received from "
+           "controller {c} epoch {e} for partition {tp}", SKIP, RM, note=_ERROR),
+    Format("1.0", "3.9", B1 + "Error while processing LeaderAndIsr request with correlationId {cid} received from "
+           "controller {c} epoch {e}", SKIP, RM, note=_ERROR),
+    Format("3.0", "3.9", B1 + "Updating log for {tp} to assign topic ID {topicid} from LeaderAndIsr request from "
+           "controller {c} with correlation id {cid} epoch {e}", SKIP, RM, note=_TOPIC_ID),
+    Format("3.6", "3.9", B1 + "While handling full LeaderAndIsr request from KRaft controller {c} with correlation id "
+           "{cid}, found {n} stray partition(s).", SKIP, RM, note=_KRAFT),
+    # -- StopReplica and UpdateMetadata on the broker (ReplicaManager, MetadataCache) ------------------------------
+    Format("0.8.2", "0.10.1", B0 + "handling stop replica (delete={delete}) for partition {tap}", STOP_REPLICA, RM),
+    Format("0.10.2", "0.11", B0 + "handling stop replica (delete={delete}) for partition {tp}", STOP_REPLICA, RM),
+    Format("1.0", "2.5", B1 + "Handling stop replica (delete={delete}) for partition {tp}", STOP_REPLICA, RM),
+    Format("2.6", "3.9", B1 + "Handling StopReplica request correlationId {cid} from controller {c} for {n} "
+           "partitions", STOP_REPLICA, RM, level="INFO"),
+    Format("2.6", "3.9", B1 + "Received StopReplica request {blob} correlation id {cid} from controller {c} epoch {e} "
+           "for partition {tp}", STOP_REPLICA, RM),
+    Format("0.8.2", "0.10.1", B0 + "finished handling stop replica (delete={delete}) for partition {tap}", SKIP, RM,
+           note=_FINISHED),
+    Format("0.10.2", "0.11", B0 + "finished handling stop replica (delete={delete}) for partition {tp}", SKIP, RM,
+           note=_FINISHED),
+    Format("1.0", "2.5", B1 + "Finished handling stop replica (delete={delete}) for partition {tp}", SKIP, RM,
+           note=_FINISHED),
+    Format("0.8.2", "0.10.1", B0 + "ignoring stop replica (delete={delete}) for partition {tap} as replica doesn't "
+           "exist on broker", SKIP, RM, note="the broker holds no replica to stop"),
+    Format("0.10.2", "0.11", B0 + "ignoring stop replica (delete={delete}) for partition {tp} as replica doesn't "
+           "exist on broker", SKIP, RM, note="the broker holds no replica to stop"),
+    Format("1.0", "2.5", B1 + "Ignoring stop replica (delete={delete}) for partition {tp} as replica doesn't exist on "
+           "broker", SKIP, RM, note="the broker holds no replica to stop"),
+    # 0.8.2 and 0.9 print a literal "%d" here: the format string is concatenated after .format() ran.
+    Format("0.8.2", "0.9", B0 + "received stop replica request from an old controller epoch {e}. Latest known "
+           "controller epoch is %d {latest}", STALE_STOP_REPLICA, RM),
+    Format("0.10.0", "0.11", B0 + "received stop replica request from an old controller epoch {e}. Latest known "
+           "controller epoch is {latest}", STALE_STOP_REPLICA, RM),
+    Format("1.0", "2.5", B1 + "Received stop replica request from an old controller epoch {e}. Latest known "
+           "controller epoch is {latest}", STALE_STOP_REPLICA, RM),
+    Format("2.6", "3.9", B1 + "Ignoring StopReplica request from controller {c} with correlation id {cid} since its "
+           "controller epoch {e} is old. Latest known controller epoch is {latest}", STALE_STOP_REPLICA, RM),
+    Format("2.6", "3.9", B1 + "Ignoring StopReplica request (delete={delete}) from controller {c} with correlation id "
+           "{cid} epoch {e} for partition {tp} since its associated leader epoch {le} is smaller than the current "
+           "leader epoch {cur}", REJECTED, RM, {"request": "StopReplica"}),
+    Format("2.6", "3.7", B1 + "Ignoring StopReplica request (delete={delete}) from controller {c} with correlation id "
+           "{cid} epoch {e} for partition {tp} since its associated leader epoch {le} matches the current leader "
+           "epoch", REJECTED, RM, {"request": "StopReplica"}, level="INFO"),
+    Format("2.6", "3.9", B1 + "Ignoring StopReplica request (delete={delete}) from controller {c} with correlation id "
+           "{cid} epoch {e} for partition {tp} as the local replica for the partition is in an offline log directory",
+           SKIP, RM, note=_DISK),
+    Format("0.8.2", "0.9", B0 + "cached leader info {blob} for partition {tap} in response to UpdateMetadata request "
+           "sent by controller {c} epoch {e} with correlation id {cid}", UPDATE_METADATA, MC),
+    Format("0.10.0", "0.11", B0 + "cached leader info {blob} for partition {tp} in response to UpdateMetadata request "
+           "sent by controller {c} epoch {e} with correlation id {cid}", UPDATE_METADATA, MC),
+    Format("1.0", "3.9", B1 + "Cached leader info {blob} for partition {tp} in response to UpdateMetadata request "
+           "sent by controller {c} epoch {e} with correlation id {cid}", UPDATE_METADATA, MC,
+           note="server/metadata/ZkMetadataCache.scala from 3.0"),
+    Format("0.8.2", "0.9", B0 + "deleted partition {tap} from metadata cache in response to UpdateMetadata request "
+           "sent by controller {c} epoch {e} with correlation id {cid}", UPDATE_METADATA, MC),
+    Format("0.10.0", "0.11", B0 + "deleted partition {tp} from metadata cache in response to UpdateMetadata request "
+           "sent by controller {c} epoch {e} with correlation id {cid}", UPDATE_METADATA, MC),
+    Format("1.0", "3.9", B1 + "Deleted partition {tp} from metadata cache in response to UpdateMetadata request sent "
+           "by controller {c} epoch {e} with correlation id {cid}", UPDATE_METADATA, MC,
+           note="server/metadata/ZkMetadataCache.scala from 3.0"),
+    Format("2.6", "3.9", B1 + "Add {n} partitions and deleted {m} partitions from metadata cache in response to "
+           "UpdateMetadata request sent by controller {c} epoch {e} with correlation id {cid}", UPDATE_METADATA, MC,
+           note="server/metadata/ZkMetadataCache.scala from 3.0", level="INFO"),
+    Format("0.8.2", "0.11", B0 + "received update metadata request with correlation id {cid} from an old controller "
+           "{c} with epoch {e}. Latest known controller epoch is {latest}", STALE_UPDATE_METADATA, RM),
+    Format("1.0", "3.9", B1 + "Received update metadata request with correlation id {cid} from an old controller {c} "
+           "with epoch {e}. Latest known controller epoch is {latest}", STALE_UPDATE_METADATA, RM),
+    # -- controller.log: the elections (KafkaController's own logger, logIdent "[Controller N]: " to 0.11) --------
+    Format("0.8.2", "0.11", "[Controller {c}]: Controller {c} incremented epoch to {e}", CONTROLLER_ELECT, KC,
+           logger=CONTROLLER),
+    Format("1.0", "1.0", "[Controller id={c}] Incremented epoch to {e}", CONTROLLER_ELECT, KC, logger=CONTROLLER),
+    Format("1.1", "2.3", "[Controller id={c}] Epoch incremented to {e}", CONTROLLER_ELECT, KC, logger=CONTROLLER),
+    Format("2.4", "3.9", "[Controller id={c}] {c} successfully elected as the controller. Epoch incremented to {e} and "
+           "epoch zk version is now {v}", CONTROLLER_ELECT, KC, logger=CONTROLLER),
+    Format("0.8.2", "0.11", "[Controller {c}]: Broker {c} is ready to serve as the new controller with epoch {e}",
+           CONTROLLER_ELECT, KC, logger=CONTROLLER),
+    Format("1.0", "3.9", "[Controller id={c}] Ready to serve as the new controller with epoch {e}", CONTROLLER_ELECT,
+           KC, logger=CONTROLLER),
+    Format("0.9", "0.11", "[Controller {c}]: Broker {c} resigned as the controller", CONTROLLER_RESIGN, KC,
+           logger=CONTROLLER),
+    Format("1.0", "3.9", "[Controller id={c}] Resigned", CONTROLLER_RESIGN, KC, logger=CONTROLLER),
+)
+
+
+# controller.log statements of KafkaController (logger kafka.controller.KafkaController) that carry no
+# partition state, by the first and last release line printing them (the phrase found in
+# controller/KafkaController.scala at the tags of RELEASES); `{rest}` is what they list.
+_HOUSEKEEPING: Final = "controller housekeeping (handlers, notifications, caches, scheduler); no partition state"
+_LISTING: Final = "the cluster as the controller sees it, listed; no change"
+_PREFERRED: Final = "preferred-leader bookkeeping; the elections it starts are logged in state-change.log"
+_CREATION_CB: Final = "a topic's creation; its partitions' states and assignment are logged in state-change.log"
+_MEMBERSHIP: Final = "broker membership; the changes it causes are logged in state-change.log"
+_SHUTDOWN: Final = "controlled shutdown bookkeeping; the changes it causes are logged in state-change.log"
+_CONTROLLER_CHATTER: Final[tuple[tuple[str, str, str, str], ...]] = (
+    ("1.1", "3.9", "Registering handlers", _HOUSEKEEPING),
+    ("1.1", "3.9", "Deleting log dir event notifications", _HOUSEKEEPING),
+    ("1.1", "3.9", "Deleting isr change notifications", _HOUSEKEEPING),
+    ("1.1", "3.9", "Initializing controller context", _HOUSEKEEPING),
+    ("2.2", "3.9", "Initialized broker epochs cache: {rest}", _HOUSEKEEPING),
+    ("1.1", "3.9", "Fetching topic deletions in progress", _HOUSEKEEPING),
+    ("1.1", "3.9", "Initializing topic deletion manager", _HOUSEKEEPING),
+    ("1.1", "3.9", "Sending update metadata request", _HOUSEKEEPING),
+    ("1.0", "3.9", "Starting the controller scheduler", _HOUSEKEEPING),
+    ("1.1", "3.9", "Register BrokerModifications handler for {rest}", _HOUSEKEEPING),
+    ("2.7", "3.9", "Creating FeatureZNode at path: {rest}", _HOUSEKEEPING),
+    ("1.0", "3.9", "Resigning", "the start of the resignation logged as 'Resigned'"),
+    ("0.8.2", "3.9", "Currently active brokers in the cluster: {rest}", _LISTING),
+    ("0.8.2", "3.9", "Currently shutting brokers in the cluster: {rest}", _LISTING),
+    ("0.8.2", "3.9", "Current list of topics in the cluster: {rest}", _LISTING),
+    ("0.8.2", "3.9", "List of topics to be deleted: {rest}", _LISTING),
+    ("0.8.2", "3.9", "List of topics ineligible for deletion: {rest}", _LISTING),
+    ("0.8.2", "3.9", "Partitions undergoing preferred replica election: {rest}", _PREFERRED),
+    ("0.8.2", "3.9", "Partitions that completed preferred replica election: {rest}", _PREFERRED),
+    ("0.11", "3.9", "Skipping preferred replica election for partitions due to topic deletion: {rest}", _PREFERRED),
+    ("0.8.2", "3.9", "Resuming preferred replica election for partitions: {rest}", _PREFERRED),
+    ("2.4", "3.9", "Starting replica leader election ({rest}", _PREFERRED),
+    ("0.8.2", "2.3", "Starting preferred replica leader election for partitions {rest}", _PREFERRED),
+    ("0.11", "3.9", "Starting topic deletion for topics {rest}",
+     "a topic deletion's start; its partitions' and replicas' states are logged in state-change.log"),
+    ("2.3", "3.9", "Processing automatic preferred replica leader election", _PREFERRED),
+    ("0.11", "3.9", "Checking need to trigger auto leader balancing", _PREFERRED),
+    ("1.1", "3.9", "Topics not in preferred replica for broker {rest}", _PREFERRED),
+    ("0.11", "3.9", "Leader imbalance ratio for broker {rest}", _PREFERRED),
+    ("0.11", "2.4", "Preferred replicas by broker {rest}", _PREFERRED),
+    ("0.8.2", "3.9", "New partition creation callback for {rest}", _CREATION_CB),
+    ("0.8.2", "1.0", "New topic creation callback for {rest}", _CREATION_CB),
+    ("0.8.2", "3.9", "New broker startup callback for {rest}", _MEMBERSHIP),
+    ("0.9", "1.0", "De-registering IsrChangeNotificationListener", _HOUSEKEEPING),
+    ("1.0", "1.0", "De-registering logDirEventNotificationListener", _HOUSEKEEPING),
+    ("0.11", "3.9", "New topics: [{rest}", _CREATION_CB),
+    ("0.11", "3.9", "Newly added brokers: {rest}", _MEMBERSHIP),
+    ("0.8.2", "3.9", "Broker failure callback for {rest}", _MEMBERSHIP),
+    ("0.8.2", "3.9", "Shutting down broker {rest}", _SHUTDOWN),
+    ("0.8.2", "3.9", "All shutting down brokers: {rest}", _SHUTDOWN),
+    ("0.8.2", "3.9", "Live brokers: {rest}", _SHUTDOWN),
+)
+# KafkaController's logIdent: "[Controller N]: " to 0.11, "[Controller id=N] " from 1.0.
+_CONTROLLER_IDENTS: Final = (("[Controller {c}]: ", "0.8.2", "0.11"), ("[Controller id={c}] ", "1.0", "3.9"))
+
+
+def _chatter() -> tuple[Format, ...]:
+    rows = []
+    for first, last, phrase, note in _CONTROLLER_CHATTER:
+        for ident, lo, hi in _CONTROLLER_IDENTS:
+            start, end = max(LINES.index(first), LINES.index(lo)), min(LINES.index(last), LINES.index(hi))
+            if start <= end:
+                rows.append(Format(LINES[start], LINES[end], ident + phrase, SKIP, KC, note=note, logger=CONTROLLER))
+    return tuple(rows)
+
+
+FORMATS = FORMATS + _chatter()
+
+
+@dataclass(frozen=True)
+class Compiled:
+    format: Format
+    regex: re.Pattern[str]
+
+
+def _compile(template: str) -> re.Pattern[str]:
+    """The template as an anchored regular expression; a placeholder seen twice must repeat its value."""
+    out: list[str] = []
+    seen: set[str] = set()
+    position = 0
+    for match in re.finditer(r"\{(\w+)\}", template):
+        out.append(re.escape(template[position:match.start()]))
+        name = match[1]
+        out.append(f"(?P={name})" if name in seen else f"(?P<{name}>{PLACEHOLDERS[name]})")
+        seen.add(name)
+        position = match.end()
+    out.append(re.escape(template[position:]))
+    return re.compile("^" + "".join(out) + "$")
+
+
+COMPILED: Final[tuple[Compiled, ...]] = tuple(Compiled(f, _compile(f.template)) for f in FORMATS)
+
+
+def rows_per_line() -> dict[str, int]:
+    """How many statements of the table each release line prints."""
+    return {line: sum(1 for f in FORMATS if f.covers(line)) for line in LINES}
+
+
+def placeholders(template: str) -> list[str]:
+    return re.findall(r"\{(\w+)\}", template)

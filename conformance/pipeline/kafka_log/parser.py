@@ -1,0 +1,580 @@
+"""Kafka `state-change.log` and `controller.log` files (ZooKeeper-mode brokers) as partial traces.
+
+Each line is read through its file's layout (layouts.py), its message matched against the statements of
+every release (formats.py), and then either becomes one event, is skipped on purpose (a statement that
+carries no state the model observes, a stack trace, a blank line, another logger's line, the wrapped
+part of a line), or is quarantined with its file, line number and reason. No line goes uncounted.
+
+The log names neither the controller event that caused a change nor the brokers' logs and high
+watermarks, so the trace observes the state machines, the store's leader, epoch and ISR as the controller
+wrote them, the assignment, the brokers' roles, leader epochs and ISRs, and the controller epochs
+brokers have seen; the controller action is inferred from the change (`_controller_action`).
+Kafka's leader -1 ("none") is NO_LEADER; broker ids are kept as printed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from kcm.conformance.pipeline.kafka_log import formats as fm
+from kcm.conformance.pipeline.kafka_log.layouts import (
+    Layout,
+    compile_pattern,
+    detect,
+    is_stack_trace,
+    starts_record,
+    unwrap,
+)
+from kcm.conformance.pipeline.kafka_log.renderings import (
+    LogLineError,
+    parse_assignment,
+    parse_rendering,
+    partition_name,
+)
+from kcm.spec.trace.format import SYNTHESIZED, Event, make_event
+from kcm.spec.vocabulary import NO_LEADER
+
+KAFKA_NO_LEADER: Final = -1  # what Kafka writes for "no leader" (LeaderAndIsr.NoLeader)
+_DETECT_LINES: Final = 500
+_LOGGERS: Final = frozenset({fm.STATE_CHANGE, fm.CONTROLLER})
+_CREATION: Final = frozenset({"NewPartition", "NewReplica"})
+
+
+@dataclass
+class ParsedLog:
+    events: list[Event]
+    quarantine: list[dict[str, Any]]
+    lines: int
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    layout: str = ""
+
+    @property
+    def accepted(self) -> int:
+        return self.lines - len(self.quarantine)
+
+
+@dataclass
+class Match:
+    """A message matched to a statement of the table, its placeholders as read."""
+
+    format: fm.Format
+    values: dict[str, str]
+
+
+def match_message(message: str, logger: str | None = None) -> Match | None:
+    """The first statement of the table the message is (of the logger, when the layout names it)."""
+    for row in fm.COMPILED:
+        if logger is not None and row.format.logger != logger:
+            continue
+        found = row.regex.match(message)
+        if found is not None:
+            return Match(row.format, {k: v for k, v in found.groupdict().items() if v is not None})
+    return None
+
+
+def _leader(value: int) -> int:
+    return NO_LEADER if value == KAFKA_NO_LEADER else value
+
+
+def _controller_action(src: str, dst: str) -> str:
+    """The controller event behind a change, as far as the change tells: a topic's creation (to or from a
+    new state), its deletion, or (for every other change) a change of brokers."""
+    if src in _CREATION or dst in _CREATION:
+        return "TopicChange"
+    if dst.startswith("ReplicaDeletion") or dst.startswith("NonExistent"):
+        return "TopicDeletion"
+    return "BrokerChange"
+
+
+Step = tuple[str, str, dict[str, Any], dict[str, Any]]  # actor, action, args, delta
+
+
+@dataclass
+class _Parser:
+    file: str
+    run: str
+    # The state the log has shown so far: a leaf is written only when it changes.
+    known: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    first_state: dict[tuple[str, ...], str] = field(default_factory=dict)
+    brokers: set[int] = field(default_factory=set)
+    pending: dict[tuple[int, int, str], dict[str, Any]] = field(default_factory=dict)
+    body: list[Step] = field(default_factory=list)
+
+    def message(self, m: Match, args: dict[str, Any]) -> None:
+        handler = _HANDLERS[m.format.kind]
+        v = m.values
+        delta: dict[str, Any] = {}
+        for name in ("c", "b"):
+            if name in v:
+                self.brokers.add(int(v[name]))
+        if m.format.template.startswith((fm.C0, fm.C1)):
+            self._set(delta, ("acting_controller_epoch", v["c"]), int(v["e"]))
+        actor, action = handler(self, v, m.format, args, delta)
+        self.body.append((actor, action, args, delta))
+
+    # -- the controller's lines ---------------------------------------------------------------------------
+
+    def _partition_state(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                         delta: dict[str, Any]) -> tuple[str, str]:
+        p = _partition(v)
+        self._transition(delta, v["c"], ("partition", p), v["src"], v["dst"], args)
+        if "replicas" in v:
+            self._set(delta, ("assignment", p), _ints(v["replicas"]))
+        if "leader" in v:
+            self._leader_named(delta, args, p, v, initial=v["src"] == "NewPartition")
+        if "lai" in v:
+            self._store(delta, p, parse_rendering(v["lai"]), int(v["e"]))
+        return f"controller:{v['c']}", _controller_action(v["src"], v["dst"])
+
+    def _replica_state(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                       delta: dict[str, Any]) -> tuple[str, str]:
+        self._transition(delta, v["c"], ("replica", _partition(v), v["r"]), v["src"], v["dst"], args)
+        return f"controller:{v['c']}", _controller_action(v["src"], v["dst"])
+
+    def _failed_change(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                       delta: dict[str, Any]) -> tuple[str, str]:
+        """A change the controller tried and gave up: no state changed."""
+        failed: dict[str, Any] = {"partition": _partition(v)}
+        failed.update((k, v[k]) for k in ("src", "dst") if k in v)
+        if "r" in v:
+            failed["replica"] = int(v["r"])
+        args["failed"] = failed
+        return f"controller:{v['c']}", _controller_action(v.get("src", ""), v.get("dst", ""))
+
+    def _send_leader_and_isr(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                             delta: dict[str, Any]) -> tuple[str, str]:
+        fields = parse_rendering(v.get("lisr") or v["ps"])
+        _need(fields, "leader", "leader_epoch", "isr")
+        p = _partition(v)
+        args.update(request="LeaderAndIsr", to=int(v["to"]), role=f.fixed["role"])
+        self._store(delta, p, fields, int(v["e"]))
+        if "replicas" in fields:
+            self._set(delta, ("assignment", p), fields["replicas"])
+        return f"controller:{v['c']}", "BrokerChange"
+
+    def _send_other(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                    delta: dict[str, Any]) -> tuple[str, str]:
+        args["request"] = f.fixed["request"]
+        if "to" in v:
+            args["to"] = int(v["to"])
+        if "tap" in v or "tp" in v:
+            args["partition"] = _partition(v)
+        args.update((k, int(v[k])) for k in ("n", "m") if k in v)
+        return f"controller:{v['c']}", "BrokerChange"
+
+    def _response(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                  delta: dict[str, Any]) -> tuple[str, str]:
+        api = f.fixed.get("api") or v.get("api", "")
+        args["response"] = api or "unknown"
+        if "err" in v:
+            args["error"] = v["err"]
+        return f"controller:{v['c']}", "StopReplicaResponse" if api == "STOP_REPLICA" else "BrokerChange"
+
+    def _reassignment_sent(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                           delta: dict[str, Any]) -> tuple[str, str]:
+        p = _partition(v)
+        replicas = parse_assignment(v["assignment"]) if "assignment" in v else _ints(v["replicas"])
+        args.update(request="LeaderAndIsr", to=int(v["leader"]), partition=p)
+        self._set(delta, ("assignment", p), replicas)
+        self._store(delta, p, parse_rendering(v["lisr"]), int(v["e"]))
+        return f"controller:{v['c']}", "PartitionReassignment"
+
+    def _elected_leader(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                        delta: dict[str, Any]) -> tuple[str, str]:
+        self._leader_named(delta, args, _partition(v), v, initial=False)
+        return f"controller:{v['c']}", "BrokerChange"
+
+    def _leader_named(self, delta: dict[str, Any], args: dict[str, Any], p: str, v: dict[str, str],
+                      initial: bool) -> None:
+        """`with leader N` / `elected leader N` (0.8.2-1.0) name the leader without its epoch. A new partition's
+        first leader has epoch 0 (LeaderAndIsr(leader, isr) starts at initialLeaderEpoch = 0,
+        api/LeaderAndIsr.scala); any later leader has an epoch the line does not give, and a leader without
+        its epoch would read as a second leader of the old epoch, so it is kept in args and the store waits
+        for the LeaderAndIsr rendering sent next."""
+        leader = _leader(int(v["leader"]))
+        args["leader"] = leader
+        if initial:
+            self._set(delta, ("leader", p), leader)
+            self._set(delta, ("leader_epoch", p), 0)
+
+    def _isr_removed(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                     delta: dict[str, Any]) -> tuple[str, str]:
+        args["removed_from_isr"] = int(v["r"])
+        self._store(delta, _partition(v), parse_rendering(v["lisr"]), int(v["e"]))
+        return f"controller:{v['c']}", "BrokerChange"
+
+    def _controller_elect(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                          delta: dict[str, Any]) -> tuple[str, str]:
+        self._set(delta, ("controller",), int(v["c"]))
+        self._set(delta, ("controller_epoch",), int(v["e"]))
+        return f"broker:{v['c']}", "ControllerElect"
+
+    def _controller_resign(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                           delta: dict[str, Any]) -> tuple[str, str]:
+        return f"controller:{v['c']}", "ControllerResign"
+
+    def _transition(self, delta: dict[str, Any], c: str, key: tuple[str, ...], src: str, dst: str,
+                    args: dict[str, Any]) -> None:
+        var = "partition_state" if key[0] == "partition" else "replica_state"
+        leaf = (var, c, *key[1:])
+        self.first_state.setdefault(leaf, src)
+        args["transitions"] = [[*key, src, dst]]
+        self._set(delta, leaf, dst, force=True)
+
+    def _store(self, delta: dict[str, Any], p: str, fields: dict[str, Any], epoch: int) -> None:
+        if "leader" in fields:
+            self._set(delta, ("leader", p), _leader(fields["leader"]))
+        for var, name in (("leader_epoch", "leader_epoch"), ("isr", "isr"), ("partition_version", "zk_version")):
+            if name in fields:
+                self._set(delta, (var, p), fields[name])
+        if "leader" in fields:
+            self._set(delta, ("partition_controller_epoch", p), fields.get("controller_epoch", epoch))
+
+    # -- the brokers' lines -----------------------------------------------------------------------------------
+
+    def _received(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                  delta: dict[str, Any]) -> tuple[str, str]:
+        b = int(v["b"])
+        args.update(controller_id=int(v["c"]), correlation_id=int(v["cid"]), received=True)
+        if "ps" not in v:  # 2.6+'s summary of a whole request
+            args["partition_count"] = int(v["n"])
+            return f"broker:{b}", "LeaderAndIsr"
+        fields = parse_rendering(v["ps"])
+        p = _partition(v) if ("tap" in v or "tp" in v) else fields.get("partition")
+        if p is None:
+            raise LogLineError("malformed rendering: no partition")
+        _need(fields, "leader", "leader_epoch")
+        self.pending[(b, int(v["cid"]), p)] = fields
+        self._request_args(args, v, p, fields)
+        return f"broker:{b}", "LeaderAndIsr"
+
+    def _become(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                delta: dict[str, Any]) -> tuple[str, str]:
+        b, p = int(v["b"]), _partition(v)
+        fields = dict(self.pending.pop((b, int(v["cid"]), p), {}))
+        if "leader" in v:
+            fields["leader"] = int(v["leader"])
+        self._request_args(args, v, p, fields)
+        args.update(applied=True, role=f.fixed["role"])
+        self._set(delta, ("role", str(b), p), f.fixed["role"])
+        if "leader_epoch" in fields:
+            self._set(delta, ("local_leader_epoch", str(b), p), fields["leader_epoch"])
+        self._seen_epoch(delta, b, int(v["e"]))
+        return f"broker:{b}", "LeaderAndIsr"
+
+    def _completed(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                   delta: dict[str, Any]) -> tuple[str, str]:
+        b = int(v["b"])
+        args.update(controller_id=int(v["c"]), correlation_id=int(v["cid"]), completed=True)
+        if "e" in v:
+            args["controller_epoch"] = int(v["e"])
+        if "tp" in v or "tap" in v:
+            entry: dict[str, Any] = {"partition": _partition(v)}
+            if "leader" in v:
+                entry["leader"] = _leader(int(v["leader"]))
+            args["partitions"] = [entry]
+            args["role"] = f.fixed["role"]
+        else:
+            args["partition_count"] = int(v["n"])
+        return f"broker:{b}", "LeaderAndIsr"
+
+    def _local(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], delta: dict[str, Any]) -> tuple[str, str]:
+        """2.6+'s INFO line of Partition.makeLeader / makeFollower: the broker's own view after the change."""
+        b, p = str(int(v["b"])), _partition(v)
+        role = "leader" if f.kind == fm.LOCAL_LEADER else "follower"
+        args.update(applied=True, role=role, partitions=[{"partition": p, "leader_epoch": int(v["le"])}])
+        self._set(delta, ("role", b, p), role)
+        self._set(delta, ("local_leader_epoch", b, p), int(v["le"]))
+        if "isrb" in v:
+            self._set(delta, ("local_isr", b, p), _ints(v["isrb"]))
+        if "leader" in v:
+            args["partitions"][0]["leader"] = _leader(int(v["leader"]))
+        return f"broker:{b}", "LeaderAndIsr"
+
+    def _stale(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], delta: dict[str, Any]) -> tuple[str, str]:
+        """A request of an old controller epoch, ignored: the broker says which epoch it knows."""
+        b = int(v["b"])
+        action = {fm.STALE_LEADER_AND_ISR: "LeaderAndIsr", fm.STALE_UPDATE_METADATA: "UpdateMetadata",
+                  fm.STALE_STOP_REPLICA: "StopReplica"}[f.kind]
+        args.update(controller_epoch=int(v["e"]), applied=False)
+        args.update((k, int(v[n])) for k, n in (("controller_id", "c"), ("correlation_id", "cid")) if n in v)
+        self._seen_epoch(delta, b, int(v["latest"]))
+        return f"broker:{b}", action
+
+    def _rejected(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                  delta: dict[str, Any]) -> tuple[str, str]:
+        """One partition of a request the broker refused (leader epoch, assignment, log directory)."""
+        b = int(v["b"])
+        self._request_args(args, v, _partition(v), {})
+        args["applied"] = False
+        if "le" in v:
+            args["partitions"][0]["leader_epoch"] = int(v["le"])
+        return f"broker:{b}", "StopReplica" if f.fixed.get("request") == "StopReplica" else "LeaderAndIsr"
+
+    def _update_metadata(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                         delta: dict[str, Any]) -> tuple[str, str]:
+        b = int(v["b"])
+        args.update(controller_id=int(v["c"]), controller_epoch=int(v["e"]), correlation_id=int(v["cid"]))
+        if "tp" in v or "tap" in v:
+            args["partition"] = _partition(v)
+        self._seen_epoch(delta, b, int(v["e"]))
+        return f"broker:{b}", "UpdateMetadata"
+
+    def _stop_replica(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                      delta: dict[str, Any]) -> tuple[str, str]:
+        b = int(v["b"])
+        if "tp" in v or "tap" in v:
+            args["partition"] = _partition(v)
+        if "delete" in v:
+            args["delete"] = v["delete"] == "true"
+        args.update((k, int(v[n])) for k, n in (("controller_id", "c"), ("correlation_id", "cid"),
+                                                 ("controller_epoch", "e"), ("partition_count", "n")) if n in v)
+        if "e" in v:
+            self._seen_epoch(delta, b, int(v["e"]))
+        return f"broker:{b}", "StopReplica"
+
+    @staticmethod
+    def _request_args(args: dict[str, Any], v: dict[str, str], p: str, fields: dict[str, Any]) -> None:
+        entry: dict[str, Any] = {"partition": p}
+        entry.update((k, fields[k]) for k in ("leader", "leader_epoch", "isr", "replicas") if k in fields)
+        if "leader" in entry:
+            entry["leader"] = _leader(entry["leader"])
+        args.update(controller_id=int(v["c"]), controller_epoch=int(v["e"]), correlation_id=int(v["cid"]),
+                    partitions=[entry])
+
+    def _seen_epoch(self, delta: dict[str, Any], b: int, epoch: int) -> None:
+        """A broker keeps the newest controller epoch it has seen."""
+        if epoch > self.known.get(("broker_controller_epoch", str(b)), 0):
+            self._set(delta, ("broker_controller_epoch", str(b)), epoch)
+
+    # -- deltas ---------------------------------------------------------------------------------------------------
+
+    def _set(self, delta: dict[str, Any], leaf: tuple[str, ...], value: Any, force: bool = False) -> None:
+        if not force and self.known.get(leaf) == value:
+            return
+        self.known[leaf] = value
+        _put(delta, leaf, value)
+
+    def events(self) -> list[Event]:
+        """Init (a snapshot of what the log shows first) and one event per line that became one."""
+        init: dict[str, Any] = {"controller": NO_LEADER, "controller_epoch": 0}
+        for b in sorted(self.brokers):
+            _put(init, ("broker_controller_epoch", str(b)), 0)
+            _put(init, ("acting_controller_epoch", str(b)), 0)
+        for leaf, value in sorted(self.first_state.items()):
+            _put(init, leaf, value)
+        setup = {"knobs": {}, "brokers": sorted(self.brokers), "source": Path(self.file).name, SYNTHESIZED: True}
+        out = [make_event(self.run, 0, "env", "Init", setup, init, full=True)]
+        for seq, (actor, action, args, delta) in enumerate(self.body, start=1):
+            out.append(make_event(self.run, seq, actor, action, args, delta))
+        return out
+
+
+_Handler = Callable[[_Parser, dict[str, str], fm.Format, dict[str, Any], dict[str, Any]], tuple[str, str]]
+_HANDLERS: Final[dict[str, _Handler]] = {
+    fm.PARTITION_STATE: _Parser._partition_state, fm.REPLICA_STATE: _Parser._replica_state,
+    fm.FAILED_CHANGE: _Parser._failed_change, fm.SEND_LEADER_AND_ISR: _Parser._send_leader_and_isr,
+    fm.SEND_OTHER: _Parser._send_other, fm.RESPONSE: _Parser._response,
+    fm.REASSIGNMENT_SENT: _Parser._reassignment_sent, fm.ELECTED_LEADER: _Parser._elected_leader,
+    fm.ISR_REMOVED: _Parser._isr_removed, fm.RECEIVED: _Parser._received, fm.STALE_LEADER_AND_ISR: _Parser._stale,
+    fm.REJECTED: _Parser._rejected, fm.BECOME: _Parser._become, fm.COMPLETED: _Parser._completed,
+    fm.LOCAL_LEADER: _Parser._local, fm.LOCAL_FOLLOWER: _Parser._local, fm.UPDATE_METADATA: _Parser._update_metadata,
+    fm.STALE_UPDATE_METADATA: _Parser._stale, fm.STOP_REPLICA: _Parser._stop_replica,
+    fm.STALE_STOP_REPLICA: _Parser._stale, fm.CONTROLLER_ELECT: _Parser._controller_elect,
+    fm.CONTROLLER_RESIGN: _Parser._controller_resign,
+}
+
+
+def _partition(v: dict[str, str]) -> str:
+    return partition_name(v.get("tp") or v["tap"])
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.strip("[]").split(",") if x]
+
+
+def _need(fields: dict[str, Any], *names: str) -> None:
+    missing = [n for n in names if n not in fields]
+    if missing:
+        raise LogLineError(f"malformed rendering: no {', '.join(missing)}")
+
+
+def _put(target: dict[str, Any], leaf: tuple[str, ...], value: Any) -> None:
+    for key in leaf[:-1]:
+        target = target.setdefault(key, {})
+    target[leaf[-1]] = value
+
+
+# -- reading a file: layouts, wrapped lines, stack traces ---------------------------------------------------------
+
+
+_MAX_WRAP: Final = 8  # physical lines one message may have been wrapped into
+
+
+@dataclass
+class _Record:
+    """One logged message: its first physical line, the message as read (two readings when it was wrapped:
+    joined as split mid-word, or at a space) and the wrapped lines joined to it."""
+
+    number: int
+    time: str
+    logger: str | None
+    variants: list[str]
+    more: list[int] = field(default_factory=list)
+    complete: bool = True
+
+
+def _unrecognised(message: str) -> str:
+    if message.startswith(("[Controller id=", "Controller ")):
+        return "unrecognised controller message"
+    if message.startswith(("[Broker id=", "Broker ")):
+        return "unrecognised broker message"
+    return "unrecognised message (no statement of the table, any release)"
+
+
+def _start(texts: list[str | None], index: int, layout: Layout) -> tuple[re.Match[str], list[str], int] | None:
+    """The record beginning at texts[index]: its layout match, its message readings, and how many of the
+    following lines it was wrapped into; None when no record begins there."""
+    body = unwrap(texts[index] or "")
+    found = layout.match(body)
+    if found is not None:
+        return found, [found["msg"]], 0
+    if not starts_record(layout, body):
+        return None
+    pieces = [body]
+    for extra in range(1, _MAX_WRAP + 1):
+        following = texts[index + extra] if index + extra < len(texts) else None
+        if following is None:
+            return None
+        piece = unwrap(following)
+        if not piece.strip() or starts_record(layout, piece) or is_stack_trace(piece):
+            return None
+        pieces.append(piece)
+        matches = [m for m in (layout.match(sep.join(pieces)) for sep in ("", " ")) if m is not None]
+        if matches:
+            return matches[0], [m["msg"] for m in matches], extra
+    return None
+
+
+def parse_kafka_log(path: str | Path, run: str | None = None, pattern: str | None = None) -> ParsedLog:
+    """Every line of a state-change.log or controller.log: events in line order, the lines skipped on
+    purpose and the lines quarantined, each with its reason. `pattern` is a log4j ConversionPattern that
+    replaces layout detection."""
+    file = str(path)
+    parser = _Parser(file, run or f"log-{Path(file).stem}")
+    quarantine: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    with open(path, "rb") as handle:
+        raw = handle.read().split(b"\n")
+    complete_last = raw[-1] == b""
+    if complete_last:
+        raw.pop()
+    texts: list[str | None] = []
+    for chunk in raw:
+        try:
+            texts.append(chunk.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError:
+            texts.append(None)
+    layout = compile_pattern(pattern) if pattern else detect([t for t in texts[:_DETECT_LINES] if t is not None])
+
+    def note(target: list[dict[str, Any]], number: int, reason: str) -> None:
+        target.append({"file": file, "line": number, "reason": reason})
+
+    records = _records(texts, layout, complete_last, note, quarantine, skipped)
+    for record in records:
+        _parse_record(parser, record, file, note, quarantine, skipped)
+    return ParsedLog(parser.events(), sorted(quarantine, key=_line), len(texts), sorted(skipped, key=_line),
+                     layout.name)
+
+
+def _line(entry: dict[str, Any]) -> int:
+    return int(entry["line"])
+
+
+_Note = Callable[[list[dict[str, Any]], int, str], None]
+
+
+def _records(texts: list[str | None], layout: Layout, complete_last: bool, note: _Note,
+             quarantine: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> list[_Record]:
+    records: list[_Record] = []
+    current: _Record | None = None
+    index = 0
+    while index < len(texts):
+        number, text = index + 1, texts[index]
+        start = _start(texts, index, layout) if text is not None else None
+        if start is not None:
+            found, variants, extra = start
+            current = _Record(number, found.groupdict().get("ts") or "", found.groupdict().get("logger"), variants,
+                              list(range(number + 1, number + 1 + extra)))
+            records.append(current)
+            index += 1 + extra
+            current.complete = complete_last or index < len(texts)
+            continue
+        index += 1
+        if text is None:
+            note(quarantine, number, "not UTF-8")
+            current = None
+            continue
+        body = unwrap(text)
+        if not body.strip():
+            note(skipped, number, "skipped on purpose: blank line")
+        elif is_stack_trace(body):
+            note(skipped, number, "skipped on purpose: stack trace" +
+                 (f" of line {current.number}" if current is not None else ""))
+        elif layout.tail_free and current is not None and (current.more or [current.number])[-1] == number - 1 \
+                and not starts_record(layout, body):
+            # A layout with nothing after %m: the message itself goes on on this line.
+            current.variants = [current.variants[0] + body, current.variants[0] + " " + body]
+            current.more.append(number)
+            current.complete = complete_last or index < len(texts)
+        else:
+            reason = f"not a log line: no {layout.name} layout ({layout.pattern}) matches"
+            last = index == len(texts) and not complete_last
+            note(quarantine, number, f"truncated file (last line incomplete): {reason}" if last else reason)
+    return records
+
+
+def _logger(name: str) -> str | None:
+    """The logger of the table a layout's `%c` names, in full or shortened (`%c{1}`: `KafkaController`)."""
+    return next((full for full in _LOGGERS if full == name or full.endswith("." + name)), None)
+
+
+def _parse_record(parser: _Parser, record: _Record, file: str, note: _Note, quarantine: list[dict[str, Any]],
+                  skipped: list[dict[str, Any]]) -> None:
+    if record.logger is not None and _logger(record.logger) is None:
+        for number in (record.number, *record.more):
+            note(skipped, number, f"skipped on purpose: logger {record.logger} logs no state change")
+        return
+    outcome, reason = _apply(parser, record, file)
+    for number in record.more:
+        note(skipped, number, f"skipped on purpose: wrapped part of line {record.number}")
+    if outcome == "event":
+        return
+    if outcome == "skip":
+        note(skipped, record.number, f"skipped on purpose: {reason}")
+        return
+    if not record.complete:
+        reason = f"truncated file (last line incomplete): {reason}"
+    note(quarantine, record.number, reason)
+
+
+def _apply(parser: _Parser, record: _Record, file: str) -> tuple[str, str]:
+    """("event", "") when the record became an event, ("skip", why) or ("quarantine", why)."""
+    logger = _logger(record.logger) if record.logger is not None else None
+    for message in record.variants:
+        matched = match_message(message, logger)
+        if matched is None:
+            continue
+        if matched.format.kind == fm.SKIP:
+            return "skip", matched.format.note
+        args: dict[str, Any] = {"log": f"{Path(file).name}:{record.number}", "time": record.time}
+        try:
+            parser.message(matched, args)
+        except LogLineError as err:
+            return "quarantine", str(err)
+        return "event", ""
+    return "quarantine", _unrecognised(record.variants[0])

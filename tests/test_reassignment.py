@@ -6,12 +6,18 @@ view (docs/invariants.md); a store whose ISR leaves its assignment is flagged at
 from __future__ import annotations
 
 import copy
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
 
 import pytest
 from histories import reassignment_keeping_its_leader
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.check.replay import replay
+from kcm.conformance.pipeline.kafka_log import formats as fm
+from kcm.conformance.pipeline.kafka_log import parse_kafka_log
+from kcm.conformance.pipeline.kafka_log.renderer import Line, render
 from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.trace.format import Event
 from kcm.spec.z3.validate import validate_events
@@ -27,7 +33,7 @@ def history() -> list[Event]:
 def _requests_outside(events: list[Event]) -> list[Event]:
     """LeaderAndIsr requests whose ISR holds a broker outside the request's replicas."""
     return [e for e in events if e["action"] == "LeaderAndIsr"
-            and any(set(p["isr"]) - set(p["replicas"]) for p in e["args"]["partitions"])]
+            and any(set(p["isr"]) - set(p["replicas"]) for p in e["args"].get("partitions", []))]
 
 
 def _violations(events: list[Event]) -> list[tuple[str, int]]:
@@ -72,3 +78,46 @@ def test_a_store_isr_outside_the_store_assignment_is_flagged_at_that_event(histo
     assert ("IsrSubsetOfReplicas", seq) in _violations(corrupted)
     report = validate_events(corrupted)
     assert report.failure is not None and report.failure.seq == seq
+
+
+def _node(leader: int, epoch: int, isr: list[int], replicas: list[int]) -> dict[str, Any]:
+    return {"leader": leader, "leader_epoch": epoch, "isr": isr, "zk_version": epoch, "controller_epoch": 1,
+            "replicas": replicas, "is_new": False}
+
+
+def _reassignment_lines() -> list[Line]:
+    """What Kafka 2.3 logs of the history above (controller 1, epoch 1), from its statements (formats.py):
+    step 5 (2 and 1 OnlineReplica again, LeaderAndIsr with the old node), step 7 (the leader kept: a new
+    epoch, 'Sent LeaderAndIsr request ... with new assigned replica list 2,1', received by broker 2 with
+    isr [1,2,3] and replicas [2,1]), step 8 (3 OfflineReplica, the ISR [1,2] sent), step 9."""
+    ctl = {"c": 1, "e": 1, "partition": P}
+    before = _node(1, 0, [1, 2, 3], [1, 2, 3])
+    kept, shrunk = _node(1, 1, [1, 2, 3], [2, 1]), _node(1, 2, [1, 2], [2, 1])
+    lines = [Line(fm.PARTITION_STATE, {**ctl, "src": "OnlinePartition", "dst": "OnlinePartition", "leader": 1,
+                                       "state": {**before, "replicas": [1, 2, 3]}})]
+    for r in (2, 1):
+        lines.append(Line(fm.REPLICA_STATE, {**ctl, "r": r, "src": "OnlineReplica", "dst": "OnlineReplica"}))
+    lines += [
+        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 2, "cid": 5, "state": before}, role="follower"),
+        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 2, "cid": 6, "state": kept}, role="follower"),
+        Line(fm.REASSIGNMENT_SENT, {**ctl, "leader": 1, "replicas": [2, 1], "state": kept}),
+        Line(fm.RECEIVED, {"b": 2, "c": 1, "e": 1, "cid": 6, "partition": P, "state": kept}),
+        Line(fm.BECOME, {"b": 2, "c": 1, "e": 1, "cid": 6, "partition": P, "leader": 1}, role="follower"),
+        Line(fm.REPLICA_STATE, {**ctl, "r": 3, "src": "OnlineReplica", "dst": "OfflineReplica"}),
+        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 2, "cid": 7, "state": shrunk}, role="follower"),
+        Line(fm.RECEIVED, {"b": 2, "c": 1, "e": 1, "cid": 7, "partition": P, "state": shrunk}),
+        Line(fm.BECOME, {"b": 2, "c": 1, "e": 1, "cid": 7, "partition": P, "leader": 1}, role="follower"),
+    ]
+    deletion = ("OfflineReplica", "ReplicaDeletionStarted", "ReplicaDeletionSuccessful", "NonExistentReplica")
+    for src, dst in pairwise(deletion):
+        lines.append(Line(fm.REPLICA_STATE, {**ctl, "r": 3, "src": src, "dst": dst}))
+    return lines
+
+
+def test_the_healthy_reassignment_as_kafka_2_3_logs_it_checks_clean(tmp_path: Path) -> None:
+    path = tmp_path / "state-change.log"
+    path.write_text("".join(f"{line}\n" for line in render(_reassignment_lines(), "2.3")))
+    parsed = parse_kafka_log(path)
+    assert parsed.quarantine == []
+    assert _requests_outside(parsed.events), "the log holds no request whose ISR is outside its replicas"
+    assert _violations(parsed.events) == []

@@ -43,3 +43,44 @@ def reassignment_keeping_its_leader(run: str) -> list[Event]:
     for event in events:
         event["run"] = run
     return events
+
+
+def stale_isr_hazard(run: str) -> list[Event]:
+    """docs/invariants.md, "A hazard of the safe design": t0-0 on [2, 1]. Broker 1 leads epoch 1 alone
+    (ISR [1]); its session expires and broker 2, now controller, loads the partition as offline with that
+    node cached. Broker 1 registers again and, still leading epoch 1, adds broker 2 to the ISR in the store
+    ([1, 2]); the controller's cache keeps [1] (the ISR change notification queues behind the broker
+    change). Broker 1 takes a record with acks=1, crashes and restarts. The broker change sends broker 1
+    the cached node (leader 1, epoch 1, ISR [1]) from its OnlineReplica step, then elects broker 2 from
+    the store's ISR (epoch 2). Broker 1 takes the first request, leads epoch 1 alone and moves its HW
+    over the record broker 2 lacks (the last event)."""
+    events: list[Event] = []
+    cluster = Cluster(2, Knobs(), events.append)
+    cluster.create_topic("t0", {0: (2, 1)})
+    cluster.stabilize()
+    cluster.crash(2)
+    cluster.process_controller_event(1)  # broker 2 failed: broker 1 leads epoch 1, ISR [1]
+    cluster.restart(2)
+    cluster.process_controller_event(1)
+    _deliver(cluster, 9)
+    cluster.process_controller_event(2)  # /controller is taken: no election
+    cluster.expire_session(1)
+    cluster.process_controller_event(2)  # broker 2 controller, t0-0 loaded as offline
+    cluster.process_controller_event(1)  # broker 1 registers again
+    _deliver(cluster, 4)
+    cluster.send_fetch(2, "t0-0")
+    _deliver(cluster, 1)  # broker 1 adds broker 2 to the ISR in the store
+    cluster.produce(1, "t0-0", 1)
+    cluster.crash(1)
+    cluster.restart(1)
+    cluster.process_controller_event(2)
+    cluster.process_controller_event(2)  # the broker change
+    _deliver(cluster, 2)  # an UpdateMetadata, then the cached node to broker 1
+    for event in events:
+        event["run"] = run
+    return events
+
+
+def _deliver(cluster: Cluster, count: int) -> None:
+    for _ in range(count):
+        assert cluster.deliver_oldest() is not None

@@ -7,7 +7,9 @@ import os
 from typing import Final
 
 import pytest
+from histories import stale_isr_hazard
 
+from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.explore.campaign import run_campaign, run_seed
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import TraceWriter, apply_event, empty_state
@@ -55,28 +57,30 @@ def test_safe_design_holds_over_100k_steps_under_faults() -> None:
 
 STORMY: Final = SimConfig(brokers=4, faults=3.0)
 # Seeds on which the safe design breaks, each by a hazard of the ZooKeeper-era design itself (docs/invariants.md,
-# "A hazard of the safe design"): (config, seed) -> the invariant, the event and the partition.
-KNOWN_HAZARDS: Final = {(STORMY, 1057): ("NoCommittedDataLoss", 773, "t0-2")}
+# "A hazard of the safe design"): (config, seed) -> the invariant, the event and the partition. None today: the
+# campaign met the hazard below on seed 1057 of STORMY until the reassignment followed Kafka's step order.
+KNOWN_HAZARDS: Final[dict[tuple[SimConfig, int], tuple[str, int, str]]] = {}
 
 
 def test_a_stale_isr_lets_a_restarted_leader_commit_what_the_isr_lacks() -> None:
-    """Seed 1057 under heavy faults: broker 1, the cached leader of an offline partition, restarts; the
-    controller's OnlineReplica LeaderAndIsr names it leader of epoch 1 with the ISR cached before broker 1
+    """tests/histories.py `stale_isr_hazard`: broker 1, the cached leader of an offline partition, restarts;
+    the controller's OnlineReplica LeaderAndIsr names it leader of epoch 1 with the ISR cached before broker 1
     had added broker 2 to it in the store. The same broker change already made broker 2 leader of epoch 2
     from the store's ISR, but that request comes next: broker 1 alone advances its HW over a record broker
     2 lacks."""
-    invariant, seq, partition = KNOWN_HAZARDS[(STORMY, 1057)]
-    result = run_seed(1057, Knobs(), STORMY, 3000, keep_events=True)
-    assert (result.violations[0].invariant, result.violations[0].seq) == (invariant, seq)
+    events = stale_isr_hazard("hazard")
+    checker = InvariantChecker()
+    found = [(v.invariant, event["seq"]) for event in events for v in checker.step(event)]
+    request = events[-1]
+    assert found == [("NoCommittedDataLoss", request["seq"])]
     state = empty_state()
-    for event in result.events[:seq]:
+    for event in events[:-1]:
         apply_event(state, event)
-    request = result.events[seq]
-    entry = next(e for e in request["args"]["partitions"] if e["partition"] == partition)
+    entry = next(e for e in request["args"]["partitions"] if e["partition"] == "t0-0")
     receiver = int(request["actor"].split(":")[1])
     assert request["action"] == "LeaderAndIsr" and entry["leader"] == receiver
-    assert entry["leader_epoch"] < state["leader_epoch"][partition]  # the store has moved on already
-    assert set(entry["isr"]) < set(state["isr"][partition])  # and its ISR holds a broker the request omits
+    assert entry["leader_epoch"] < state["leader_epoch"]["t0-0"]  # the store has moved on already
+    assert set(entry["isr"]) < set(state["isr"]["t0-0"])  # and its ISR holds a broker the request omits
 
 
 @pytest.mark.long

@@ -19,8 +19,9 @@ from kcm.conformance.pipeline.kafka_log import formats as fm
 from kcm.conformance.pipeline.kafka_log import parse_kafka_log
 from kcm.conformance.pipeline.kafka_log.renderer import Line, render
 from kcm.spec.tlc.validate import validate_with_tlc
-from kcm.spec.trace.format import Event
+from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.z3.validate import validate_events
+from kcm.tools.cli import main
 
 P = "t0-0"
 
@@ -64,6 +65,17 @@ def test_the_healthy_reassignment_checks_clean_on_the_checker_z3_and_replay(hist
     assert report.ok, report.failure
     replayed = replay(history)
     assert replayed.divergence is None and replayed.verdict == "conforms"
+
+
+def test_the_cli_finds_the_healthy_reassignment_clean_and_the_corrupted_one_violated(
+        history: list[Event], tmp_path: Path) -> None:
+    for name, events, code in (("healthy", history, 0), ("corrupted", _with_store_isr_outside(history)[0], 1)):
+        path = tmp_path / f"{name}.jsonl"
+        with TraceWriter(path) as writer:
+            for event in events:
+                writer.write(event)
+        assert main(["check-trace", str(path)]) == code, name
+        assert main(["validate", str(path)]) == code, name
 
 
 @pytest.mark.tlc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from histories import reelected_controller
 from pyspark.sql import SparkSession
+from test_log_agreement import LOGS, needs_v2
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.pipeline import jobs as pl
@@ -137,6 +139,29 @@ def test_planted_violations_are_found_at_their_run_and_event(spark: SparkSession
     assert verdicts[("clean", "NoCommittedDataLoss")] == "holds"
     assert verdicts[("log-state-change-2.4", "NoCommittedDataLoss")] == "unobserved"
     assert verdicts[("planted-1", "IsrSubsetOfReplicas")] == "violated"
+
+
+def test_check_and_its_z3_sample_agree_with_check_trace_on_every_kafka_log(spark: SparkSession,
+                                                                          tmp_path: Path) -> None:
+    # tests/test_log_agreement.py holds check-trace and validate to the same, log by log. A run is named
+    # after its file: the logs' paths make their names (two generations' fixtures share a file name).
+    logs = []
+    for log in LOGS:
+        if not needs_v2(log):
+            logs.append(tmp_path / "-".join(log.relative_to(KAFKA).parts))
+            shutil.copyfile(log, logs[-1])
+    ingest(spark, [str(p) for p in logs], [], tmp_path / "corpus")
+    pl.check(spark, tmp_path / "corpus", tmp_path / "checked", validate_sample=1.0)
+    events = read_parquet(tmp_path / "corpus" / pl.EVENTS)
+    expected = {(r, s, i.split("/")[0]) for r, s, i in _reference(events)}
+    found = {(r["run"], r["seq"], r["invariant"].split("/")[0])
+             for r in _table(tmp_path / "checked" / "violations.parquet")}
+    assert found == expected
+    validation = {r["run"]: r for r in _table(tmp_path / "checked" / "validation.parquet")}
+    assert set(validation) == {e["run"] for e in events}
+    for run, row in validation.items():
+        first = min((s for r, s, _ in expected if r == run), default=None)
+        assert (row["ok"], row["failed_seq"]) == (first is None, first), (run, row["reason"])
 
 
 def test_spark_agrees_with_the_single_process_checker_under_every_knob(spark: SparkSession, tmp_path: Path) -> None:

@@ -426,10 +426,13 @@ class InvariantChecker:
             role = roles.get(b, _NONE).get(p)
             epoch = local_epochs.get(b, _NONE).get(p)
             hw = hws.get(b, _NONE).get(p)
+            if role == "leader" and epoch is not None and epoch >= 0:
+                # A broker leading in an epoch claims it whether or not its HW is observed (a Kafka log
+                # shows roles, seldom HWs), as LeaderClaims of KafkaReplication.tla does.
+                self._claim(p, epoch, int(b), found)
             if role != "leader" or epoch is None or hw is None:
                 leader_hw.pop(key, None)
                 continue
-            self._claim(p, epoch, int(b), found)
             self._count(HW_PER_LEADER)
             last = leader_hw.get(key)
             if last is not None and last[0] == epoch and hw < last[1]:

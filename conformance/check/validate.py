@@ -51,7 +51,7 @@ class StepValidator(Validator):
         failure = self._step(event, before, self.state, self.report)
         if failure is not None and self.report.failure is None:
             self.report.failure = failure
-        self._remember(self.state)
+        self._advance(event, self.state)
         return failure
 
     def _note_partitions(self, delta: dict[str, Any]) -> None:

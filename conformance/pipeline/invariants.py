@@ -191,7 +191,8 @@ def _claims(t: _Tables) -> DataFrame:
     store = t.store.filter(F.col("leader").isNotNull() & F.col("leader_epoch").isNotNull() & (F.col("leader") != 0))
     store = store.select("run", "hseg", "pgen", "p", "seq", F.lit(0).alias("o"), F.lit("").alias("ob"),
                          F.col("leader_epoch").alias("epoch"), F.col("leader").alias("broker"))
-    leading = _leading(t.replica)
+    # A broker claims its epoch whether or not its HW is observed, as the single-process checker does.
+    leading = t.replica.filter((F.col("role") == "leader") & (F.col("local_leader_epoch") >= 0))
     brokers = _with_pgen(t, leading).select("run", "hseg", "pgen", "p", "seq", F.lit(1).alias("o"),
                                             F.col("b").alias("ob"), F.col("local_leader_epoch").alias("epoch"),
                                             F.col("b").cast("long").alias("broker"))

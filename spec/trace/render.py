@@ -17,14 +17,23 @@ def render_event(event: Event) -> str:
     if "partitions" in args and isinstance(args["partitions"], list) and args["partitions"]:
         first = args["partitions"][0]
         if isinstance(first, dict):
-            shown["partitions"] = [
-                f"{s['partition']}:L{s['leader']}@{s['leader_epoch']}{s['isr']}" for s in args["partitions"]
-            ]
+            shown["partitions"] = [_entry(s) for s in args["partitions"]]
     head = f"#{event['seq']:<5} {event['actor']:<14} {event['action']}"
     if shown:
         head += " " + _compact(shown)
     changes = render_delta(event["state"])
     return head if not changes else f"{head}\n        -> {changes}"
+
+
+def _entry(entry: dict[str, Any]) -> str:
+    """`orders-0:L1@0[1, 2]`: a request's partition, leader, leader epoch and ISR, those it carries (a
+    line of a Kafka log may name a request's partition alone)."""
+    text = str(entry.get("partition"))
+    if "leader" in entry:
+        text += f":L{entry['leader']}"
+    if "leader_epoch" in entry:
+        text += f"@{entry['leader_epoch']}"
+    return text + (str(entry["isr"]) if "isr" in entry else "")
 
 
 def render_delta(delta: dict[str, Any], limit: int = 8) -> str:

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
-from kcm.spec.trace.format import Event, apply_event, empty_state
-from kcm.spec.vocabulary import ACTIONS, VARIABLES, Knobs
+from kcm.spec.trace.format import SYNTHESIZED, Event, apply_event, empty_state
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES, Knobs
 from kcm.spec.z3 import tables
 from kcm.spec.z3.actions import ERR_NONE, ERR_OTHER, ERR_OUT_OF_RANGE, Effect, Relations
+from kcm.spec.z3.fragments import LogGap, brokers_named, init_observations, named_partitions
 from kcm.spec.z3.model import NO_EPOCH, ROLE_FOLLOWER, ROLE_LEADER, ROLE_NONE, Config, State
 from kcm.spec.z3.solver import Expr, and_all, implies, int_const, or_all, z3
 
@@ -66,7 +67,8 @@ class ValidationReport:
     observed: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
     partitions: list[str] = field(default_factory=list)
-    failure: Failure | None = None
+    failure: Failure | None = None  # the first step nothing explains
+    failures: list[Failure] = field(default_factory=list)  # every one, when the run goes on after the first
     explained_by: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -405,9 +407,15 @@ class Validator:
         args = first.get("args", {})
         knobs = Knobs.from_dict(args["knobs"]) if isinstance(args.get("knobs"), dict) else Knobs()
         self.knobs = knobs
+        # A run parsed from a Kafka log: its lines are fragments of actions seen across gaps (fragments.py).
+        from_log = args.get(SYNTHESIZED) is True
+        if from_log:
+            events = [init_observations(first), *events[1:]]
         observed: set[str] = set()
         partitions: set[str] = set()
         brokers: set[int] = set(int(b) for b in args.get("brokers", []) if isinstance(b, int))
+        if from_log:
+            brokers |= brokers_named(events)
         for event in events:
             for var, value in event["state"].items():
                 observed.add(var)
@@ -421,16 +429,18 @@ class Validator:
                     for inner in value.values():
                         if isinstance(inner, dict):
                             partitions.update(inner)
-        if not brokers:
+        # A log none of whose lines became an event has no step to explain.
+        if not brokers and not (from_log and len(events) == 1):
             raise ValidationError("the trace names no brokers (no Init args.brokers and no per-broker variable)")
         self.events = events
         self.brokers = sorted(brokers)
         self.partitions = sorted(partitions)
         self.observed = observed
-        self.encoding = encoding_for(knobs, len(self.brokers))
+        self.encoding = encoding_for(knobs, max(len(self.brokers), 1))
         self.projection = Projection(self.brokers, observed)
         self.history: dict[str, dict[int, int]] = {p: {} for p in self.partitions}
         self._previous: dict[str, dict[str, int | bool]] = {}
+        self.gap = LogGap(self.projection.index) if from_log else None
 
     def run(self, stop_at_first: bool = True) -> ValidationReport:
         report = ValidationReport(events=len(self.events), partitions=self.partitions,
@@ -448,18 +458,27 @@ class Validator:
             report.steps += 1
             failure = self._step(event, before, state, report)
             if failure is not None:
-                report.failure = failure
+                report.failures.append(failure)
+                report.failure = report.failure or failure
                 if stop_at_first:
                     break
-            self._remember(state)
+            self._advance(event, state)
         report.seconds = time.perf_counter() - start
         return report
+
+    def _advance(self, event: Event, state: dict[str, Any]) -> None:
+        """After a step: what it showed, for the steps after it."""
+        if self.gap is not None:
+            for p in self.gap.observe(event):
+                self.history.setdefault(p, {}).clear()
+        self._remember(state)
 
     def _remember(self, state: dict[str, Any]) -> None:
         """History: the first broker named leader of each epoch (the model's `g.epoch_leader`)."""
         for p in self.partitions:
             seen = self.history[p]
-            if state["assignment"].get(p) is None and "assignment" in self.observed:
+            # A log shows an assignment only now and then; its partitions' deletions end their history.
+            if self.gap is None and state["assignment"].get(p) is None and "assignment" in self.observed:
                 seen.clear()
                 continue
             leader = state["leader"].get(p)
@@ -482,13 +501,22 @@ class Validator:
         cands = candidates(event, self.brokers)
         try:
             cands = [(n, None if b is None else self.projection.mid(b, "the event")) for n, b in cands]
-            projections = []
+            # A log line is checked on every partition it names, whether or not what it shows differs from
+            # the values earlier lines showed (the state before it is not those values). On the others it
+            # changes nothing the state before keeps but its controller's epoch, which the first one shows.
+            shown = named_partitions(event) if self.gap is not None else set()
+            projections: list[tuple[str, dict[str, int | bool], dict[str, int | bool]]] = []
             for p in self.partitions or [""]:
+                if self.gap is not None and p not in shown and projections:
+                    self._previous.pop(p, None)  # read afresh when a line names it
+                    continue
                 pre = self._previous.get(p)
                 if pre is None:
                     pre = self.projection.leaves(before, p)
                 post = self.projection.leaves(after, p, pre, event["state"])
                 self._previous[p] = post
+                if self.gap is not None:
+                    pre, post = self.gap.before(event, pre), self.gap.after(event, p, post)
                 projections.append((p, pre, post))
         except _Unknown as err:
             return Failure(event["seq"], event["action"], event["actor"], "", str(err), [])
@@ -501,7 +529,7 @@ class Validator:
             changed = {k for k, v in post.items() if k in pre and pre[k] != v}
             kept = self._kept(before, after, p)
             changed |= {f"log_len.{i}" for i, (common, length) in kept.items() if common != length}
-            if not changed:
+            if not changed and p not in shown:
                 continue
             checked = True
             step_cands: list[tuple[str, int | None]] = cands if named is None or named == p else [("Stutter", None)]
@@ -568,6 +596,9 @@ class Validator:
             extra = self._arguments(event, p, check)
         except _Unknown as err:
             return Failure(event["seq"], event["action"], event["actor"], p, str(err), labels)
+        if self.gap is not None:
+            extra += [(None, label, c) for label, c in self.gap.constraints(
+                enc.s, p, post, self.history.get(p, {}), self.brokers)]
         needed = set(check.reads | check.writes | changed)
         if any(owner is None for owner, _, _ in extra):
             needed |= self._machine_leaves(event)
@@ -643,14 +674,16 @@ class Validator:
                          None)
             bind("included", entry is not None)
             if entry is not None:
-                leader = mid(entry.get("leader", 0), "the request")
-                bind("leader", leader)
+                # A log line may show a request's partition without its fields ("completed" lines).
+                leader = mid(entry["leader"], "the request") if "leader" in entry else NO_LEADER
+                if "leader" in entry:
+                    bind("leader", leader)
                 bind("leader_epoch", entry.get("leader_epoch"))
-                isr = {mid(r, "the request's ISR") for r in entry.get("isr", [])}
-                replicas = {mid(r, "the request's replicas") for r in entry.get("replicas", [])}
-                for r in self.encoding.cfg.ids:
-                    bind(f"isr.{r}", r in isr)
-                    bind(f"replicas.{r}", r in replicas)
+                for key, what in (("isr", "the request's ISR"), ("replicas", "the request's replicas")):
+                    if key in entry:
+                        members = {mid(r, what) for r in entry[key]}
+                        for r in self.encoding.cfg.ids:
+                            bind(f"{key}.{r}", r in members)
                 known = self.history.get(p, {}).get(int(entry.get("leader_epoch", -1)))
                 if known is not None and leader != 0:
                     out.append((f"the request names broker {entry.get('leader')} leader of epoch "

@@ -9,7 +9,8 @@ this module renders.
 - `state-change-0.10.log`, `-1.1.log`, `-2.4.log`: runs with planted faults (two leaders in one leader
   epoch, an invalid replica transition, a request of an old controller epoch applied; a request whose ISR
   is outside its replicas is there too, as no fault) and broken lines (a non-integer leader, a rendering
-  without its partition, a message of no release, a stack trace, a truncated last line). A broken line is a rendered line altered as noted.
+  without its partition, a message of no release, a stack trace, a truncated last line). A broken line is
+  a rendered line altered as noted.
 """
 
 from __future__ import annotations

@@ -361,7 +361,8 @@ class Controller:
         replicas = ctx.partitions_on(brokers)
         rsm.handle([(p, r) for p, r in replicas if not ctx.is_deleting(p)], R.OnlineReplica)
         psm.trigger_online_state_change()
-        for partition in sorted({p for p, _ in replicas} & set(ctx.reassignments)):
+        # 2.3.0 onBrokerStartup: resume the reassignments whose target (not whole AR) has a new broker.
+        for partition in sorted(p for p, target in ctx.reassignments.items() if brokers & set(target)):
             self._reassign(partition, batch)
         deletion.retry({ctx.topic_of(p) for p, _ in replicas if ctx.is_deleting(p)})
 
@@ -508,16 +509,27 @@ class Controller:
             self._forget_reassignments(rejected)
 
     def _on_reassignment_isr_change(self, partition: str, batch: RequestBatch) -> None:
+        """Kafka 2.3.0 KafkaController.processPartitionReassignmentIsrChange: the reassignment resumes
+        only once every target replica is in the ISR read from the store; any other change of the
+        partition node (the controller's own epoch bump of step 2 among them) is only logged."""
         ctx = self.ctx
         assert ctx is not None
         if partition not in ctx.reassignments:
             return
         self._refresh_leadership(partition, watch=True)
-        self._reassign(partition, batch)
+        leadership = ctx.leadership.get(partition)
+        if leadership is not None and set(ctx.reassignments[partition]) <= set(leadership.isr):
+            self._reassign(partition, batch)
 
     def _reassign(self, partition: str, batch: RequestBatch) -> None:
-        """The reassignment procedure: grow to OAR+RAR, wait for RAR to join the ISR, move leadership,
-        retire OAR-RAR, and only then write RAR as the assignment."""
+        """Kafka 2.3.0 KafkaController.onPartitionReassignment (core/src/main/scala/kafka/controller/
+        KafkaController.scala), RAR the target, OAR the assignment before, AR the current one. Until RAR
+        is in the ISR (steps 1-3): AR := RAR ++ (OAR - RAR) in the store, a new leader epoch with
+        LeaderAndIsr to all of AR, RAR - OAR -> NewReplica; redone at every call, as Kafka does on a
+        broker startup or a failover. Then (steps 5-12): RAR -> OnlineReplica, AR := RAR in memory,
+        leadership into RAR with the ISR kept (so RAR's replicas get an ISR outside their new AR),
+        OAR - RAR -> OfflineReplica (out of the ISR) -> NonExistentReplica, and only then AR := RAR
+        in the store."""
         ctx, psm, rsm, deletion = self._machines(batch)
         # Kafka's areReplicasInIsr reads the partition state from ZooKeeper: a leader's ISR shrink the
         # controller has not been notified of yet must stop the reassignment from completing.
@@ -530,11 +542,13 @@ class Controller:
         topic = ctx.topic_of(partition)
         if not set(target) <= set(leadership.isr):
             added = [r for r in target if r not in current]
-            if added:
-                ctx.assignment[partition] = (*current, *added)
-                self.zk.set_topic_assignment(ctx, topic)
-                self._bump_leader_epoch(partition, set(ctx.assignment[partition]), batch)
-                rsm.handle([(partition, r) for r in added], R.NewReplica)
+            # Step 1: (RAR ++ OAR).toSet in 2.3.0 (insertion order for the small sets of a replica
+            # list), (newReplicas ++ oldReplicas).distinct in 2.4.0 ReplicaAssignment.fromOldAndNewReplicas.
+            ctx.assignment[partition] = (*target, *(r for r in current if r not in target))
+            self.zk.set_topic_assignment(ctx, topic)
+            # Step 2: updateLeaderEpochAndSendRequest to every replica of OAR + RAR.
+            self._bump_leader_epoch(partition, set(ctx.assignment[partition]), batch)
+            rsm.handle([(partition, r) for r in added], R.NewReplica)
             return
         retired = [r for r in current if r not in target]
         rsm.handle([(partition, r) for r in target], R.OnlineReplica)
@@ -542,7 +556,9 @@ class Controller:
         if leadership.leader not in target or leadership.leader not in ctx.live_brokers:
             psm.handle([partition], P.OnlinePartition, "reassign")
         else:
-            self._bump_leader_epoch(partition, set(target), batch)
+            # Step 7 without an election (2.3.0 moveReassignedPartitionLeaderIfRequired): the new
+            # epoch goes to OAR + RAR, AR = RAR in the request (2.4.0 sends it to TRS only).
+            self._bump_leader_epoch(partition, set(current), batch)
         for state in (R.OfflineReplica, R.ReplicaDeletionStarted, R.ReplicaDeletionSuccessful, R.NonExistentReplica):
             rsm.handle([(partition, r) for r in retired], state)
         ctx.assignment[partition] = target

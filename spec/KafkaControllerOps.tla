@@ -98,9 +98,18 @@ DeletionResume(W, K) ==
 DeletionRetry(W, K) ==
     IF ~W.del THEN W ELSE DeletionResume(IF W.tgt = <<>> THEN [W EXCEPT !.inel = FALSE] ELSE W, K)
 
-\* _reassign: read the partition node (Kafka's areReplicasInIsr reads ZooKeeper, not the cache), grow
-\* the assignment to old + new and wait for the new replicas to join the ISR; then move leadership into
-\* the target, retire the old replicas and write the target.
+\* _reassign, Kafka 2.3.0 KafkaController.onPartitionReassignment (core/src/main/scala/kafka/controller/
+\* KafkaController.scala; RAR = target, OAR = the assignment before).  The partition node is read first
+\* (areReplicasInIsr reads ZooKeeper, not the cache).  While RAR is not in the ISR, at every call
+\* (a request, a broker of RAR starting, a failover): step 1 AR := RAR ++ (OAR - RAR) in the store
+\* ((RAR ++ OAR).toSet in 2.3.0, insertion-ordered for lists this short; .distinct in 2.4.0
+\* ReplicaAssignment.fromOldAndNewReplicas), step 2 a new leader epoch with LeaderAndIsr to all of AR,
+\* step 3 RAR - OAR -> NewReplica.  Once RAR is in the ISR: step 5 RAR -> OnlineReplica, step 6
+\* AR := RAR in the context, step 7 leadership into RAR with the ISR kept (an election, its request to
+\* RAR; or, the leader in RAR and alive, a new epoch with LeaderAndIsr to OAR + RAR), so RAR's
+\* replicas get an ISR that holds OAR - RAR while their AR is RAR; step 8 OAR - RAR -> OfflineReplica
+\* (each leaves the ISR in the store, LeaderAndIsr to AR); step 9 -> NonExistentReplica; step 10
+\* AR := RAR in the store, last.  Each state-machine call sends what it collected (Seal).
 Reassign(W0, K) ==
     LET W == IF HasNode(W0.node) THEN [W0 EXCEPT !.cache = W0.node] ELSE W0
         target == W.tgt
@@ -108,17 +117,14 @@ Reassign(W0, K) ==
     IN IF target = <<>> \/ ~HasNode(W.cache) THEN W
        ELSE IF ~(SetOf(target) \subseteq W.cache.isr)
        THEN LET added == SelectSeq(target, LAMBDA r : r \notin SetOf(current))
-            IN IF added = <<>> THEN W
-               ELSE LET W1 == [W EXCEPT !.asg = current \o added, !.asgw = TRUE, !.wrote = TRUE]
-                        W2 == BumpLeaderEpoch(W1, SetOf(W1.asg), K)
-                    IN RsmAll(W2, SetOf(added), "NewReplica", K)
+                grown == target \o SelectSeq(current, LAMBDA r : r \notin SetOf(target))
+                W1 == [W EXCEPT !.asg = grown, !.asgw = TRUE, !.wrote = TRUE]
+            IN RsmAll(Seal(BumpLeaderEpoch(W1, SetOf(grown), K)), SetOf(added), "NewReplica", K)
        ELSE LET retired == SetOf(current) \ SetOf(target)
-                W1 == [RsmAll(W, SetOf(target), "OnlineReplica", K) EXCEPT !.asg = target]
+                W1 == [Seal(RsmAll(W, SetOf(target), "OnlineReplica", K)) EXCEPT !.asg = target]
                 W2 == IF W1.cache.leader \notin SetOf(target) \/ W1.cache.leader \notin LiveOf(K)
-                      THEN PsmOnline(Seal(W1), "reassign", target, K)
-                      ELSE BumpLeaderEpoch(W1, SetOf(target), K)
-                \* Each state-machine call sends what it collected (Seal, for trace validation): the
-                \* leadership moved into the target reaches its replicas before the retirement's shrunk ISR.
+                      THEN PsmOnline(W1, "reassign", target, K)
+                      ELSE BumpLeaderEpoch(W1, SetOf(current), K)
                 W3 == RsmAll(Seal(W2), retired, "OfflineReplica", K)
                 W4 == RsmAll(W3, retired, "ReplicaDeletionStarted", K)
                 W5 == RsmAll(W4, retired, "ReplicaDeletionSuccessful", K)
@@ -136,7 +142,8 @@ ElectPreferred(W, K) ==
 OpsStartup(W, brokers, K) ==
     LET W1 == Startup(W, brokers, K)
         on == SetOf(W1.asg) \cap brokers # {}
-        W2 == IF W1.tgt # <<>> /\ on THEN Reassign(W1, K) ELSE W1
+        \* 2.3.0 onBrokerStartup: a reassignment resumes when a broker of its target starts.
+        W2 == IF SetOf(W1.tgt) \cap brokers # {} THEN Reassign(W1, K) ELSE W1
     IN IF W2.del /\ on THEN DeletionRetry(W2, K) ELSE W2
 
 \* Commit an operation event: the core's effects plus the operation context and admin nodes.
@@ -376,7 +383,8 @@ PartitionReassignment(c) ==
    When: the state node of a partition c is reassigning changed (its cached copy is stale, or the
    target replicas are all in the ISR: the watch event may come after an ISR change notification
    refreshed the cache).
-   Does: refresh and continue the reassignment procedure. *)
+   Does: refresh the cached node; continue the reassignment procedure only if the target replicas
+   are all in the store's ISR (2.3.0 processPartitionReassignmentIsrChange). *)
 Progress(c, p) ==
     /\ ctl_reassign[c][p] # <<>>
     /\ \/ ctl_cache[c][p] # StoreNode(p)
@@ -387,9 +395,10 @@ ReassignmentIsrChange(c) ==
     /\ \E p \in Partitions : Progress(c, p)
     /\ LET K == OpsCtx(c, ctl_live[c], ctl_shutting[c])
            One(p) ==
-               IF Progress(c, p)
+               IF ~Progress(c, p) THEN OpsWork(c, p)
+               ELSE IF HasNode(StoreNode(p)) /\ SetOf(ctl_reassign[c][p]) \subseteq isr[p]
                THEN Reassign([OpsWork(c, p) EXCEPT !.cache = StoreNode(p)], K)
-               ELSE OpsWork(c, p)
+               ELSE [OpsWork(c, p) EXCEPT !.cache = StoreNode(p)]
            Wf == TLCEval([p \in Partitions |-> One(p)])
        IN OpsCommit(c, K, Wf, {}, FALSE, {}, {}, "ReassignmentIsrChange")
     /\ UNCHANGED <<broker_vars, replica_vars, msgs, bound_vars, cs_requested>>

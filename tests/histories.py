@@ -50,6 +50,24 @@ def restarted_broker_requests(run: str, knobs: Knobs) -> list[Event]:
     return events
 
 
+def reassignment_keeping_its_leader(run: str) -> list[Event]:
+    """tests/scenarios/reassignment_keeping_its_leader.txt: t0-0 on [1,2,3], led by 1, reassigned to [2,1].
+    Step 7 of Kafka 2.3.0's onPartitionReassignment (the leader is in RAR and alive) bumps the leader
+    epoch and sends LeaderAndIsr with AR = RAR and the ISR kept to OAR + RAR: brokers 1 and 2 apply an ISR
+    [1,2,3] whose broker 3 is outside their replicas [2,1]; broker 3, outside them, ignores it."""
+    events: list[Event] = []
+    cluster = Cluster(broker_ids(3), Knobs(), events.append)
+    cluster.create_topic("t0", {0: (1, 2, 3)})
+    cluster.stabilize()
+    cluster.produce(1, "t0-0", -1)
+    cluster.stabilize()
+    cluster.reassign({"t0-0": (2, 1)})
+    cluster.stabilize()
+    for event in events:
+        event["run"] = run
+    return events
+
+
 def stale_isr_cache(run: str) -> list[Event]:
     """docs/invariants.md, "A hazard of the safe design": broker 1 leads t0-0 (assignment 2,1) alone; its
     session expires and broker 2, elected controller, caches the partition with ISR [1]; broker 1 registers

@@ -7,9 +7,10 @@ this module renders.
   generation logs it at TRACE: a topic created, a follower's and a leader's LeaderAndIsr, the leader's
   broker failing and the other replica elected, a request of the old controller ignored.
 - `state-change-0.10.log`, `-1.1.log`, `-2.4.log`: runs with planted faults (two leaders in one leader
-  epoch, an ISR outside the replicas, an invalid replica transition, a request of an old controller epoch
-  applied) and broken lines (a non-integer leader, a rendering without its partition, a message of no
-  release, a stack trace, a truncated last line). A broken line is a rendered line altered as noted.
+  epoch, an invalid replica transition, a request of an old controller epoch applied; a request whose ISR
+  is outside its replicas is there too, as no fault) and broken lines (a non-integer leader, a rendering
+  without its partition, a message of no release, a stack trace, a truncated last line). A broken line is
+  a rendered line altered as noted.
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ def _faults_0_10() -> list[str]:
 
 
 def _faults_1_1() -> list[str]:
-    """1.1: a partition given leader 3 and then leader 2 in the same leader epoch 1 (seq 10), a LeaderAndIsr
-    whose ISR 3,4 is outside the replicas 2,3 (seq 11), a non-integer leader (line 12: `leader=3` made
-    `leader=three`), an invalid replica transition (seq 12), a message of no release (line 14)."""
+    """1.1: a partition given leader 3 and then leader 2 in the same leader epoch 1 (seq 10); no fault at seq 11,
+    a LeaderAndIsr whose ISR 2,3 is outside its replicas 2, as step 7 of Kafka 2.3.0's reassignment sends it
+    (docs/invariants.md, IsrSubsetOfReplicas); a non-integer leader (line 12: `leader=3` made `leader=three`),
+    an invalid replica transition (seq 12), a message of no release (line 14)."""
     p, ctl = "payments-0", {"c": 2, "e": 4, "partition": "payments-0"}
     first = _state(2, 0, [2, 3], 0, 4, [2, 3], is_new=True)
     lines = render([
@@ -127,7 +129,7 @@ def _faults_1_1() -> list[str]:
                                   "state": _state(3, 1, [3], 1, 4, [2, 3])}),
         Line(fm.PARTITION_STATE, {**ctl, "src": "OnlinePartition", "dst": "OnlinePartition",
                                   "state": _state(2, 1, [2, 3], 2, 4, [2, 3])}),
-        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 3, "state": _state(3, 1, [3, 4], 1, 4, [2, 3])}, role="leader"),
+        Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 2, "state": _state(2, 1, [2, 3], 2, 4, [2])}, role="leader"),
         Line(fm.SEND_LEADER_AND_ISR, {**ctl, "to": 3, "state": _state(3, 1, [3], 1, 4, [2, 3])}, role="leader"),
         Line(fm.REPLICA_STATE, {**ctl, "r": 2, "src": "OnlineReplica", "dst": "ReplicaDeletionSuccessful"}),
     ], "1.1")

@@ -28,7 +28,7 @@ from kcm.tools.cli import main
 # edited edge, and the invariant the checker names.
 TABLE_MUTANTS = {
     "partition-table-drops-offline-to-online": (11, 200, "ValidPartitionTransitions"),
-    "replica-table-allows-deleted-to-ineligible": (3, 1750, "ValidReplicaTransitions"),
+    "replica-table-allows-deleted-to-ineligible": (24, 500, "ValidReplicaTransitions"),
     "replica-table-drops-ineligible-to-offline": (11, 1400, "ValidReplicaTransitions"),
 }
 

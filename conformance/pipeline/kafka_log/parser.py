@@ -151,9 +151,12 @@ class _Parser:
         _need(fields, "leader", "leader_epoch", "isr")
         p = _partition(v)
         args.update(request="LeaderAndIsr", to=int(v["to"]), role=f.fixed["role"])
+        # The request carries the partition node the controller wrote, but its replicas are the controller's
+        # memory, not the store's assignment: step 7 of Kafka 2.3.0's reassignment (KafkaController.scala)
+        # sends RAR while the store still holds OAR + RAR (docs/invariants.md, IsrSubsetOfReplicas).
         self._store(delta, p, fields, int(v["e"]))
         if "replicas" in fields:
-            self._set(delta, ("assignment", p), fields["replicas"])
+            args["replicas"] = fields["replicas"]
         return f"controller:{v['c']}", "BrokerChange"
 
     def _send_other(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
@@ -177,9 +180,10 @@ class _Parser:
     def _reassignment_sent(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                            delta: dict[str, Any]) -> tuple[str, str]:
         p = _partition(v)
+        # Steps 2 and 7 of Kafka 2.3.0's reassignment print this line; at step 7 the list is RAR, the controller's
+        # memory, while the store still holds OAR + RAR: an argument, not the store's assignment.
         replicas = parse_assignment(v["assignment"]) if "assignment" in v else _ints(v["replicas"])
-        args.update(request="LeaderAndIsr", to=int(v["leader"]), partition=p)
-        self._set(delta, ("assignment", p), replicas)
+        args.update(request="LeaderAndIsr", to=int(v["leader"]), partition=p, replicas=replicas)
         self._store(delta, p, parse_rendering(v["lisr"]), int(v["e"]))
         return f"controller:{v['c']}", "PartitionReassignment"
 

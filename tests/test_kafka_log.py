@@ -276,7 +276,7 @@ def test_controller_log_elections(tmp_path: Path) -> None:
                 "(kafka.controller.KafkaController)", name="controller.log")
     parsed = parse_kafka_log(path)
     assert [e["action"] for e in parsed.events] == ["Init", "ControllerElect", "ControllerResign"]
-    assert parsed.events[1]["state"] == {"controller": 0, "controller_epoch": 3}
+    assert parsed.events[1]["state"] == {"controller": 0, "controller_epoch": 3, "acting_controller_epoch": {"0": 3}}
     assert [s["line"] for s in parsed.skipped] == [3]
     assert str(parsed.skipped[0]["reason"]).startswith("skipped on purpose: broker membership")
     assert parsed.quarantine == [{"file": str(path), "line": 4, "reason": "unrecognised controller message"}]

@@ -38,7 +38,6 @@ from kcm.conformance.pipeline.kafka_log.renderings import (
 from kcm.spec.trace.format import OBSERVER, SYNTHESIZED, Event, make_event
 from kcm.spec.vocabulary import NO_LEADER
 
-KAFKA_NO_LEADER: Final = -1  # what Kafka writes for "no leader" (LeaderAndIsr.NoLeader)
 _DETECT_LINES: Final = 500
 _LOGGERS: Final = frozenset(f.logger for f in fm.FORMATS)
 _CREATION: Final = frozenset({"NewPartition", "NewReplica"})
@@ -74,10 +73,6 @@ def match_message(message: str, logger: str | None = None) -> Match | None:
         if found is not None:
             return Match(row.format, {k: v for k, v in found.groupdict().items() if v is not None})
     return None
-
-
-def _leader(value: int) -> int:
-    return NO_LEADER if value == KAFKA_NO_LEADER else value
 
 
 def _controller_action(src: str, dst: str) -> str:
@@ -199,7 +194,7 @@ class _Parser:
         api/LeaderAndIsr.scala); any later leader has an epoch the line does not give, and a leader without
         its epoch would read as a second leader of the old epoch, so it is kept in args and the store waits
         for the LeaderAndIsr rendering sent next."""
-        leader = _leader(int(v["leader"]))
+        leader = int(v["leader"])
         args["leader"] = leader
         if initial:
             self._set(delta, ("leader", p), leader)
@@ -247,7 +242,7 @@ class _Parser:
 
     def _store(self, delta: dict[str, Any], p: str, fields: dict[str, Any], epoch: int | None) -> None:
         if "leader" in fields:
-            self._set(delta, ("leader", p), _leader(fields["leader"]))
+            self._set(delta, ("leader", p), fields["leader"])
         for var, name in (("leader_epoch", "leader_epoch"), ("isr", "isr"), ("partition_version", "zk_version")):
             if name in fields:
                 self._set(delta, (var, p), fields[name])
@@ -296,7 +291,7 @@ class _Parser:
         if "tp" in v or "tap" in v:
             entry: dict[str, Any] = {"partition": _partition(v)}
             if "leader" in v:
-                entry["leader"] = _leader(int(v["leader"]))
+                entry["leader"] = int(v["leader"])
             args["partitions"] = [entry]
             args["role"] = f.fixed["role"]
         else:
@@ -332,7 +327,7 @@ class _Parser:
         if "isrb" in v:
             self._set(delta, ("local_isr", b, p), _ints(v["isrb"]))
         if "leader" in v:
-            args["partitions"][0]["leader"] = _leader(int(v["leader"]))
+            args["partitions"][0]["leader"] = int(v["leader"])
         return f"broker:{b}", "LeaderAndIsr"
 
     def _stale(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], delta: dict[str, Any]) -> tuple[str, str]:
@@ -395,8 +390,6 @@ class _Parser:
     def _request_args(args: dict[str, Any], v: dict[str, str], p: str, fields: dict[str, Any]) -> None:
         entry: dict[str, Any] = {"partition": p}
         entry.update((k, fields[k]) for k in ("leader", "leader_epoch", "isr", "replicas") if k in fields)
-        if "leader" in entry:
-            entry["leader"] = _leader(entry["leader"])
         args.update(controller_id=int(v["c"]), controller_epoch=int(v["e"]), correlation_id=int(v["cid"]),
                     partitions=[entry])
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-# Release lines of the ZooKeeper era and the tag each was read at (/work/.mirror/apache+kafka/repo).
+# Release lines of the ZooKeeper era and the tag each was read at (release tags of github.com/apache/kafka).
 RELEASES: Final[dict[str, str]] = {
     "0.8.2": "0.8.2.2", "0.9": "0.9.0.1", "0.10.0": "0.10.0.1", "0.10.1": "0.10.1.1", "0.10.2": "0.10.2.2",
     "0.11": "0.11.0.2", "1.0": "1.0.2", "1.1": "1.1.1", "2.0": "2.0.1", "2.1": "2.1.1", "2.2": "2.2.2",

@@ -22,9 +22,7 @@ def reelected_controller(run: str, back: bool) -> list[Event]:
     cluster.crash_controller()
     cluster.stabilize()
     assert any(e["action"] == "BrokerReregister" and e["args"].get("elected") for e in events)
-    for event in events:
-        event["run"] = run
-    return events
+    return _named(events, run)
 
 
 def restarted_broker_requests(run: str, knobs: Knobs) -> list[Event]:
@@ -45,9 +43,7 @@ def restarted_broker_requests(run: str, knobs: Knobs) -> list[Event]:
     cluster.restart(3)
     cluster.process_controller_event(1)
     cluster.stabilize()
-    for event in events:
-        event["run"] = run
-    return events
+    return _named(events, run)
 
 
 def reassignment_keeping_its_leader(run: str) -> list[Event]:
@@ -63,9 +59,7 @@ def reassignment_keeping_its_leader(run: str) -> list[Event]:
     cluster.stabilize()
     cluster.reassign({"t0-0": (2, 1)})
     cluster.stabilize()
-    for event in events:
-        event["run"] = run
-    return events
+    return _named(events, run)
 
 
 def stale_isr_cache(run: str) -> list[Event]:
@@ -83,18 +77,26 @@ def stale_isr_cache(run: str) -> list[Event]:
     cluster.process_controller_event(1)  # broker 1 leads epoch 1 alone
     cluster.restart(2)
     cluster.process_controller_event(1)  # broker 2 starts as a follower, outside the ISR
-    while cluster.deliver_oldest() is not None:
-        pass
+    _drain(cluster)
     cluster.expire_session(1)
     cluster.process_controller_event(2)  # broker 2 elected: leader 1 unregistered, ISR [1] cached
     cluster.process_controller_event(1)  # broker 1 registers again and resigns
     cluster.send_fetch(2, "t0-0")
-    while cluster.deliver_oldest() is not None:
-        pass  # the fetch puts broker 2 in the store's ISR: [1, 2]
+    _drain(cluster)  # the fetch puts broker 2 in the store's ISR: [1, 2]
     cluster.produce(1, "t0-0", acks=1)
     cluster.crash(1)
     cluster.restart(1)
     cluster.stabilize()
+    return _named(events, run)
+
+
+def _named(events: list[Event], run: str) -> list[Event]:
     for event in events:
         event["run"] = run
     return events
+
+
+def _drain(cluster: Cluster) -> None:
+    """Deliver every message in flight, in the order sent."""
+    while cluster.deliver_oldest() is not None:
+        pass

@@ -61,7 +61,7 @@ def test_every_line_is_an_event_skipped_or_quarantined_with_its_reason(path: Pat
     parsed = _parsed(path)
     skipped = {s["line"] for s in parsed.skipped}
     quarantined = {q["line"] for q in parsed.quarantine}
-    joined = {n for s in parsed.skipped if s["reason"].startswith(_CONTINUATION) for n in [s["line"]]}
+    joined = {s["line"] for s in parsed.skipped if s["reason"].startswith(_CONTINUATION)}
     events = _event_lines(parsed)
     assert not (skipped & quarantined) and not (events & quarantined) and not (events & (skipped - joined))
     assert events | skipped | quarantined == set(range(1, parsed.lines + 1))

@@ -414,23 +414,16 @@ def test_every_line_is_an_event_skipped_or_quarantined(name: str, lines: int, qu
     assert parsed.events[0]["action"] == "Init" and parsed.events[0]["full"] is True
 
 
-def test_parsed_logs_are_valid_traces(tmp_path: Path) -> None:
-    for log in sorted(DATA.glob("*.log")):
-        path = tmp_path / f"{log.stem}.jsonl"
-        with TraceWriter(path) as writer:
-            for event in parse_kafka_log(log).events:
-                writer.write(event)
-        assert len(load_trace(path)) == len(parse_kafka_log(log).events)
-
-
-def test_parsed_logs_with_broker_0_are_valid_traces(tmp_path: Path) -> None:
-    """Brokers 0 and 1: needs trace format v2 (broker ids from 0)."""
-    for log in sorted(RENDERED.glob("*.log")):
-        path = tmp_path / f"{log.stem}.jsonl"
-        with TraceWriter(path) as writer:
-            for event in parse_kafka_log(log).events:
-                writer.write(event)
-        assert len(load_trace(path)) == len(parse_kafka_log(log).events)
+@pytest.mark.parametrize("log", [*sorted(DATA.glob("*.log")), *sorted(RENDERED.glob("*.log"))],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_parsed_logs_are_valid_traces(log: Path, tmp_path: Path) -> None:
+    """The hand fixtures and the rendered ones, whose brokers are 0 and 1 (trace format v2)."""
+    events = parse_kafka_log(log).events
+    path = tmp_path / f"{log.stem}.jsonl"
+    with TraceWriter(path) as writer:
+        for event in events:
+            writer.write(event)
+    assert len(load_trace(path)) == len(events)
 
 
 def _violations(name: str) -> set[tuple[str, int, str]]:

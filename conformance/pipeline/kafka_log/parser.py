@@ -23,8 +23,6 @@ from typing import Any, Final
 from kcm.conformance.pipeline.kafka_log import formats as fm
 from kcm.conformance.pipeline.kafka_log.layouts import (
     Layout,
-    compile_pattern,
-    detect,
     is_stack_trace,
     starts_record,
     unwrap,
@@ -38,7 +36,6 @@ from kcm.conformance.pipeline.kafka_log.renderings import (
 from kcm.spec.trace.format import OBSERVER, SYNTHESIZED, Event, make_event
 from kcm.spec.vocabulary import NO_LEADER
 
-_DETECT_LINES: Final = 500
 _LOGGERS: Final = frozenset(f.logger for f in fm.FORMATS)
 _CREATION: Final = frozenset({"NewPartition", "NewReplica"})
 
@@ -85,53 +82,103 @@ def _controller_action(src: str, dst: str) -> str:
     return "BrokerChange"
 
 
-Step = tuple[str, str, dict[str, Any], dict[str, Any]]  # actor, action, args, delta
+Leaf = tuple[str, ...]
+PendingKey = tuple[int, int, str]  # broker, correlation id, partition of a LeaderAndIsr request received
+# How a line changes a leaf of the state: SET writes it when it differs from the value the log showed last,
+# FORCE always (a transition is shown even when it repeats), RAISE when above it (a broker keeps the newest
+# controller epoch it has seen). Whether a leaf is written depends on the lines before, so a line records
+# its changes as ops and `written` decides them in line order: a file read in splits decides them once the
+# state at each split's start is known (split.py).
+SET: Final = 0
+FORCE: Final = 1
+RAISE: Final = 2
+Op = tuple[int, Leaf, Any]
+
+
+@dataclass(frozen=True)
+class Redo:
+    """A broker's `become` line whose request was not received in the lines read: if it was received before
+    them (an earlier split) and is still pending, the line is read again with the request's fields."""
+
+    key: PendingKey
+    match: Match
+    args: dict[str, Any]
+
+
+@dataclass
+class Step:
+    """What a line does: the event it becomes or (`event` False) the changes a quarantined line made to the
+    state before its error, which the lines after it are compared with as in a whole-file read."""
+
+    actor: str
+    action: str
+    args: dict[str, Any]
+    ops: list[Op]
+    event: bool = True
+    redo: Redo | None = None
 
 
 @dataclass
 class _Parser:
     file: str
-    run: str
-    # The state the log has shown so far: a leaf is written only when it changes.
-    known: dict[tuple[str, ...], Any] = field(default_factory=dict)
-    first_state: dict[tuple[str, ...], str] = field(default_factory=dict)
+    # Whether requests received before the lines read may be pending (a split after the first).
+    open_start: bool = False
+    first_state: dict[Leaf, str] = field(default_factory=dict)
     brokers: set[int] = field(default_factory=set)
-    pending: dict[tuple[int, int, str], dict[str, Any]] = field(default_factory=dict)
-    body: list[Step] = field(default_factory=list)
+    pending: dict[PendingKey, dict[str, Any]] = field(default_factory=dict)
+    touched: set[PendingKey] = field(default_factory=set)  # the pending keys these lines put or took
+    steps: list[Step] = field(default_factory=list)
+    _match: Match | None = None
+    _redo: Redo | None = None
 
     def message(self, m: Match, args: dict[str, Any]) -> None:
         handler = _HANDLERS[m.format.kind]
         v = m.values
-        delta: dict[str, Any] = {}
+        ops: list[Op] = []
+        self._match, self._redo = m, None
         for name in ("c", "b"):
             if name in v:
                 self.brokers.add(int(v[name]))
         if m.format.template.startswith((fm.C0, fm.C1)):
-            self._set(delta, ("acting_controller_epoch", v["c"]), int(v["e"]))
-        actor, action = handler(self, v, m.format, args, delta)
-        self.body.append((actor, action, args, delta))
+            self._set(ops, ("acting_controller_epoch", v["c"]), int(v["e"]))
+        try:
+            actor, action = handler(self, v, m.format, args, ops)
+        except LogLineError:
+            if ops:
+                self.steps.append(Step("", "", {}, ops, event=False))
+            raise
+        self.steps.append(Step(actor, action, args, ops, redo=self._redo))
+
+    def _take_pending(self, key: PendingKey, args: dict[str, Any]) -> dict[str, Any]:
+        """The fields of the request a `become` line applies, as received (none when it was not)."""
+        if key in self.pending:
+            return self.pending.pop(key)
+        if self.open_start and key not in self.touched and self._match is not None:
+            self._redo = Redo(key, self._match, dict(args))
+        self.touched.add(key)
+        return {}
 
     # -- the controller's lines ---------------------------------------------------------------------------
 
     def _partition_state(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                         delta: dict[str, Any]) -> tuple[str, str]:
+                         ops: list[Op]) -> tuple[str, str]:
         p = _partition(v)
-        self._transition(delta, v["c"], ("partition", p), v["src"], v["dst"], args)
+        self._transition(ops, v["c"], ("partition", p), v["src"], v["dst"], args)
         if "replicas" in v:
-            self._set(delta, ("assignment", p), _ints(v["replicas"]))
+            self._set(ops, ("assignment", p), _ints(v["replicas"]))
         if "leader" in v:
-            self._leader_named(delta, args, p, v, initial=v["src"] == "NewPartition")
+            self._leader_named(ops, args, p, v, initial=v["src"] == "NewPartition")
         if "lai" in v:
-            self._store(delta, p, parse_rendering(v["lai"]), int(v["e"]))
+            self._store(ops, p, parse_rendering(v["lai"]), int(v["e"]))
         return f"controller:{v['c']}", _controller_action(v["src"], v["dst"])
 
     def _replica_state(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                       delta: dict[str, Any]) -> tuple[str, str]:
-        self._transition(delta, v["c"], ("replica", _partition(v), v["r"]), v["src"], v["dst"], args)
+                       ops: list[Op]) -> tuple[str, str]:
+        self._transition(ops, v["c"], ("replica", _partition(v), v["r"]), v["src"], v["dst"], args)
         return f"controller:{v['c']}", _controller_action(v["src"], v["dst"])
 
     def _failed_change(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                       delta: dict[str, Any]) -> tuple[str, str]:
+                       ops: list[Op]) -> tuple[str, str]:
         """A change the controller tried and gave up: no state changed."""
         failed: dict[str, Any] = {"partition": _partition(v)}
         failed.update((k, v[k]) for k in ("src", "dst") if k in v)
@@ -141,7 +188,7 @@ class _Parser:
         return f"controller:{v['c']}", _controller_action(v.get("src", ""), v.get("dst", ""))
 
     def _send_leader_and_isr(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                             delta: dict[str, Any]) -> tuple[str, str]:
+                             ops: list[Op]) -> tuple[str, str]:
         fields = parse_rendering(v.get("lisr") or v["ps"])
         _need(fields, "leader", "leader_epoch", "isr")
         p = _partition(v)
@@ -149,13 +196,13 @@ class _Parser:
         # The request carries the partition node the controller wrote, but its replicas are the controller's
         # memory, not the store's assignment: step 7 of Kafka 2.3.0's reassignment (KafkaController.scala)
         # sends RAR while the store still holds OAR + RAR (docs/invariants.md, IsrSubsetOfReplicas).
-        self._store(delta, p, fields, int(v["e"]))
+        self._store(ops, p, fields, int(v["e"]))
         if "replicas" in fields:
             args["replicas"] = fields["replicas"]
         return f"controller:{v['c']}", "BrokerChange"
 
     def _send_other(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                    delta: dict[str, Any]) -> tuple[str, str]:
+                    ops: list[Op]) -> tuple[str, str]:
         args["request"] = f.fixed["request"]
         if "to" in v:
             args["to"] = int(v["to"])
@@ -165,7 +212,7 @@ class _Parser:
         return f"controller:{v['c']}", "BrokerChange"
 
     def _response(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                  delta: dict[str, Any]) -> tuple[str, str]:
+                  ops: list[Op]) -> tuple[str, str]:
         api = f.fixed.get("api") or v.get("api", "")
         args["response"] = api or "unknown"
         if "err" in v:
@@ -173,21 +220,21 @@ class _Parser:
         return f"controller:{v['c']}", "StopReplicaResponse" if api == "STOP_REPLICA" else "BrokerChange"
 
     def _reassignment_sent(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                           delta: dict[str, Any]) -> tuple[str, str]:
+                           ops: list[Op]) -> tuple[str, str]:
         p = _partition(v)
         # Steps 2 and 7 of Kafka 2.3.0's reassignment print this line; at step 7 the list is RAR, the controller's
         # memory, while the store still holds OAR + RAR: an argument, not the store's assignment.
         replicas = parse_assignment(v["assignment"]) if "assignment" in v else _ints(v["replicas"])
         args.update(request="LeaderAndIsr", to=int(v["leader"]), partition=p, replicas=replicas)
-        self._store(delta, p, parse_rendering(v["lisr"]), int(v["e"]))
+        self._store(ops, p, parse_rendering(v["lisr"]), int(v["e"]))
         return f"controller:{v['c']}", "PartitionReassignment"
 
     def _elected_leader(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                        delta: dict[str, Any]) -> tuple[str, str]:
-        self._leader_named(delta, args, _partition(v), v, initial=False)
+                        ops: list[Op]) -> tuple[str, str]:
+        self._leader_named(ops, args, _partition(v), v, initial=False)
         return f"controller:{v['c']}", "BrokerChange"
 
-    def _leader_named(self, delta: dict[str, Any], args: dict[str, Any], p: str, v: dict[str, str],
+    def _leader_named(self, ops: list[Op], args: dict[str, Any], p: str, v: dict[str, str],
                       initial: bool) -> None:
         """`with leader N` / `elected leader N` (0.8.2-1.0) name the leader without its epoch. A new partition's
         first leader has epoch 0 (LeaderAndIsr(leader, isr) starts at initialLeaderEpoch = 0,
@@ -197,11 +244,11 @@ class _Parser:
         leader = int(v["leader"])
         args["leader"] = leader
         if initial:
-            self._set(delta, ("leader", p), leader)
-            self._set(delta, ("leader_epoch", p), 0)
+            self._set(ops, ("leader", p), leader)
+            self._set(ops, ("leader_epoch", p), 0)
 
     def _selected_leader(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                         delta: dict[str, Any]) -> tuple[str, str]:
+                         ops: list[Op]) -> tuple[str, str]:
         """OfflinePartitionLeaderSelector's choice (0.8.2-1.0), which the controller writes to ZooKeeper right
         after: the store's leader, leader epoch and ISR. The line names neither the controller nor its epoch, so
         its actor is an observer and the partition's controller epoch is left as it was."""
@@ -209,51 +256,51 @@ class _Parser:
         fields = parse_rendering(v["lai"])
         _need(fields, "leader", "leader_epoch", "isr")
         args.update(partition=p, selected=True)
-        self._store(delta, p, fields, None)
+        self._store(ops, p, fields, None)
         return OBSERVER, "BrokerChange"
 
     def _isr_removed(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                     delta: dict[str, Any]) -> tuple[str, str]:
+                     ops: list[Op]) -> tuple[str, str]:
         args["removed_from_isr"] = int(v["r"])
-        self._store(delta, _partition(v), parse_rendering(v["lisr"]), int(v["e"]))
+        self._store(ops, _partition(v), parse_rendering(v["lisr"]), int(v["e"]))
         return f"controller:{v['c']}", "BrokerChange"
 
     def _controller_elect(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                          delta: dict[str, Any]) -> tuple[str, str]:
-        self._set(delta, ("controller",), int(v["c"]))
-        self._set(delta, ("controller_epoch",), int(v["e"]))
+                          ops: list[Op]) -> tuple[str, str]:
+        self._set(ops, ("controller",), int(v["c"]))
+        self._set(ops, ("controller_epoch",), int(v["e"]))
         # The model's ControllerElect: the winner acts in the epoch it wrote (KafkaReplication.tla).
-        self._set(delta, ("acting_controller_epoch", v["c"]), int(v["e"]))
+        self._set(ops, ("acting_controller_epoch", v["c"]), int(v["e"]))
         return f"broker:{v['c']}", "ControllerElect"
 
     def _controller_resign(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                           delta: dict[str, Any]) -> tuple[str, str]:
+                           ops: list[Op]) -> tuple[str, str]:
         # The model's ControllerResign: a resigned controller acts in no epoch (0) until it wins again.
-        self._set(delta, ("acting_controller_epoch", v["c"]), 0)
+        self._set(ops, ("acting_controller_epoch", v["c"]), 0)
         return f"controller:{v['c']}", "ControllerResign"
 
-    def _transition(self, delta: dict[str, Any], c: str, key: tuple[str, ...], src: str, dst: str,
+    def _transition(self, ops: list[Op], c: str, key: tuple[str, ...], src: str, dst: str,
                     args: dict[str, Any]) -> None:
         var = "partition_state" if key[0] == "partition" else "replica_state"
         leaf = (var, c, *key[1:])
         self.first_state.setdefault(leaf, src)
         args["transitions"] = [[*key, src, dst]]
-        self._set(delta, leaf, dst, force=True)
+        self._set(ops, leaf, dst, force=True)
 
-    def _store(self, delta: dict[str, Any], p: str, fields: dict[str, Any], epoch: int | None) -> None:
+    def _store(self, ops: list[Op], p: str, fields: dict[str, Any], epoch: int | None) -> None:
         if "leader" in fields:
-            self._set(delta, ("leader", p), fields["leader"])
+            self._set(ops, ("leader", p), fields["leader"])
         for var, name in (("leader_epoch", "leader_epoch"), ("isr", "isr"), ("partition_version", "zk_version")):
             if name in fields:
-                self._set(delta, (var, p), fields[name])
+                self._set(ops, (var, p), fields[name])
         written_by = fields.get("controller_epoch", epoch)
         if "leader" in fields and written_by is not None:
-            self._set(delta, ("partition_controller_epoch", p), written_by)
+            self._set(ops, ("partition_controller_epoch", p), written_by)
 
     # -- the brokers' lines -----------------------------------------------------------------------------------
 
     def _received(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                  delta: dict[str, Any]) -> tuple[str, str]:
+                  ops: list[Op]) -> tuple[str, str]:
         b = int(v["b"])
         args.update(controller_id=int(v["c"]), correlation_id=int(v["cid"]), received=True)
         if "ps" not in v:  # 2.6+'s summary of a whole request
@@ -264,26 +311,28 @@ class _Parser:
         if p is None:
             raise LogLineError("malformed rendering: no partition")
         _need(fields, "leader", "leader_epoch")
-        self.pending[(b, int(v["cid"]), p)] = fields
+        key = (b, int(v["cid"]), p)
+        self.pending[key] = fields
+        self.touched.add(key)
         self._request_args(args, v, p, fields)
         return f"broker:{b}", "LeaderAndIsr"
 
     def _become(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                delta: dict[str, Any]) -> tuple[str, str]:
+                ops: list[Op]) -> tuple[str, str]:
         b, p = int(v["b"]), _partition(v)
-        fields = dict(self.pending.pop((b, int(v["cid"]), p), {}))
+        fields = dict(self._take_pending((b, int(v["cid"]), p), args))
         if "leader" in v:
             fields["leader"] = int(v["leader"])
         self._request_args(args, v, p, fields)
         args.update(applied=True, role=f.fixed["role"])
-        self._set(delta, ("role", str(b), p), f.fixed["role"])
+        self._set(ops, ("role", str(b), p), f.fixed["role"])
         if "leader_epoch" in fields:
-            self._set(delta, ("local_leader_epoch", str(b), p), fields["leader_epoch"])
-        self._seen_epoch(delta, b, int(v["e"]))
+            self._set(ops, ("local_leader_epoch", str(b), p), fields["leader_epoch"])
+        self._seen_epoch(ops, b, int(v["e"]))
         return f"broker:{b}", "LeaderAndIsr"
 
     def _completed(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                   delta: dict[str, Any]) -> tuple[str, str]:
+                   ops: list[Op]) -> tuple[str, str]:
         b = int(v["b"])
         args.update(controller_id=int(v["c"]), correlation_id=int(v["cid"]), completed=True)
         if "e" in v:
@@ -299,7 +348,7 @@ class _Parser:
         return f"broker:{b}", "LeaderAndIsr"
 
     def _transition_step(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                         delta: dict[str, Any]) -> tuple[str, str]:
+                         ops: list[Op]) -> tuple[str, str]:
         """A sub-step of ReplicaManager.makeLeaders / makeFollowers (fetchers stopped, log truncated, fetcher
         started): the broker has accepted the request's controller epoch and, for the partition the line names,
         holds the role the transition gives it (with the leader, when the line names it). 2.6's summaries name
@@ -309,39 +358,39 @@ class _Parser:
         if "tp" in v or "tap" in v:
             p = _partition(v)
             self._request_args(args, v, p, {"leader": int(v["leader"])} if "leader" in v else {})
-            self._set(delta, ("role", str(b), p), role)
+            self._set(ops, ("role", str(b), p), role)
         else:
             args.update(controller_id=int(v["c"]), controller_epoch=int(v["e"]), correlation_id=int(v["cid"]),
                         partition_count=int(v["n"]))
         args.update(applied=True, role=role)
-        self._seen_epoch(delta, b, int(v["e"]))
+        self._seen_epoch(ops, b, int(v["e"]))
         return f"broker:{b}", "LeaderAndIsr"
 
-    def _local(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], delta: dict[str, Any]) -> tuple[str, str]:
+    def _local(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], ops: list[Op]) -> tuple[str, str]:
         """2.6+'s INFO line of Partition.makeLeader / makeFollower: the broker's own view after the change."""
         b, p = str(int(v["b"])), _partition(v)
         role = "leader" if f.kind == fm.LOCAL_LEADER else "follower"
         args.update(applied=True, role=role, partitions=[{"partition": p, "leader_epoch": int(v["le"])}])
-        self._set(delta, ("role", b, p), role)
-        self._set(delta, ("local_leader_epoch", b, p), int(v["le"]))
+        self._set(ops, ("role", b, p), role)
+        self._set(ops, ("local_leader_epoch", b, p), int(v["le"]))
         if "isrb" in v:
-            self._set(delta, ("local_isr", b, p), _ints(v["isrb"]))
+            self._set(ops, ("local_isr", b, p), _ints(v["isrb"]))
         if "leader" in v:
             args["partitions"][0]["leader"] = int(v["leader"])
         return f"broker:{b}", "LeaderAndIsr"
 
-    def _stale(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], delta: dict[str, Any]) -> tuple[str, str]:
+    def _stale(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], ops: list[Op]) -> tuple[str, str]:
         """A request of an old controller epoch, ignored: the broker says which epoch it knows."""
         b = int(v["b"])
         action = {fm.STALE_LEADER_AND_ISR: "LeaderAndIsr", fm.STALE_UPDATE_METADATA: "UpdateMetadata",
                   fm.STALE_STOP_REPLICA: "StopReplica"}[f.kind]
         args.update(controller_epoch=int(v["e"]), applied=False)
         args.update((k, int(v[n])) for k, n in (("controller_id", "c"), ("correlation_id", "cid")) if n in v)
-        self._seen_epoch(delta, b, int(v["latest"]))
+        self._seen_epoch(ops, b, int(v["latest"]))
         return f"broker:{b}", action
 
     def _rejected(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                  delta: dict[str, Any]) -> tuple[str, str]:
+                  ops: list[Op]) -> tuple[str, str]:
         """One partition of a request the broker refused (leader epoch, assignment, log directory)."""
         b = int(v["b"])
         self._request_args(args, v, _partition(v), {})
@@ -351,16 +400,16 @@ class _Parser:
         return f"broker:{b}", "StopReplica" if f.fixed.get("request") == "StopReplica" else "LeaderAndIsr"
 
     def _update_metadata(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                         delta: dict[str, Any]) -> tuple[str, str]:
+                         ops: list[Op]) -> tuple[str, str]:
         b = int(v["b"])
         args.update(controller_id=int(v["c"]), controller_epoch=int(v["e"]), correlation_id=int(v["cid"]))
         if "tp" in v or "tap" in v:
             args["partition"] = _partition(v)
-        self._seen_epoch(delta, b, int(v["e"]))
+        self._seen_epoch(ops, b, int(v["e"]))
         return f"broker:{b}", "UpdateMetadata"
 
     def _stop_replica(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                      delta: dict[str, Any]) -> tuple[str, str]:
+                      ops: list[Op]) -> tuple[str, str]:
         b = int(v["b"])
         if "tp" in v or "tap" in v:
             args["partition"] = _partition(v)
@@ -369,21 +418,21 @@ class _Parser:
         args.update((k, int(v[n])) for k, n in (("controller_id", "c"), ("correlation_id", "cid"),
                                                  ("controller_epoch", "e"), ("partition_count", "n")) if n in v)
         if "e" in v:
-            self._seen_epoch(delta, b, int(v["e"]))
+            self._seen_epoch(ops, b, int(v["e"]))
         return f"broker:{b}", "StopReplica"
 
     def _stopped_replica(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
-                         delta: dict[str, Any]) -> tuple[str, str]:
+                         ops: list[Op]) -> tuple[str, str]:
         """The end of ReplicaManager.stopReplica (logged whether or not the broker held the replica): the replica
         holds no role, and with delete it is gone with its leader epoch and ISR, as the model's StopReplica
         leaves it."""
         b, p = str(int(v["b"])), _partition(v)
         delete = v["delete"] == "true"
         args.update(partition=p, delete=delete, completed=True)
-        self._set(delta, ("role", b, p), None)
+        self._set(ops, ("role", b, p), None)
         if delete:
             for var in ("local_leader_epoch", "local_isr"):
-                self._set(delta, (var, b, p), None)
+                self._set(ops, (var, b, p), None)
         return f"broker:{b}", "StopReplica"
 
     @staticmethod
@@ -393,35 +442,69 @@ class _Parser:
         args.update(controller_id=int(v["c"]), controller_epoch=int(v["e"]), correlation_id=int(v["cid"]),
                     partitions=[entry])
 
-    def _seen_epoch(self, delta: dict[str, Any], b: int, epoch: int) -> None:
+    @staticmethod
+    def _seen_epoch(ops: list[Op], b: int, epoch: int) -> None:
         """A broker keeps the newest controller epoch it has seen."""
-        if epoch > self.known.get(("broker_controller_epoch", str(b)), 0):
-            self._set(delta, ("broker_controller_epoch", str(b)), epoch)
+        ops.append((RAISE, ("broker_controller_epoch", str(b)), epoch))
 
     # -- deltas ---------------------------------------------------------------------------------------------------
 
-    def _set(self, delta: dict[str, Any], leaf: tuple[str, ...], value: Any, force: bool = False) -> None:
-        if not force and self.known.get(leaf) == value:
-            return
-        self.known[leaf] = value
-        _put(delta, leaf, value)
-
-    def events(self) -> list[Event]:
-        """Init (a snapshot of what the log shows first) and one event per line that became one."""
-        init: dict[str, Any] = {"controller": NO_LEADER, "controller_epoch": 0}
-        for b in sorted(self.brokers):
-            _put(init, ("broker_controller_epoch", str(b)), 0)
-            _put(init, ("acting_controller_epoch", str(b)), 0)
-        for leaf, value in sorted(self.first_state.items()):
-            _put(init, leaf, value)
-        setup = {"knobs": {}, "brokers": sorted(self.brokers), "source": Path(self.file).name, SYNTHESIZED: True}
-        out = [make_event(self.run, 0, "env", "Init", setup, init, full=True)]
-        for seq, (actor, action, args, delta) in enumerate(self.body, start=1):
-            out.append(make_event(self.run, seq, actor, action, args, delta))
-        return out
+    @staticmethod
+    def _set(ops: list[Op], leaf: Leaf, value: Any, force: bool = False) -> None:
+        ops.append((FORCE if force else SET, leaf, value))
 
 
-_Handler = Callable[[_Parser, dict[str, str], fm.Format, dict[str, Any], dict[str, Any]], tuple[str, str]]
+def written(known: dict[Leaf, Any], op: Op) -> bool:
+    """Whether the op writes its leaf, given the values the log showed last (`known`, updated)."""
+    kind, leaf, value = op
+    if kind == SET:
+        if known.get(leaf) == value:
+            return False
+    elif kind == RAISE and not value > known.get(leaf, 0):
+        return False
+    known[leaf] = value
+    return True
+
+
+def init_event(run: str, file: str, brokers: set[int], first_state: dict[Leaf, str]) -> Event:
+    """The synthesized Init: a snapshot of what the log shows first."""
+    init: dict[str, Any] = {"controller": NO_LEADER, "controller_epoch": 0}
+    for b in sorted(brokers):
+        _put(init, ("broker_controller_epoch", str(b)), 0)
+        _put(init, ("acting_controller_epoch", str(b)), 0)
+    for leaf, value in sorted(first_state.items()):
+        _put(init, leaf, value)
+    setup = {"knobs": {}, "brokers": sorted(brokers), "source": Path(file).name, SYNTHESIZED: True}
+    return make_event(run, 0, "env", "Init", setup, init, full=True)
+
+
+def events_of(steps: list[Step], run: str, seq: int, known: dict[Leaf, Any],
+              fields: dict[PendingKey, dict[str, Any]], file: str) -> list[Event]:
+    """The events of the steps, numbered from `seq`, each with the leaves it writes given `known` (the state
+    at the steps' start, updated) and `fields` (the requests received before the steps, still pending)."""
+    out: list[Event] = []
+    for step in steps:
+        if step.redo is not None and step.redo.key in fields:
+            step = redo(step.redo, fields[step.redo.key], file)
+        delta: dict[str, Any] = {}
+        for op in step.ops:
+            if written(known, op):
+                _put(delta, op[1], op[2])
+        if step.event:
+            out.append(make_event(run, seq, step.actor, step.action, step.args, delta))
+            seq += 1
+    return out
+
+
+def redo(again: Redo, fields: dict[str, Any], file: str) -> Step:
+    """The step of a `become` line whose request was pending with `fields`. It raises no LogLineError: the
+    line did not when read without them, and the fields only add arguments and a leaf."""
+    parser = _Parser(file, pending={again.key: fields})
+    parser.message(again.match, dict(again.args))
+    return parser.steps[-1]
+
+
+_Handler = Callable[[_Parser, dict[str, str], fm.Format, dict[str, Any], list[Op]], tuple[str, str]]
 _HANDLERS: Final[dict[str, _Handler]] = {
     fm.PARTITION_STATE: _Parser._partition_state, fm.REPLICA_STATE: _Parser._replica_state,
     fm.FAILED_CHANGE: _Parser._failed_change, fm.SEND_LEADER_AND_ISR: _Parser._send_leader_and_isr,
@@ -461,7 +544,7 @@ def _put(target: dict[str, Any], leaf: tuple[str, ...], value: Any) -> None:
 # -- reading a file: layouts, wrapped lines, stack traces ---------------------------------------------------------
 
 
-_MAX_WRAP: Final = 8  # physical lines one message may have been wrapped into
+MAX_WRAP: Final = 8  # physical lines one message may have been wrapped into
 
 
 @dataclass
@@ -485,7 +568,7 @@ def _unrecognised(message: str) -> str:
     return "unrecognised message (no statement of the table, any release)"
 
 
-def _start(texts: list[str | None], index: int, layout: Layout) -> tuple[re.Match[str], list[str], int] | None:
+def record_at(texts: list[str | None], index: int, layout: Layout) -> tuple[re.Match[str], list[str], int] | None:
     """The record beginning at texts[index]: its layout match, its message readings, and how many of the
     following lines it was wrapped into; None when no record begins there."""
     body = unwrap(texts[index] or "")
@@ -495,7 +578,7 @@ def _start(texts: list[str | None], index: int, layout: Layout) -> tuple[re.Matc
     if not starts_record(layout, body):
         return None
     pieces = [body]
-    for extra in range(1, _MAX_WRAP + 1):
+    for extra in range(1, MAX_WRAP + 1):
         following = texts[index + extra] if index + extra < len(texts) else None
         if following is None:
             return None
@@ -509,35 +592,44 @@ def _start(texts: list[str | None], index: int, layout: Layout) -> tuple[re.Matc
     return None
 
 
-def parse_kafka_log(path: str | Path, run: str | None = None, pattern: str | None = None) -> ParsedLog:
-    """Every line of a state-change.log or controller.log: events in line order, the lines skipped on
-    purpose and the lines quarantined, each with its reason. `pattern` is a log4j ConversionPattern that
-    replaces layout detection."""
-    file = str(path)
-    parser = _Parser(file, run or f"log-{Path(file).stem}")
+@dataclass
+class SplitParse:
+    """The lines of one split of a file (the whole file, or a byte range of it, split.py): their steps, the
+    lines skipped and quarantined, and what they leave of the parser's state for the splits after them."""
+
+    steps: list[Step]
+    quarantine: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    lines: int
+    first_state: dict[Leaf, str]
+    brokers: set[int]
+    pending: dict[PendingKey, dict[str, Any]]
+    touched: set[PendingKey]
+
+
+def decode(chunk: bytes) -> str | None:
+    try:
+        return chunk.decode("utf-8").rstrip("\r")
+    except UnicodeDecodeError:
+        return None
+
+
+def parse_lines(texts: list[str | None], layout: Layout, file: str, first: int = 1, complete_last: bool = True,
+                open_start: bool = False) -> SplitParse:
+    """Lines `first`, `first + 1`... of a file read through `layout`; `complete_last` says whether the last
+    ended with a newline (or more lines follow), `open_start` whether lines came before them."""
+    parser = _Parser(file, open_start=open_start)
     quarantine: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
-    with open(path, "rb") as handle:
-        raw = handle.read().split(b"\n")
-    complete_last = raw[-1] == b""
-    if complete_last:
-        raw.pop()
-    texts: list[str | None] = []
-    for chunk in raw:
-        try:
-            texts.append(chunk.decode("utf-8").rstrip("\r"))
-        except UnicodeDecodeError:
-            texts.append(None)
-    layout = compile_pattern(pattern) if pattern else detect([t for t in texts[:_DETECT_LINES] if t is not None])
 
     def note(target: list[dict[str, Any]], number: int, reason: str) -> None:
         target.append({"file": file, "line": number, "reason": reason})
 
-    records = _records(texts, layout, complete_last, note, quarantine, skipped)
-    for record in records:
-        _parse_record(parser, record, file, note, quarantine, skipped)
-    return ParsedLog(parser.events(), sorted(quarantine, key=_line), len(texts), sorted(skipped, key=_line),
-                     layout.name)
+    name = Path(file).name
+    for record in _records(texts, layout, complete_last, note, quarantine, skipped, first):
+        _parse_record(parser, record, name, note, quarantine, skipped)
+    return SplitParse(parser.steps, sorted(quarantine, key=_line), sorted(skipped, key=_line), len(texts),
+                      parser.first_state, parser.brokers, parser.pending, parser.touched)
 
 
 def _line(entry: dict[str, Any]) -> int:
@@ -548,13 +640,13 @@ _Note = Callable[[list[dict[str, Any]], int, str], None]
 
 
 def _records(texts: list[str | None], layout: Layout, complete_last: bool, note: _Note,
-             quarantine: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> list[_Record]:
+             quarantine: list[dict[str, Any]], skipped: list[dict[str, Any]], first: int) -> list[_Record]:
     records: list[_Record] = []
     current: _Record | None = None
     index = 0
     while index < len(texts):
-        number, text = index + 1, texts[index]
-        start = _start(texts, index, layout) if text is not None else None
+        number, text = first + index, texts[index]
+        start = record_at(texts, index, layout) if text is not None else None
         if start is not None:
             found, variants, extra = start
             current = _Record(number, found.groupdict().get("ts") or "", found.groupdict().get("logger"), variants,
@@ -592,13 +684,13 @@ def _logger(name: str) -> str | None:
     return next((full for full in _LOGGERS if full == name or full.endswith("." + name)), None)
 
 
-def _parse_record(parser: _Parser, record: _Record, file: str, note: _Note, quarantine: list[dict[str, Any]],
+def _parse_record(parser: _Parser, record: _Record, name: str, note: _Note, quarantine: list[dict[str, Any]],
                   skipped: list[dict[str, Any]]) -> None:
     if record.logger is not None and _logger(record.logger) is None:
         for number in (record.number, *record.more):
             note(skipped, number, f"skipped on purpose: logger {record.logger} logs no state change")
         return
-    outcome, reason = _apply(parser, record, file)
+    outcome, reason = _apply(parser, record, name)
     for number in record.more:
         note(skipped, number, f"skipped on purpose: wrapped part of line {record.number}")
     if outcome == "event":
@@ -611,8 +703,9 @@ def _parse_record(parser: _Parser, record: _Record, file: str, note: _Note, quar
     note(quarantine, record.number, reason)
 
 
-def _apply(parser: _Parser, record: _Record, file: str) -> tuple[str, str]:
-    """("event", "") when the record became an event, ("skip", why) or ("quarantine", why)."""
+def _apply(parser: _Parser, record: _Record, name: str) -> tuple[str, str]:
+    """("event", "") when the record became an event, ("skip", why) or ("quarantine", why); `name` is the
+    file's."""
     logger = _logger(record.logger) if record.logger is not None else None
     for message in record.variants:
         matched = match_message(message, logger)
@@ -620,7 +713,7 @@ def _apply(parser: _Parser, record: _Record, file: str) -> tuple[str, str]:
             continue
         if matched.format.kind == fm.SKIP:
             return "skip", matched.format.note
-        args: dict[str, Any] = {"log": f"{Path(file).name}:{record.number}", "time": record.time}
+        args: dict[str, Any] = {"log": f"{name}:{record.number}", "time": record.time}
         try:
             parser.message(matched, args)
         except LogLineError as err:

@@ -1,0 +1,84 @@
+"""A Kafka log read in byte-range splits (as `kcm pipeline ingest` reads a large one, one Spark task a split)
+gives what the file read whole gives: the same events (one run, seqs and the synthesized Init as a whole read
+numbers them), lines, skipped and quarantined lines, on every log of tests/data/kafka (the fixtures and the
+corpus) with splits a few bytes long, so that split offsets fall inside wrapped lines and stack traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kcm.conformance.pipeline.kafka_log import formats as fm
+from kcm.conformance.pipeline.kafka_log import parse_kafka_log, render
+from kcm.conformance.pipeline.kafka_log.renderer import Line
+from kcm.conformance.pipeline.kafka_log.split import file_layout, parse_split, split_ranges
+
+DATA = Path(__file__).parent / "data" / "kafka"
+LOGS = sorted(DATA.rglob("*.log"))
+SIZES = (7, 61, 200, 1009)
+
+
+def _same_as_whole(path: Path, size: int) -> None:
+    whole = parse_kafka_log(path)
+    split = parse_kafka_log(path, split_size=size)
+    assert split.events == whole.events
+    assert [str(e) for e in split.events] == [str(e) for e in whole.events]  # dicts in the same key order too
+    assert (split.lines, split.quarantine, split.skipped, split.layout) == \
+        (whole.lines, whole.quarantine, whole.skipped, whole.layout)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: str(p.relative_to(DATA)))
+def test_a_log_read_in_splits_is_the_log_read_whole(log: Path, size: int) -> None:
+    _same_as_whole(log, size)
+
+
+def test_every_line_is_in_exactly_one_split_with_its_number() -> None:
+    log = DATA / "real" / "04-fashion-mnist-cp733-docker-startup.log"
+    layout = file_layout(log)
+    parses = [parse_split(log, layout, start, end) for start, end in split_ranges(log.stat().st_size, 300)]
+    assert len([p for p in parses if p.lines]) > 20
+    assert sum(p.lines for p in parses) == parse_kafka_log(log).lines
+    noted = [sorted(entry["line"] for entry in (*p.quarantine, *p.skipped)) for p in parses]
+    spans = [(numbers[0], numbers[-1]) for numbers in noted if numbers]
+    assert all(last < first for (_, last), (first, _) in zip(spans, spans[1:]))
+
+
+def _log(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "state-change.log"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _request(b: int, cid: int, epoch: int) -> list[Line]:
+    state = {"leader": 1, "leader_epoch": epoch, "isr": [1, 2], "zk_version": epoch, "controller_epoch": 3,
+             "replicas": [1, 2]}
+    values = {"b": b, "c": 0, "e": 3, "cid": cid, "partition": "orders-0"}
+    return [Line(fm.RECEIVED, {**values, "state": state}), Line(fm.BECOME, {**values, "leader": 1}, role="follower")]
+
+
+def test_a_request_received_in_one_split_and_applied_in_the_next_keeps_its_fields(tmp_path: Path) -> None:
+    """A broker's `become` line takes the leader epoch of the request it received on an earlier line, maybe in
+    the split before: the split that reads it alone learns of the request from the splits before it."""
+    lines = [line for cid in range(1, 30) for line in _request(2, cid, cid)]
+    path = _log(tmp_path, render(lines, "2.4"))
+    whole = parse_kafka_log(path)
+    epochs = [e["state"].get("local_leader_epoch") for e in whole.events if e["args"].get("applied")]
+    assert epochs == [{"2": {"orders-0": cid}} for cid in range(1, 30)]
+    for size in (50, 101, 333):
+        _same_as_whole(path, size)
+
+
+def test_a_state_shown_before_a_split_is_not_written_again_after_it(tmp_path: Path) -> None:
+    """A leaf is written when it changes: the same request applied again in a later split writes no leaf the
+    first wrote, and the newest controller epoch a broker has seen is kept across splits."""
+    once = _request(2, 7, 4)
+    lines = [*once, *once, *once]
+    path = _log(tmp_path, render(lines, "2.4"))
+    whole = parse_kafka_log(path)
+    applied: list[dict[str, Any]] = [e["state"] for e in whole.events if e["args"].get("applied")]
+    assert applied[0] and applied[1:] == [{}, {}]
+    for size in range(40, 800, 37):
+        _same_as_whole(path, size)

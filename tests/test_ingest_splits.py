@@ -5,15 +5,23 @@ corpus) with splits a few bytes long, so that split offsets fall inside wrapped 
 
 from __future__ import annotations
 
+import itertools
+import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
 
+from kcm.conformance.pipeline.ingest import ingest
+from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, read_quarantine
 from kcm.conformance.pipeline.kafka_log import formats as fm
 from kcm.conformance.pipeline.kafka_log import parse_kafka_log, render
 from kcm.conformance.pipeline.kafka_log.renderer import Line
 from kcm.conformance.pipeline.kafka_log.split import file_layout, parse_split, split_ranges
+from kcm.conformance.pipeline.session import spark_session
+from kcm.spec.trace.parquet import read_parquet
 
 DATA = Path(__file__).parent / "data" / "kafka"
 LOGS = sorted(DATA.rglob("*.log"))
@@ -43,7 +51,7 @@ def test_every_line_is_in_exactly_one_split_with_its_number() -> None:
     assert sum(p.lines for p in parses) == parse_kafka_log(log).lines
     noted = [sorted(entry["line"] for entry in (*p.quarantine, *p.skipped)) for p in parses]
     spans = [(numbers[0], numbers[-1]) for numbers in noted if numbers]
-    assert all(last < first for (_, last), (first, _) in zip(spans, spans[1:]))
+    assert all(last < first for (_, last), (first, _) in itertools.pairwise(spans))
 
 
 def _log(tmp_path: Path, lines: list[str]) -> Path:
@@ -82,3 +90,37 @@ def test_a_state_shown_before_a_split_is_not_written_again_after_it(tmp_path: Pa
     assert applied[0] and applied[1:] == [{}, {}]
     for size in range(40, 800, 37):
         _same_as_whole(path, size)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    session = spark_session("local[2]", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+def _ingested(spark: SparkSession, logs: list[Path], out: Path, split_size: int) -> tuple[Any, ...]:
+    counts = ingest(spark, [str(p) for p in logs], [], out, split_size=split_size)
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    return counts.to_json(), manifest["files"], manifest["skipped"], read_quarantine(out), \
+        read_parquet(out / EVENTS)
+
+
+def test_ingest_in_splits_writes_what_ingest_of_whole_files_writes(spark: SparkSession, tmp_path: Path) -> None:
+    logs = [DATA / "state-change-1.1.log", DATA / "real" / "02-roleplay-reassignment-2.4.log",
+            DATA / "real" / "04-fashion-mnist-cp733-docker-startup.log"]
+    whole = _ingested(spark, logs, tmp_path / "whole", 1 << 30)
+    split = _ingested(spark, logs, tmp_path / "split", 512)
+    assert split == whole
+    parts = sorted(p.name for p in (tmp_path / "split" / EVENTS / "run=log-02-roleplay-reassignment-2.4").iterdir())
+    assert len(parts) > 5 and parts[0] == "part-00000.parquet"
+    # Read again in splits of another size, the run's parts of the first ingest are gone.
+    assert _ingested(spark, logs, tmp_path / "split", 2048) == whole
+
+
+def test_two_logs_of_one_name_are_refused_before_any_work(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    copy = tmp_path / "a" / "state-change-1.1.log"
+    copy.write_bytes((DATA / "state-change-1.1.log").read_bytes())
+    with pytest.raises(ValueError, match=r"makes the run log-state-change-1\.1"):
+        ingest(spark, [str(DATA / "state-change-1.1.log"), str(copy)], [], tmp_path / "out")

@@ -240,6 +240,7 @@ def parse_kafka_log(path: str | Path, run: str | None = None, pattern: str | Non
     parses = [parse_split(file, layout, start, end) for start, end in split_ranges(os.path.getsize(file), split_size)]
     name = run or run_name(file)
     links = link([summarize(parse) for parse in parses], name, file)
-    return ParsedLog([event for parse, place in zip(parses, links) for event in finish(parse, place, name, file)],
-                     [entry for parse in parses for entry in parse.quarantine], sum(parse.lines for parse in parses),
-                     [entry for parse in parses for entry in parse.skipped], layout.name)
+    events = [event for parse, place in zip(parses, links, strict=True) for event in finish(parse, place, name, file)]
+    return ParsedLog(events, [entry for parse in parses for entry in parse.quarantine],
+                     sum(parse.lines for parse in parses), [entry for parse in parses for entry in parse.skipped],
+                     layout.name)

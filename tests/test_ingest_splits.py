@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from kcm.conformance.pipeline.ingest import ingest
 from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, read_quarantine
 from kcm.conformance.pipeline.kafka_log import formats as fm
 from kcm.conformance.pipeline.kafka_log import parse_kafka_log, render
+from kcm.conformance.pipeline.kafka_log.layouts import DEFAULT, STRIMZI, compile_pattern, unwrap
+from kcm.conformance.pipeline.kafka_log.parser import Match, match_message
 from kcm.conformance.pipeline.kafka_log.renderer import Line
 from kcm.conformance.pipeline.kafka_log.split import file_layout, parse_split, split_ranges
 from kcm.conformance.pipeline.session import spark_session
@@ -124,3 +127,53 @@ def test_two_logs_of_one_name_are_refused_before_any_work(spark: SparkSession, t
     copy.write_bytes((DATA / "state-change-1.1.log").read_bytes())
     with pytest.raises(ValueError, match=r"makes the run log-state-change-1\.1"):
         ingest(spark, [str(DATA / "state-change-1.1.log"), str(copy)], [], tmp_path / "out")
+
+
+# -- the parser's shortcuts read every line as before ------------------------------------------------------------
+
+
+def test_every_statement_begins_with_an_ident() -> None:
+    assert all(any(f.template.startswith(ident) for ident in fm.IDENTS) for f in fm.FORMATS)
+
+
+def _first_row(message: str, logger: str | None) -> Match | None:
+    """The table's first statement the message is, every row tried in order (what the dispatch on idents and
+    words must find)."""
+    for row in fm.COMPILED:
+        found = row.regex.match(message) if logger is None or row.format.logger == logger else None
+        if found is not None:
+            return Match(row.format, {k: v for k, v in found.groupdict().items() if v is not None})
+    return None
+
+
+def test_the_dispatch_on_idents_finds_the_first_statement_of_the_table() -> None:
+    messages = []
+    for log in LOGS:
+        for text in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            found = DEFAULT.match(unwrap(text)) or STRIMZI.match(unwrap(text))
+            if found is not None:
+                messages.append(found["msg"])
+    messages += [f.template for f in fm.FORMATS] + ["[Controller id=1] Resigned", "[Broker id=2] nothing known"]
+    assert len(messages) > 500
+    for message in messages:
+        for logger in (None, fm.STATE_CHANGE, fm.CONTROLLER):
+            assert match_message(message, logger) == _first_row(message, logger), message
+
+
+# Layouts whose messages are read from the line's end back, and what their lines begin with.
+GREEDY = {"[%d] %p %m (%c)%n": "[2024-01-01 00:00:00,000] INFO ", "%p %m (%c)%n": "INFO ", "%m (%c)%n": "",
+          "%d %-5p %m (%c)%n": "2024-01-01 00:00:00,000 INFO  "}
+
+
+@pytest.mark.parametrize("pattern", sorted(GREEDY))
+def test_a_message_read_greedily_ends_where_a_lazy_reading_ends_it(pattern: str) -> None:
+    """Kafka's default layout reads its message from the line's end back (layouts._one_split): the same
+    message as read from its start, on lines with parentheses and spaces in the message."""
+    layout = compile_pattern(pattern)
+    lazy = re.compile(layout.regex.pattern.replace("(?P<msg>.*)", "(?P<msg>.*?)"))
+    assert lazy.pattern != layout.regex.pattern
+    for tail in ("(state.change.logger)", "(state.change.logger)  ", "(a (b)) (c)", "(x)(y)", "((z))"):
+        for message in ("Sent (1) to (broker 2)", "x (y) ", "(q)", "a  (b c)"):
+            line = f"{GREEDY[pattern]}{message} {tail}"
+            ours, theirs = layout.regex.match(line), lazy.match(line)
+            assert (ours and ours.groupdict()) == (theirs and theirs.groupdict()), line

@@ -588,8 +588,9 @@ class Compiled:
 _BRACKETED: Final = frozenset(name for name, regex in PLACEHOLDERS.items() if regex.endswith(r"\]"))
 
 
-def _compile(template: str) -> re.Pattern[str]:
-    """The template as an anchored regular expression; a placeholder seen twice must repeat its value."""
+def _compile(template: str, whole: bool = True) -> re.Pattern[str]:
+    """The template as a regular expression anchored at the start and (`whole`) the end; a placeholder seen twice
+    must repeat its value."""
     out: list[str] = []
     seen: set[str] = set()
     position = 0
@@ -601,7 +602,7 @@ def _compile(template: str) -> re.Pattern[str]:
         seen.add(name)
         position = match.end()
     out.append(_literal(template[position:], previous))
-    return re.compile("^" + "".join(out) + "$")
+    return re.compile("^" + "".join(out) + ("$" if whole else ""))
 
 
 def _literal(text: str, after: str) -> str:
@@ -611,6 +612,16 @@ def _literal(text: str, after: str) -> str:
 
 
 COMPILED: Final[tuple[Compiled, ...]] = tuple(Compiled(f, _compile(f.template)) for f in FORMATS)
+
+# What statements begin with: the logger's ident (StateChangeLogger's prefixes, KafkaController's logIdent, the
+# selector's), before the statement's own words. The parser dispatches a message on them (parser.py).
+IDENTS: Final = (C0, C1, CN, B0, B1, *(ident for ident, _, _ in _CONTROLLER_IDENTS),
+                  "[OfflinePartitionLeaderSelector]: ")
+
+
+def prefix_regex(template: str) -> re.Pattern[str]:
+    """What a message beginning as the template (an ident) begins with."""
+    return _compile(template, whole=False)
 
 
 def rows_per_line() -> dict[str, int]:

@@ -72,11 +72,14 @@ def compile_pattern(pattern: str, name: str = "--log-pattern") -> Layout:
     padded = False
     head = ""
     message_at = 0
+    message_end = 0
+    after = ""  # the pattern after an unpadded %m, up to %n
     for spec in _SPEC.finditer(pattern):
         out.append(_literal(pattern[position:spec.start()], padded))
         position = spec.end()
         conv, padded = spec["conv"], bool(spec["mod"])
         if conv == "n":
+            after = after and pattern[message_end:spec.start()]
             break
         if conv == "%":
             out.append("%")
@@ -88,7 +91,8 @@ def compile_pattern(pattern: str, name: str = "--log-pattern") -> Layout:
         if conv == "d" and spec["opt"]:
             regex = _date(spec["opt"][1:-1])
         if group == "msg":
-            head, message_at = "".join(out), len(out)
+            head, message_at, message_end = "".join(out), len(out), spec.end()
+            after = "" if padded else pattern[message_end:]
         if group is not None and group not in used:
             used.add(group)
             out.append(f"(?P<{group}>{regex})")
@@ -101,7 +105,28 @@ def compile_pattern(pattern: str, name: str = "--log-pattern") -> Layout:
     if "msg" not in used:
         raise PatternError(f"{name}: {pattern!r} has no %m, so no message can be read")
     tail_free = not "".join(out[message_at + 1:]).replace(r"\s*", "").replace(r"\ ", "")
+    if out[message_at] == "(?P<msg>.*?)" and _one_split(after):
+        out[message_at] = "(?P<msg>.*)"
     return Layout(name, pattern, re.compile("^" + "".join(out) + r"\s*$"), re.compile("^" + head), tail_free)
+
+
+# Conversions whose values hold no whitespace.
+_UNSPACED: Final = frozenset("pcCFLMrhi")
+
+
+def _one_split(after: str) -> bool:
+    """Whether a line can end a message in one place only: what follows %m is a space, then text without
+    whitespace (literals, unpadded conversions of _UNSPACED), then the line's end. Then the last space before
+    that text ends the message, and reading the message greedily (from the line's end back) finds the same
+    end as reading it lazily, in far fewer steps ([%d] %p %m (%c), Kafka's default)."""
+    if not after.startswith(" ") or len(after) < 2:
+        return False
+    position = 1
+    for spec in _SPEC.finditer(after):
+        if any(c.isspace() for c in after[position:spec.start()]) or spec["mod"] or spec["conv"] not in _UNSPACED:
+            return False
+        position = spec.end()
+    return not any(c.isspace() for c in after[position:])
 
 
 def _date(option: str) -> str:
@@ -144,6 +169,8 @@ _STACK: Final = re.compile(r"^\s*at [\w$.<>/-]+\(|^\s*\.\.\. \d+ more|^Caused by
 
 
 def unwrap(text: str) -> str:
+    if text[:1] == "[":  # neither prefix can begin so (Kafka's default layout does): spare the substitution
+        return text
     return _WRAPPERS.sub("", text, count=1)
 
 

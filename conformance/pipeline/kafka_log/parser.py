@@ -14,6 +14,7 @@ Kafka's leader -1 ("none") is NO_LEADER; broker ids are kept as printed.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,13 +64,69 @@ class Match:
 
 def match_message(message: str, logger: str | None = None) -> Match | None:
     """The first statement of the table the message is (of the logger, when the layout names it)."""
-    for row in fm.COMPILED:
-        if logger is not None and row.format.logger != logger:
+    ends: dict[int, int] = {}
+    for row, ident, head in _candidates(message, ends):
+        # The row's text after its ident, to its first placeholder, spares the regular expression most misses.
+        if (logger is not None and row.format.logger != logger) or not message.startswith(head, ends[ident]):
             continue
         found = row.regex.match(message)
         if found is not None:
             return Match(row.format, {k: v for k, v in found.groupdict().items() if v is not None})
     return None
+
+
+@dataclass(frozen=True)
+class _Ident:
+    """The statements beginning with one ident (fm.IDENTS), by the word after it (the rows whose text goes
+    on with a placeholder before any space are under "", tried whatever the word)."""
+
+    text: str  # the ident up to its first placeholder: a cheap test before the regex
+    regex: re.Pattern[str]
+    rows: dict[str, tuple[int, ...]]
+
+
+_Candidate = tuple[fm.Compiled, int, str]  # a row, the number of its ident, its text after the ident to a placeholder
+
+
+def _index() -> tuple[tuple[_Ident, ...], list[tuple[int, str]]]:
+    idents = sorted(fm.IDENTS, key=len, reverse=True)
+    rows: dict[str, dict[str, list[int]]] = {ident: {"": []} for ident in idents}
+    heads: list[tuple[int, str]] = []
+    for number, row in enumerate(fm.COMPILED):
+        # Every statement begins with an ident: tests/test_ingest_splits.py holds the table to it.
+        ident = next(i for i in idents if row.format.template.startswith(i))
+        rest = row.format.template[len(ident):]
+        head = rest.split("{", 1)[0]
+        word = head.split(" ", 1)[0] if " " in head or head == rest else ""
+        rows[ident].setdefault(word, []).append(number)
+        heads.append((idents.index(ident), head))
+    return tuple(_Ident(ident.split("{", 1)[0], fm.prefix_regex(ident),
+                        {word: tuple(numbers) for word, numbers in rows[ident].items()}) for ident in idents), heads
+
+
+_IDENTS, _HEADS = _index()
+_CANDIDATES: dict[tuple[tuple[int, str], ...], tuple[_Candidate, ...]] = {}
+
+
+def _candidates(message: str, ends: dict[int, int]) -> tuple[_Candidate, ...]:
+    """The rows of the table the message may be, in the table's order, and (into `ends`) where each ident it
+    begins with ends: a row is one only if the message begins with its ident (the same span: an ident's
+    integers end where its text goes on) and then its first word. Memoised by the idents and their words (a
+    word no row has counts as none)."""
+    key: list[tuple[int, str]] = []
+    for number, ident in enumerate(_IDENTS):
+        if message.startswith(ident.text):
+            found = ident.regex.match(message)
+            if found is not None:
+                ends[number] = found.end()
+                word = message[found.end():].split(" ", 1)[0]
+                key.append((number, word if word in ident.rows else ""))
+    frozen = tuple(key)
+    rows = _CANDIDATES.get(frozen)
+    if rows is None:
+        numbers = {n for i, word in frozen for n in (*_IDENTS[i].rows[word], *_IDENTS[i].rows[""])}
+        rows = _CANDIDATES[frozen] = tuple((fm.COMPILED[n], *_HEADS[n]) for n in sorted(numbers))
+    return rows
 
 
 def _controller_action(src: str, dst: str) -> str:
@@ -679,6 +736,7 @@ def _records(texts: list[str | None], layout: Layout, complete_last: bool, note:
     return records
 
 
+@functools.cache
 def _logger(name: str) -> str | None:
     """The logger of the table a layout's `%c` names, in full or shortened (`%c{1}`: `KafkaController`)."""
     return next((full for full in _LOGGERS if full == name or full.endswith("." + name)), None)

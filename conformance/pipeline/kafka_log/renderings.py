@@ -37,6 +37,9 @@ class LogLineError(ValueError):
 _PAIR: Final = re.compile(r"(?P<key>\w+)[=:](?P<value>\[[^\]]*\]|List\([^)]*\)|'[^']*'|-?\d+(?:,-?\d+)*|\w+)")
 _BROKER_STATES: Final = re.compile(r"isrWithBrokerEpoch=List\((?P<states>(?:BrokerState\([^)]*\)(?:, )?)*)\)")
 _JSON_KEY: Final = re.compile(r'"(\w+)":')
+_INT: Final = re.compile(r"-?\d+")
+_BROKER_ID: Final = re.compile(r"brokerId=(-?\d+)")
+_ASSIGNED: Final = re.compile(r"replicas=(-?\d+(?:,-?\d+)*)?")
 _KEYS: Final = {"leader": "leader", "Leader": "leader", "leaderEpoch": "leader_epoch", "LeaderEpoch": "leader_epoch",
                 "leader_epoch": "leader_epoch", "isr": "isr", "ISR": "isr", "zkVersion": "zk_version",
                 "ZkVersion": "zk_version", "partitionEpoch": "zk_version", "controllerEpoch": "controller_epoch",
@@ -56,17 +59,18 @@ def partition_name(text: str) -> str:
 def parse_rendering(text: str) -> dict[str, Any]:
     """The fields of any rendering above, under the trace's names (a 3.x partitionEpoch is the zkVersion)."""
     fields: dict[str, Any] = {}
-    states = _BROKER_STATES.search(text)
+    # The substring tests only spare the regular expressions a search that cannot succeed.
+    states = _BROKER_STATES.search(text) if "isrWithBrokerEpoch=" in text else None
     if states is not None:
-        fields["isr"] = [int(x) for x in re.findall(r"brokerId=(-?\d+)", states["states"])]
+        fields["isr"] = [int(x) for x in _BROKER_ID.findall(states["states"])]
         text = text[:states.start()] + text[states.end():]
-    for match in _PAIR.finditer(_JSON_KEY.sub(r"\1:", text)):
+    for match in _PAIR.finditer(_JSON_KEY.sub(r"\1:", text) if '"' in text else text):
         name = _KEYS.get(match["key"])
         if name is None or name in fields:
             continue
         raw = match["value"].strip("'")
         if name in _LISTS:
-            fields[name] = [int(x) for x in re.findall(r"-?\d+", raw)]
+            fields[name] = [int(x) for x in _INT.findall(raw)]
         elif name == "topic":
             fields[name] = raw
         else:
@@ -82,10 +86,10 @@ def parse_rendering(text: str) -> dict[str, Any]:
 def parse_assignment(text: str) -> list[int]:
     """The replicas of a ReplicaAssignment (controller/ControllerContext.scala, 2.4+):
     `ReplicaAssignment(replicas=1,2,3, addingReplicas=3, removingReplicas=)`."""
-    match = re.search(r"replicas=(-?\d+(?:,-?\d+)*)?", text)
+    match = _ASSIGNED.search(text)
     if match is None:
         raise LogLineError("malformed rendering: no replicas in the replica assignment")
-    return [int(x) for x in re.findall(r"-?\d+", match[1] or "")]
+    return [int(x) for x in _INT.findall(match[1] or "")]
 
 
 # -- rendering (for fixtures: the inverse of the above, release by release) ------------------------------------

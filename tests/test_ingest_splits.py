@@ -20,7 +20,7 @@ from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, read_quarantine
 from kcm.conformance.pipeline.kafka_log import formats as fm
 from kcm.conformance.pipeline.kafka_log import parse_kafka_log, render
 from kcm.conformance.pipeline.kafka_log.layouts import DEFAULT, STRIMZI, compile_pattern, unwrap
-from kcm.conformance.pipeline.kafka_log.parser import Match, match_message
+from kcm.conformance.pipeline.kafka_log.parser import Match, decode_steps, encode_steps, match_message
 from kcm.conformance.pipeline.kafka_log.renderer import Line
 from kcm.conformance.pipeline.kafka_log.split import file_layout, parse_split, split_ranges
 from kcm.conformance.pipeline.session import spark_session
@@ -177,3 +177,12 @@ def test_a_message_read_greedily_ends_where_a_lazy_reading_ends_it(pattern: str)
             line = f"{GREEDY[pattern]}{message} {tail}"
             ours, theirs = layout.regex.match(line), lazy.match(line)
             assert (ours and ours.groupdict()) == (theirs and theirs.groupdict()), line
+
+
+@pytest.mark.parametrize("size", [None, 97])
+def test_steps_kept_between_the_passes_of_ingest_read_back_as_they_were(size: int | None) -> None:
+    for log in LOGS:
+        layout = file_layout(log)
+        for start, end in split_ranges(log.stat().st_size, size):
+            steps = parse_split(log, layout, start, end).steps
+            assert decode_steps(encode_steps(steps)) == steps

@@ -22,11 +22,12 @@ from pyspark.sql import SparkSession
 from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, Counts, Progress, no_progress, write_json, write_quarantine
 from kcm.conformance.pipeline.kafka_log import compile_pattern
 from kcm.conformance.pipeline.kafka_log.layouts import Layout
-from kcm.conformance.pipeline.kafka_log.parser import SplitParse
+from kcm.conformance.pipeline.kafka_log.parser import SplitParse, decode_steps, encode_steps
 from kcm.conformance.pipeline.kafka_log.split import (
     DEFAULT_SPLIT_SIZE,
     Link,
     Summary,
+    collector_paused,
     file_layout,
     finish,
     link,
@@ -106,12 +107,13 @@ def _kind(reason: str) -> str:
 
 @dataclass
 class _Read:
-    """A task's first pass over its split of a Kafka log (`parse`, kept by Spark for the second, and its
-    `summary` for the driver) or over a whole trace (its `outcome`, written already)."""
+    """A task's first pass over its split of a Kafka log (`parse` and its encoded `steps`, kept by Spark for
+    the second, and its `summary` for the driver) or over a whole trace (its `outcome`, written already)."""
 
     path: str
     index: int
     parse: SplitParse | None = None
+    steps: bytes = b""
     summary: Summary | None = None
     outcome: Outcome | None = None
 
@@ -131,7 +133,9 @@ def _read(out: str) -> Callable[[_Item], _Read]:
             parse = parse_split(path, layout, *span)
         except OSError as err:
             return _Read(path, index, outcome=_unreadable(path, err))
-        return _Read(path, index, parse, summarize(parse))
+        with collector_paused():
+            summary, steps = summarize(parse), encode_steps(parse.steps)
+        return _Read(path, index, replace(parse, steps=[]), steps, summary)
 
     return task
 
@@ -143,9 +147,10 @@ def _write(out: str, links: Broadcast[dict[tuple[str, int], Link]]) -> Callable[
         if read.outcome is not None or read.parse is None or place is None:
             return read.outcome or (read.path, 0, 0, [], [])
         run = run_name(read.path)
-        events = finish(read.parse, place, run, read.path)
+        with collector_paused():
+            events = finish(replace(read.parse, steps=decode_steps(read.steps)), place, run, read.path)
+            written = write_parquet(events, out, part=read.index) if events else 0
         made_up = 1 if place.init is not None else 0  # an Init made up by the parser is no line of the file
-        written = write_parquet(events, out, part=read.index) if events else 0
         return read.path, read.parse.lines, max(written - made_up, 0), read.parse.quarantine, read.parse.skipped
 
     return task
@@ -247,17 +252,16 @@ def _run(spark: SparkSession, items: list[_Item], target: str, progress: Progres
     reads = context.parallelize(items, numSlices=len(items)).map(_read(target))
     reads.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        links, failed = _links(reads.map(lambda read: replace(read, parse=None)).collect())
+        links, failed = _links(reads.map(lambda read: replace(read, parse=None, steps=b"")).collect())
         shared = context.broadcast(links)
         merged: dict[str, Outcome] = {outcome[0]: outcome for outcome in failed}
-        done = 0
-        for path, lines, written, rejected, passed in reads.map(_write(target, shared)).toLocalIterator():
-            done += 1
-            progress("ingest", done, len(items))
+        written = reads.map(_write(target, shared)).collect()  # toLocalIterator would run the splits one by one
+        progress("ingest", len(items), len(items))
+        for path, lines, count, rejected, passed in written:
             if merged.get(path) in failed:
                 continue
             before = merged.get(path, (path, 0, 0, [], []))
-            merged[path] = (path, before[1] + lines, before[2] + written, before[3] + rejected, before[4] + passed)
+            merged[path] = (path, before[1] + lines, before[2] + count, before[3] + rejected, before[4] + passed)
         shared.unpersist()
     finally:
         reads.unpersist()

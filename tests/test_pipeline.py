@@ -98,9 +98,9 @@ def _plant(kind: str, events: list[Event]) -> tuple[Event, str]:
     c = str(s["controller"])
     assert s["partition_state"][c][p] == "OnlinePartition"
     if kind == "invalid replica transition":
+        replica: dict[str, Any] = {"replica_state": {c: {p: {str(leader): "NewReplica"}}}}
         args = {"transitions": [["replica", p, str(leader), "OnlineReplica", "NewReplica"]]}
-        delta = {"replica_state": {c: {p: {str(leader): "NewReplica"}}}}
-        return make_event(run, seq, f"controller:{c}", "BrokerChange", args, delta), "ValidReplicaTransitions"
+        return make_event(run, seq, f"controller:{c}", "BrokerChange", args, replica), "ValidReplicaTransitions"
     args = {"transitions": [["partition", p, "OnlinePartition", "NewPartition"]]}
     delta = {"partition_state": {c: {p: "NewPartition"}}}
     return make_event(run, seq, f"controller:{c}", "BrokerChange", args, delta), "ValidPartitionTransitions"

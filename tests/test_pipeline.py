@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -241,6 +242,41 @@ def test_pipeline_and_check_trace_agree_run_by_run(spark: SparkSession, tmp_path
         assert sorted((r["invariant"], r["seq"], r["message"]) for r in listed if r["run"] == run) == expected_rows
         violated |= {name for name, verdict in expected["verdicts"].items() if verdict == "violated"}
     assert violated == set(INVARIANTS)
+
+
+def test_files_that_mix_runs_are_shuffled_by_run_and_check_the_same(spark: SparkSession, tmp_path: Path) -> None:
+    """Events another tool wrote as one table (runs mixed across files, rows in any order, a `run` column)
+    take the shuffle: the same verdicts, violations and coverage as the layout gives, and their own bad rows
+    quarantined."""
+    pl.generate(spark, 3, 500, Knobs().with_settings(["truncation=hw"]), tmp_path / "layout", base_seed=7)
+    pl.generate(spark, 1, 200, Knobs(), tmp_path / "layout", base_seed=8)
+    events = read_parquet(tmp_path / "layout" / pl.EVENTS)
+    rows = [{**e, "args": json.dumps(e["args"]), "state": json.dumps(e["state"]) if e["state"] else None,
+             "full": bool(e.get("full"))} for e in events]
+    random.Random(1).shuffle(rows)
+    loose = tmp_path / "loose" / pl.EVENTS
+    loose.mkdir(parents=True)
+    nullable = pa.schema([f.with_nullable(True) for f in ARROW_SCHEMA])
+    for index in range(3):
+        pq.write_table(pa.Table.from_pylist(rows[index::3], schema=nullable), loose / f"table-{index}.parquet")
+    extra = [{**rows[0]}, {**rows[1], "run": None}]
+    pq.write_table(pa.Table.from_pylist(extra, schema=nullable), loose / "table-3.parquet")
+
+    layout = pl.check(spark, tmp_path / "layout", tmp_path / "a")
+    shuffled = pl.check(spark, tmp_path / "loose", tmp_path / "b")
+
+    assert layout.violations > 0
+    for name in ("verdicts.parquet", "violations.parquet", "coverage.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    reasons = sorted(q["reason"].split(":")[0] for q in pl.read_quarantine(tmp_path / "b"))
+    assert reasons == ["duplicate seq", "missing field"]
+    assert shuffled.counts.read == len(events) + 2 == shuffled.counts.checked + 2
+    # One run, one place: rows of a run that also has its folder are quarantined, not checked twice.
+    shutil.copyfile(loose / "table-0.parquet", tmp_path / "layout" / pl.EVENTS / "table-0.parquet")
+    both = pl.check(spark, tmp_path / "layout", tmp_path / "c")
+    assert (tmp_path / "a" / "verdicts.parquet").read_bytes() == (tmp_path / "c" / "verdicts.parquet").read_bytes()
+    assert both.counts.quarantined == len(rows[0::3])
+    assert {q["reason"].split(" ")[0] for q in pl.read_quarantine(tmp_path / "c")} == {"run"}
 
 
 def test_generate_derives_seeds_and_writes_one_partition_per_run(spark: SparkSession, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import unquote
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -154,14 +154,14 @@ def _parquet_files(events_dir: Path) -> list[Path]:
     return sorted(p for p in events_dir.rglob("*") if p.is_file() and not p.name.startswith((".", "_")))
 
 
-def _file_problem(path: Path) -> tuple[str | None, int]:
-    """Why a file cannot be read as the layout (None when it can), and its row count when known."""
+def _file_problem(path: Path, columns: Sequence[Any]) -> tuple[str | None, int]:
+    """Why a file cannot be read as `columns` (None when it can), and its row count when known."""
     try:
         meta = pq.read_metadata(path)
         schema = pq.read_schema(path)
     except (pa.ArrowException, OSError) as err:
         return f"unreadable Parquet file: {str(err).splitlines()[0]}", 0
-    for wanted in _FILE_COLUMNS:
+    for wanted in columns:
         index = schema.get_field_index(wanted.name)
         if index < 0:
             return f"schema drift: column {wanted.name} is missing", meta.num_rows
@@ -187,28 +187,45 @@ class RunFiles:
     size: int = 0
 
 
+@dataclass
+class Input:
+    """What `check` reads: the layout's runs, each in its folder, and files outside run folders whose rows
+    name their run (a table of events written by another tool), fit to read."""
+
+    runs: list[RunFiles]
+    loose: list[str]
+
+
 def list_runs(folder: Path, counts: Counts, quarantine: list[dict[str, Any]]) -> list[RunFiles]:
-    """The layout's runs and the files of each that are fit to read; files that are not go to `quarantine`,
-    whole, counted by the rows their footer gives."""
+    """The layout's runs and the files of each that are fit to read (see `list_input`)."""
+    return list_input(folder, counts, quarantine).runs
+
+
+def list_input(folder: Path, counts: Counts, quarantine: list[dict[str, Any]]) -> Input:
+    """The runs and loose files of a pipeline directory; files that are unfit go to `quarantine`, whole,
+    counted by the rows their footer gives."""
     events_dir = folder / EVENTS if (folder / EVENTS).is_dir() else folder
     if not events_dir.is_dir():
         raise ValueError(f"{folder}: not a pipeline directory (no {EVENTS}/ folder)")
     runs: dict[str, RunFiles] = {}
+    loose: list[str] = []
     for path in _parquet_files(events_dir):
-        problem, rows = _file_problem(path)
         run = _run_of(path, events_dir)
+        problem, rows = _file_problem(path, _FILE_COLUMNS if run is not None else ARROW_SCHEMA)
         if problem is None and run is None:
-            problem = "not in a run=<run> folder"
-        if problem is None and run is not None:
+            loose.append(str(path))
+        elif problem is None and run is not None:
             entry = runs.setdefault(run, RunFiles(run, []))
             entry.files.append(str(path))
             entry.size += path.stat().st_size
-            continue
-        counts.read += rows
-        counts.quarantined += rows
-        counts.files_quarantined += 1
-        quarantine.append({"file": str(path), "line": 0, "reason": problem, "records": rows})
-    return [runs[name] for name in sorted(runs)]
+        else:
+            if run is None and str(problem).startswith("schema drift: column run"):
+                problem = "not in a run=<run> folder, and no run column"
+            counts.read += rows
+            counts.quarantined += rows
+            counts.files_quarantined += 1
+            quarantine.append({"file": str(path), "line": 0, "reason": problem, "records": rows})
+    return Input([runs[name] for name in sorted(runs)], loose)
 
 
 def _slices(runs: Sequence[RunFiles], slots: int) -> list[list[tuple[str, list[str]]]]:
@@ -232,6 +249,55 @@ def _check_task(fraction: float) -> Callable[[Iterable[list[tuple[str, list[str]
                 yield check_run(run, files, sampled(run, fraction)).to_json()
 
     return task
+
+
+# The loose files' rows as the stream check takes them once shuffled: run, file, line, then the layout's columns.
+_SHUFFLED: Final = ("run", "file", "line", "v", "seq", "actor", "action", "args", "state", "full")
+
+
+def _shuffled_check(fraction: float, taken: frozenset[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def task(batches: Iterator[Any]) -> Iterator[Any]:
+        import orjson
+
+        from kcm.conformance.pipeline.stream import check_sorted_runs
+
+        paths: dict[str, str] = {}
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for batch in batches:
+                columns = [batch.column(name).to_pylist() for name in _SHUFFLED]
+                columns[1] = [paths.get(uri) or paths.setdefault(uri, _path_of(uri)) for uri in columns[1]]
+                yield from zip(*columns, strict=True)
+
+        for result in check_sorted_runs(rows(), fraction, taken):
+            yield pa.RecordBatch.from_pydict({"result": [orjson.dumps(result.to_json())]})
+
+    return task
+
+
+def _path_of(uri: str) -> str:
+    """Spark names a file by URI (`file:/tmp/x`); the quarantine names it as the layout's files, by path."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+def _check_loose(spark: SparkSession, files: list[str], fraction: float, taken: frozenset[str],
+                 progress: Progress) -> list[dict[str, Any]]:
+    """Files that mix runs: one shuffle by run and a sort by seq within each, then the same stream check. Rows
+    of a run that also has its own folder (`taken`) are quarantined: one run, one place."""
+    import orjson
+    from pyspark.sql import functions as F
+
+    schema = ", ".join(f"{f.name} {_SQL_TYPES[str(f.type)]}" for f in ARROW_SCHEMA)
+    frame = spark.read.schema(schema).parquet(*files).select(
+        "run", F.col("_metadata.file_path").alias("file"), (F.col("_metadata.row_index") + 1).alias("line"),
+        *_SHUFFLED[3:])
+    ordered = frame.repartition("run").sortWithinPartitions("run", "seq", "file", "line")
+    checked = ordered.mapInArrow(_shuffled_check(fraction, taken), "result binary")
+    return [orjson.loads(row["result"]) for row in collect(spark, checked.rdd, "check (shuffled)", progress)]
+
+
+_SQL_TYPES: Final = {"int32": "int", "int64": "bigint", "string": "string", "bool": "boolean"}
 
 
 def collect(spark: SparkSession, rdd: Any, stage: str, progress: Progress) -> list[Any]:
@@ -314,12 +380,16 @@ def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float =
     counts = Counts()
     carried = read_quarantine(in_dir)
     quarantine: list[dict[str, Any]] = list(carried)
-    runs = list_runs(in_dir, counts, quarantine)
+    found = list_input(in_dir, counts, quarantine)
     tables = _Tables()
-    if runs:
-        slices = _slices(runs, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+    if found.runs:
+        slices = _slices(found.runs, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
         rdd = spark.sparkContext.parallelize(slices, numSlices=len(slices))
         for run in collect(spark, rdd.mapPartitions(_check_task(validate_sample)), "check", progress):
+            tables.add(run, counts, quarantine)
+    if found.loose:
+        taken = frozenset(run.run for run in found.runs)
+        for run in _check_loose(spark, found.loose, validate_sample, taken, progress):
             tables.add(run, counts, quarantine)
     counts.assert_balanced()
     _write_table(out / "verdicts.parquet", tables.verdicts, VERDICTS_SCHEMA, ("run", "invariant"))

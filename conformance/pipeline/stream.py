@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any, Final
 
 import orjson
@@ -32,8 +33,8 @@ MAX_ROWS_PER_INVARIANT: Final = 20
 WINDOW: Final = 3  # events either side of a violation
 _SAMPLE_SCALE: Final = 1_000_000
 
-# A row read from a file: its seq, the file's position in the run, its 1-based row in the file, the event.
-_Row = tuple[int, int, int, Event]
+# A row fit to check: its seq, its file, its 1-based row in the file, the event.
+_Row = tuple[int, str, int, Event]
 # A window entry: seq, actor, action, the delta as JSON text.
 _Entry = tuple[int, str, str, str]
 
@@ -90,22 +91,42 @@ class RunCheck:
 def check_run(run: str, files: Sequence[str], validate: bool = False) -> RunCheck:
     """Check the run whose events are in `files` (Parquet files of the layout, each sorted by seq)."""
     result = RunCheck(run)
-    streams = [_fit_rows(run, path, index, result) for index, path in enumerate(files)]
+    streams = [_file_rows(run, path, result) for path in sorted(files)]
     rows: Iterator[_Row] = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=_merge_key)
-    _Checking(result, files, validate).consume(rows)
+    _Checking(result, validate).consume(rows)
     return result
 
 
-def _merge_key(row: _Row) -> tuple[int, int]:
+def check_sorted_runs(rows: Iterable[tuple[Any, ...]], fraction: float,
+                      taken: frozenset[str] = frozenset()) -> Iterator[RunCheck]:
+    """Check the runs of `rows`, tuples (run, file, line, v, seq, actor, action, args, state, full) sorted by run,
+    then seq, then file and line, as a shuffle by run delivers input whose files mix runs. The job orders
+    the rows, so the order they had in their files is no rule here; a repeated seq still is. The rows of a
+    run in `taken` (checked from its own folder) are quarantined."""
+    for run, group in groupby(rows, key=_first):
+        result = RunCheck("" if run is None else str(run))
+        if run is None:
+            _quarantine_all(result, group, "missing field: run")
+        elif run in taken:
+            _quarantine_all(result, group, f"run {run} also has its own folder (run=<run>/)")
+        else:
+            _Checking(result, sampled(result.run, fraction)).consume(_sorted_rows(result, group))
+        yield result
+
+
+def _first(row: tuple[Any, ...]) -> Any:
+    return row[0]
+
+
+def _merge_key(row: _Row) -> tuple[int, str]:
     return row[0], row[1]
 
 
 class _Checking:
     """The pass over a run's fit rows: duplicates out, every other row into the checker, coverage and windows."""
 
-    def __init__(self, result: RunCheck, files: Sequence[str], validate: bool) -> None:
+    def __init__(self, result: RunCheck, validate: bool) -> None:
         self.result = result
-        self.files = files
         self.checker = InvariantChecker()
         self.recent: deque[_Entry] = deque(maxlen=WINDOW)
         self.pending: list[_Pending] = []
@@ -118,11 +139,11 @@ class _Checking:
         step = self.checker.step
         recent = self.recent
         last_seq = -1
-        for seq, index, line, event in rows:
+        for seq, path, line, event in rows:
             if seq == last_seq:
                 # The copy read later goes: files are taken in name order, rows in file order.
                 result.read += 1
-                result.quarantine.append({"file": self.files[index], "line": line, "run": result.run, "seq": seq,
+                result.quarantine.append({"file": path, "line": line, "run": result.run, "seq": seq,
                                           "reason": f"duplicate seq: {seq} in run {result.run}"})
                 continue
             last_seq = seq
@@ -200,9 +221,10 @@ def _validation(run: str, events: list[Event]) -> dict[str, Any]:
 # -- reading a file, row by row, against the layout's rules ------------------------------------------------------
 
 
-def _fit_rows(run: str, path: str, index: int, result: RunCheck) -> Iterator[_Row]:
-    """The rows of one file that keep the layout's rules, as events; the others are quarantined into `result`."""
-    quarantine = result.quarantine
+def _file_rows(run: str, path: str, result: RunCheck) -> Iterator[_Row]:
+    """The rows of one file of the layout that keep its rules; the others are quarantined into `result`. The
+    layout's files are sorted, which lets a run be checked without a sort: a row below an earlier one breaks
+    that promise and is quarantined (out of order)."""
     line = 0
     highest = -1
     for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=list(COLUMNS)):
@@ -215,10 +237,28 @@ def _fit_rows(run: str, path: str, index: int, result: RunCheck) -> Iterator[_Ro
             if seq is not None and seq > highest:
                 highest = seq
             if problem is None:
-                yield seq, index, line, event
-                continue
-            result.read += 1
-            quarantine.append({"file": path, "line": line, "run": run, "seq": seq, "reason": problem})
+                yield seq, path, line, event
+            else:
+                _quarantine(result, path, line, seq, problem)
+
+
+def _sorted_rows(result: RunCheck, rows: Iterable[tuple[Any, ...]]) -> Iterator[_Row]:
+    for _, path, line, v, seq, actor, action, args, state, full in rows:
+        problem, event = _row(result.run, v, seq, actor, action, args, state, full)
+        if problem is None:
+            yield seq, path, line, event
+        else:
+            _quarantine(result, path, line, seq, problem)
+
+
+def _quarantine_all(result: RunCheck, rows: Iterable[tuple[Any, ...]], reason: str) -> None:
+    for row in rows:
+        _quarantine(result, row[1], row[2], row[4], reason)
+
+
+def _quarantine(result: RunCheck, path: str, line: int, seq: Any, reason: str) -> None:
+    result.read += 1
+    result.quarantine.append({"file": path, "line": line, "run": result.run, "seq": seq, "reason": reason})
 
 
 def _row(run: str, v: Any, seq: Any, actor: Any, action: Any, args: Any, state: Any,

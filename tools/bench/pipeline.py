@@ -11,6 +11,8 @@ to as many CPUs as it is given (CPU affinity, inherited by Spark's JVM and Pytho
   one process   `check_run` over every run of the corpus, in a loop, on 1 CPU: the baseline;
   local[1]      `jobs.check` (what `kcm pipeline check` runs) on 1 CPU, its session started beforehand;
   local[2]      the same on 2 CPUs;
+  shuffled      the same on 2 CPUs, the corpus rewritten by Spark as one table whose files mix runs: one
+                shuffle by run and a sort by seq before the same stream check (mapInArrow);
   start-up      the session's start and a first one-task job, apart from the check;
   memory        the peak of the JVM's and every Python worker's resident memory together, sampled;
   check-trace   `kcm check-trace` as a user runs it, one process per base run's JSON Lines file, and its work
@@ -45,7 +47,7 @@ from kcm.conformance.pipeline import jobs as pl
 from kcm.conformance.pipeline.session import spark_session
 from kcm.conformance.pipeline.stream import COLUMNS, check_run
 from kcm.spec.trace.format import TraceWriter
-from kcm.spec.trace.parquet import read_parquet
+from kcm.spec.trace.parquet import ARROW_SCHEMA, read_parquet
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.bench._common import (
     Figure,
@@ -66,6 +68,10 @@ TARGET_VS_ONE_PROCESS = 0.7
 TARGET_SCALING = 1.8
 TARGET_PER_CORE = 100_000  # the stretch goal
 TARGET_MEMORY_MIB = 4096
+ONE_PROCESS = "one process"
+# What is measured, on how many CPUs, on which copy of the corpus.
+KINDS = ((ONE_PROCESS, 1, "corpus"), ("local[1]", 1, "corpus"), ("local[2]", 2, "corpus"),
+         ("shuffled, local[2]", 2, "table"))
 
 
 class Measure(NamedTuple):
@@ -88,12 +94,12 @@ def _measured(kind: str, cores: int, corpus: str, out: str) -> Measure:
 
 def _confined(kind: str, cores: int, corpus: str, out: str) -> Measure:
     os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
-    if kind == "one process":
+    if kind == ONE_PROCESS:
         started = time.perf_counter()
         events = _stream_all(Path(corpus))
         return Measure(time.perf_counter() - started, events, 0.0, 0.0, 0.0)
     started = time.perf_counter()
-    spark = spark_session(f"local[{cores}]", app=f"kcm-bench-{kind}")
+    spark = spark_session(f"local[{cores}]", app="kcm-bench-check")
     try:
         spark.sparkContext.parallelize([0], 1).count()
         startup = time.perf_counter() - started
@@ -177,6 +183,16 @@ def _link_copies(base: Path, corpus: Path, copies: int) -> None:
             target.mkdir(parents=True)
             for part in run.iterdir():
                 os.link(part, target / part.name)
+
+
+def _as_one_table(corpus: Path, out: Path) -> None:
+    """The corpus as another tool would write it: one table, a run column, runs mixed across its files."""
+    spark = spark_session("local[2]", app="kcm-bench-table")
+    try:
+        frame = spark.read.parquet(str(corpus))
+        frame.select(*ARROW_SCHEMA.names).repartition(8).write.parquet(str(out))
+    finally:
+        spark.stop()
 
 
 def _jsonl(base: Path, out: Path) -> list[Path]:
@@ -314,8 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.print(f"corpus  : {base_runs} simulator runs of {steps} steps ({counts.read:,} events), "
                   f"{copies} copies: {counts.read * copies:,} events in {base_runs * copies:,} runs")
         floors = _floors(base)
-        results = {kind: _measured(kind, cores, str(root / "corpus"), str(root / f"out-{cores}"))
-                   for kind, cores in (("one process", 1), ("local[1]", 1), ("local[2]", 2))}
+        _as_one_table(root / "corpus" / pl.EVENTS, root / "table" / pl.EVENTS)
+        results = {kind: _measured(kind, cores, str(root / source), str(root / f"out-{kind}"))
+                   for kind, cores, source in KINDS}
         for kind, m in results.items():
             out.print(f"measured: {kind}: {m.events:,} events in {m.seconds:.1f} s")
         traces = _jsonl(base, root)
@@ -323,10 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
             check_trace_work = pool.submit(_check_trace_work, [str(t) for t in traces]).result() * small
         pipeline = _pipeline_seconds(root / "small", root / "out-small")
-    one, local1, local2 = results["one process"], results["local[1]"], results["local[2]"]
+    one, local1, local2 = results[ONE_PROCESS], results["local[1]"], results["local[2]"]
     rate0, rate1, rate2 = (m.events / m.seconds for m in (one, local1, local2))
     rows = table("the check stage", ("what", "CPUs", "events", "seconds", "events/s", "vs one process"))
-    for kind, cores in (("one process", 1), ("local[1]", 1), ("local[2]", 2)):
+    for kind, cores, _ in KINDS:
         m = results[kind]
         rows.add_row(kind, str(cores), f"{m.events:,}", f"{m.seconds:.1f}", f"{m.events / m.seconds:,.0f}",
                      ratio(m.events / m.seconds, rate0))
@@ -340,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"one process {check_trace_work:.1f} s (measured on the {base_runs} base runs, times {small}); "
               f"kcm pipeline check --master local[2], JVM start included, {pipeline:.1f} s "
               f"({ratio(check_trace, pipeline)} and {ratio(check_trace_work, pipeline)} faster)")
-    peak = max(local1.peak_mib, local2.peak_mib)
+    peak = max(m.peak_mib for m in results.values())
     out.print(f"memory  : JVM and Python workers together at most {peak:,.0f} MiB; start-up of a session and a first "
               f"job {local1.startup:.1f} s (local[1]), {local2.startup:.1f} s (local[2]); executors for 1,000,000 "
               f"events/s at this rate: {-(-1_000_000 // rate1):,.0f} cores")

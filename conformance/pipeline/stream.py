@@ -33,8 +33,9 @@ MAX_ROWS_PER_INVARIANT: Final = 20
 WINDOW: Final = 3  # events either side of a violation
 _SAMPLE_SCALE: Final = 1_000_000
 
-# A row fit to check: its seq, its file, its 1-based row in the file, the event.
-_Row = tuple[int, str, int, Event]
+# A row fit to check: its seq, its file, its 1-based row in the file, the event, and its delta as the file
+# holds it (JSON text, None when empty), kept for the windows of violations so as not to encode it again.
+_Row = tuple[int, str, int, Event, str | None]
 # A window entry: seq, actor, action, the delta as JSON text.
 _Entry = tuple[int, str, str, str]
 
@@ -139,7 +140,7 @@ class _Checking:
         step = self.checker.step
         recent = self.recent
         last_seq = -1
-        for seq, path, line, event in rows:
+        for seq, path, line, event, text in rows:
             if seq == last_seq:
                 # The copy read later goes: files are taken in name order, rows in file order.
                 result.read += 1
@@ -154,7 +155,7 @@ class _Checking:
                 result.checked += 1
             observe(event)
             found = step(event)
-            entry = (seq, event["actor"], event["action"], _text(event["state"]))
+            entry = (seq, event["actor"], event["action"], text or "{}")
             if self.pending:
                 self._extend_windows(entry)
             if found:
@@ -198,10 +199,6 @@ class _Checking:
             result.validation = _validation(result.run, self.events)
 
 
-def _text(delta: dict[str, Any]) -> str:
-    return orjson.dumps(delta).decode() if delta else "{}"
-
-
 def _window_entry(entry: _Entry) -> dict[str, Any]:
     seq, actor, action, state = entry
     return {"seq": seq, "actor": actor, "action": action, "state": state}
@@ -237,7 +234,7 @@ def _file_rows(run: str, path: str, result: RunCheck) -> Iterator[_Row]:
             if seq is not None and seq > highest:
                 highest = seq
             if problem is None:
-                yield seq, path, line, event
+                yield seq, path, line, event, state
             else:
                 _quarantine(result, path, line, seq, problem)
 
@@ -246,7 +243,7 @@ def _sorted_rows(result: RunCheck, rows: Iterable[tuple[Any, ...]]) -> Iterator[
     for _, path, line, v, seq, actor, action, args, state, full in rows:
         problem, event = _row(result.run, v, seq, actor, action, args, state, full)
         if problem is None:
-            yield seq, path, line, event
+            yield seq, path, line, event, state
         else:
             _quarantine(result, path, line, seq, problem)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -22,12 +23,12 @@ from test_log_agreement import LOGS
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.pipeline import jobs as pl
 from kcm.conformance.pipeline.ingest import ingest
-from kcm.conformance.pipeline.invariants import check_invariants
 from kcm.conformance.pipeline.session import CONF_DIR, spark_session
+from kcm.conformance.pipeline.stream import MAX_ROWS_PER_INVARIANT, WINDOW
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event, TraceWriter, apply_event, empty_state, make_event
 from kcm.spec.trace.parquet import ARROW_SCHEMA, read_parquet, write_parquet
-from kcm.spec.vocabulary import NO_LEADER, Knobs
+from kcm.spec.vocabulary import INVARIANTS, NO_LEADER, Knobs
 
 ROOT = Path(__file__).resolve().parents[1]
 KAFKA = ROOT / "tests" / "data" / "kafka"
@@ -78,8 +79,29 @@ def _plant(kind: str, events: list[Event]) -> tuple[Event, str]:
         b = next(b for b, epoch in sorted(s["broker_controller_epoch"].items()) if epoch >= 1)
         args = {"controller_epoch": s["broker_controller_epoch"][b] - 1, "applied": True, "partitions": []}
         return make_event(run, seq, f"broker:{b}", "LeaderAndIsr", args, {}), "StaleControllerFenced"
+    if kind == "leader outside isr":
+        rest = [b for b in isr if b != leader]
+        return make_event(run, seq, "observer", "BrokerChange", {}, {"isr": {p: rest}}), "LeaderInIsr"
+    if kind == "controller epoch back":
+        return (make_event(run, seq, "observer", "BrokerChange", {}, {"controller_epoch": s["controller_epoch"] - 1}),
+                "ControllerEpochMonotonic")
+    if kind == "leader epoch back":
+        return (make_event(run, seq, "observer", "BrokerChange", {}, {"leader_epoch": {p: s["leader_epoch"][p] - 1}}),
+                "LeaderEpochMonotonic")
+    if kind == "committed record lost":
+        return (make_event(run, seq, f"broker:{leader}", "Fetch", {}, {"log": {str(leader): {p: []}}}),
+                "NoCommittedDataLoss")
+    if kind == "follower rewrites":
+        follower = next(str(b) for b in isr if b != leader and s["hw"][str(b)].get(p, 0) > 0)
+        log = [[epoch + 7, record] for epoch, record in s["log"][follower][p]]
+        rewritten = make_event(run, seq, f"broker:{follower}", "Fetch", {}, {"log": {follower: {p: log}}})
+        return rewritten, "ReplicaLogsAgree"
     c = str(s["controller"])
     assert s["partition_state"][c][p] == "OnlinePartition"
+    if kind == "invalid replica transition":
+        replica: dict[str, Any] = {"replica_state": {c: {p: {str(leader): "NewReplica"}}}}
+        args = {"transitions": [["replica", p, str(leader), "OnlineReplica", "NewReplica"]]}
+        return make_event(run, seq, f"controller:{c}", "BrokerChange", args, replica), "ValidReplicaTransitions"
     args = {"transitions": [["partition", p, "OnlinePartition", "NewPartition"]]}
     delta = {"partition_state": {c: {p: "NewPartition"}}}
     return make_event(run, seq, f"controller:{c}", "BrokerChange", args, delta), "ValidPartitionTransitions"
@@ -133,7 +155,7 @@ def test_planted_violations_are_found_at_their_run_and_event(spark: SparkSession
     assert simulated == _reference(everything)
     windows = {r["run"]: r["window"] for r in violations}
     seq, _ = planted["planted-0"]
-    assert [e["seq"] for e in windows["planted-0"]] == list(range(seq - pl.WINDOW, seq + 1))
+    assert [e["seq"] for e in windows["planted-0"]] == list(range(seq - WINDOW, seq + 1))
     assert result.exit_code == pl.EXIT_VIOLATIONS
     verdicts = {(r["run"], r["invariant"]): r["verdict"] for r in _table(tmp_path / "checked" / "verdicts.parquet")}
     assert verdicts[("clean", "NoCommittedDataLoss")] == "holds"
@@ -163,19 +185,98 @@ def test_check_and_its_z3_sample_agree_with_check_trace_on_every_kafka_log(spark
         assert (row["ok"], row["failed_seq"]) == (first is None, first), (run, row["reason"])
 
 
-def test_spark_agrees_with_the_single_process_checker_under_every_knob(spark: SparkSession, tmp_path: Path) -> None:
+# Every invariant broken once, by a planted event (the plant's seed) or by an unsafe design on its own.
+EVERY_PLANT = ("two leaders", "isr outside", "hw back", "stale request", "invalid transition", "leader outside isr",
+               "controller epoch back", "leader epoch back", "committed record lost", "follower rewrites",
+               "invalid replica transition")
+
+
+def _check_trace(trace: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    from kcm.tools.cli import main
+
+    main(["check-trace", str(trace), "--json"])
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return report
+
+
+def test_pipeline_and_check_trace_agree_run_by_run(spark: SparkSession, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Verdicts, violation counts, first violations and the violations listed, per run, under every knob and
+    with a planted violation of every invariant: the pipeline runs check-trace's checker, and must say so."""
     settings = [[], ["truncation=hw"], ["unclean_election=true"], ["controller_epoch_fencing=false"],
                 ["leader_epoch_check=false"]]
     for base, setting in enumerate(settings):
         pl.generate(spark, 2, 400, Knobs().with_settings(setting), tmp_path, base_seed=base * 1000 + 3)
-    # Run names come from the seed index: each campaign's runs must stay apart.
+    planted = []
+    for index, kind in enumerate(EVERY_PLANT):
+        events = _simulate(PLANT_SEEDS[index % len(PLANT_SEEDS)], 250, f"planted-{index}")
+        event, invariant = _plant(kind, events)
+        planted.append(invariant)
+        write_parquet([*events, event], tmp_path / pl.EVENTS)
+    assert sorted(planted) == sorted(INVARIANTS)
     events = read_parquet(tmp_path / pl.EVENTS)
-    assert len({e["run"] for e in events}) == 10
-    expected = _reference(events)
-    frame = spark.read.parquet(str(tmp_path / pl.EVENTS))
-    found = {(r["run"], r["seq"], r["invariant"]) for r in check_invariants(frame).select(
-        "run", "seq", "invariant").distinct().collect()}
-    assert found == expected
+    runs = sorted({e["run"] for e in events})
+    assert len(runs) == 10 + len(EVERY_PLANT)
+
+    pl.check(spark, tmp_path, tmp_path / "checked")
+
+    verdicts = _table(tmp_path / "checked" / "verdicts.parquet")
+    listed = _table(tmp_path / "checked" / "violations.parquet")
+    violated = set()
+    for run in runs:
+        trace = tmp_path / f"{run}.jsonl"
+        with TraceWriter(trace) as writer:
+            for event in (e for e in events if e["run"] == run):
+                writer.write(event)
+        expected = _check_trace(trace, capsys)
+        mine = {r["invariant"]: r for r in verdicts if r["run"] == run}
+        assert {name: r["verdict"] for name, r in mine.items()} == expected["verdicts"], run
+        for name, row in mine.items():
+            theirs = [v for v in expected["violations"] if v["invariant"].split("/")[0] == name]
+            assert (row["violations"], row["first_seq"]) == (len(theirs), theirs[0]["seq"] if theirs else None)
+        per_invariant: dict[str, list[tuple[int, str]]] = {}
+        for v in expected["violations"]:
+            per_invariant.setdefault(v["invariant"], []).append((v["seq"], v["message"]))
+        expected_rows = sorted((name, seq, message) for name, found in per_invariant.items()
+                               for seq, message in found[:MAX_ROWS_PER_INVARIANT])
+        assert sorted((r["invariant"], r["seq"], r["message"]) for r in listed if r["run"] == run) == expected_rows
+        violated |= {name for name, verdict in expected["verdicts"].items() if verdict == "violated"}
+    assert violated == set(INVARIANTS)
+
+
+def test_files_that_mix_runs_are_shuffled_by_run_and_check_the_same(spark: SparkSession, tmp_path: Path) -> None:
+    """Events another tool wrote as one table (runs mixed across files, rows in any order, a `run` column)
+    take the shuffle: the same verdicts, violations and coverage as the layout gives, and their own bad rows
+    quarantined."""
+    pl.generate(spark, 3, 500, Knobs().with_settings(["truncation=hw"]), tmp_path / "layout", base_seed=7)
+    pl.generate(spark, 1, 200, Knobs(), tmp_path / "layout", base_seed=8)
+    events = read_parquet(tmp_path / "layout" / pl.EVENTS)
+    rows = [{**e, "args": json.dumps(e["args"]), "state": json.dumps(e["state"]) if e["state"] else None,
+             "full": bool(e.get("full"))} for e in events]
+    random.Random(1).shuffle(rows)
+    loose = tmp_path / "loose" / pl.EVENTS
+    loose.mkdir(parents=True)
+    nullable = pa.schema([f.with_nullable(True) for f in ARROW_SCHEMA])
+    for index in range(3):
+        pq.write_table(pa.Table.from_pylist(rows[index::3], schema=nullable), loose / f"table-{index}.parquet")
+    extra = [{**rows[0]}, {**rows[1], "run": None}]
+    pq.write_table(pa.Table.from_pylist(extra, schema=nullable), loose / "table-3.parquet")
+
+    layout = pl.check(spark, tmp_path / "layout", tmp_path / "a")
+    shuffled = pl.check(spark, tmp_path / "loose", tmp_path / "b")
+
+    assert layout.violations > 0
+    for name in ("verdicts.parquet", "violations.parquet", "coverage.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    reasons = sorted(q["reason"].split(":")[0] for q in pl.read_quarantine(tmp_path / "b"))
+    assert reasons == ["duplicate seq", "missing field"]
+    assert shuffled.counts.read == len(events) + 2 == shuffled.counts.checked + 2
+    # One run, one place: rows of a run that also has its folder are quarantined, not checked twice.
+    shutil.copyfile(loose / "table-0.parquet", tmp_path / "layout" / pl.EVENTS / "table-0.parquet")
+    both = pl.check(spark, tmp_path / "layout", tmp_path / "c")
+    assert (tmp_path / "a" / "verdicts.parquet").read_bytes() == (tmp_path / "c" / "verdicts.parquet").read_bytes()
+    assert both.counts.quarantined == len(rows[0::3])
+    assert {q["reason"].split(" ")[0] for q in pl.read_quarantine(tmp_path / "c")} == {"run"}
 
 
 def test_generate_derives_seeds_and_writes_one_partition_per_run(spark: SparkSession, tmp_path: Path) -> None:
@@ -350,9 +451,9 @@ def test_a_stage_prints_kcm_lines_not_spark_logging(tmp_path: Path) -> None:
 def test_a_context_load_starts_the_state_machines_afresh(spark: SparkSession, tmp_path: Path) -> None:
     events = reelected_controller("dropped", back=False) + reelected_controller("back", back=True)
     write_parquet(events, tmp_path / pl.EVENTS)
-    found = {(r["run"], r["seq"], r["invariant"]) for r in check_invariants(
-        spark.read.parquet(str(tmp_path / pl.EVENTS))).select("run", "seq", "invariant").distinct().collect()}
-    assert found == _reference(events) == set()
+    result = pl.check(spark, tmp_path, tmp_path / "checked")
+    assert (result.runs, result.violations) == (2, 0)
+    assert _reference(events) == set()
 
 
 def test_brokers_from_zero_check_and_validate_on_spark(spark: SparkSession, tmp_path: Path) -> None:

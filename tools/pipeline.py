@@ -31,7 +31,7 @@ from kcm.tools.stages import ERROR, HOLDS, VIOLATED, StageRow, VerifyContext
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-VERIFY_RUNS, VERIFY_STEPS = 4, 300
+VERIFY_RUNS, VERIFY_STEPS = 8, 1000
 
 
 def register(subparsers: Any) -> None:

@@ -13,32 +13,32 @@ The command line is `kcm pipeline` (tools/pipeline.py), which is also the `spark
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
-from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql import SparkSession
 
-from kcm.conformance.check.invariants import READS
-from kcm.conformance.pipeline.invariants import check_invariants
-from kcm.spec.trace.format import FORMAT_VERSION, SYNTHESIZED, V1, Event
+from kcm.conformance.check.coverage import Coverage
+from kcm.spec.trace.format import Event
 from kcm.spec.trace.parquet import ARROW_SCHEMA, write_parquet
-from kcm.spec.vocabulary import ACTIONS, INVARIANTS, VARIABLES, Knobs
+from kcm.spec.vocabulary import ACTIONS, INVARIANTS, Knobs
 
 EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
 EVENTS: Final = "events"
 QUARANTINE: Final = "quarantine.jsonl"
 MANIFEST: Final = "manifest.json"
 SUMMARY: Final = "summary.json"
-# Violations kept per run and invariant in the table (all are counted in the verdicts).
-MAX_ROWS_PER_INVARIANT: Final = 20
-WINDOW: Final = 3  # events either side of a violation
+# Tasks of `check` per core: a few, so that runs of uneven length still keep every core busy to the end.
+TASKS_PER_CORE: Final = 4
 _FILE_COLUMNS: Final = [f for f in ARROW_SCHEMA if f.name != "run"]
 
 Progress = Callable[[str, int, int], None]
@@ -139,10 +139,8 @@ def generate(spark: SparkSession, runs: int, steps: int, knobs: Knobs, out: Path
     rdd = spark.sparkContext.parallelize(seeds, numSlices=runs)
     task = _simulate_into(str(target), knobs.to_dict(), steps, config or {})
     counts = Counts()
-    for written, (_, rows) in enumerate(rdd.mapPartitions(task).toLocalIterator(), start=1):
-        counts.read += rows
-        progress("generate", written, runs)
-    counts.checked = counts.read
+    counts.read = counts.checked = sum(rows for _, rows in collect(spark, rdd.mapPartitions(task), "generate",
+                                                                    progress))
     write_quarantine(out, [], counts)
     write_json(out / MANIFEST, {"stage": "generate", "runs": runs, "steps": steps, "base_seed": base_seed,
                                 "knobs": knobs.to_dict(), "counts": counts.to_json()})
@@ -156,14 +154,14 @@ def _parquet_files(events_dir: Path) -> list[Path]:
     return sorted(p for p in events_dir.rglob("*") if p.is_file() and not p.name.startswith((".", "_")))
 
 
-def _file_problem(path: Path) -> tuple[str | None, int]:
-    """Why a file cannot be read as the layout (None when it can), and its row count when known."""
+def _file_problem(path: Path, columns: Sequence[Any]) -> tuple[str | None, int]:
+    """Why a file cannot be read as `columns` (None when it can), and its row count when known."""
     try:
         meta = pq.read_metadata(path)
         schema = pq.read_schema(path)
     except (pa.ArrowException, OSError) as err:
         return f"unreadable Parquet file: {str(err).splitlines()[0]}", 0
-    for wanted in _FILE_COLUMNS:
+    for wanted in columns:
         index = schema.get_field_index(wanted.name)
         if index < 0:
             return f"schema drift: column {wanted.name} is missing", meta.num_rows
@@ -176,92 +174,163 @@ def _file_problem(path: Path) -> tuple[str | None, int]:
 def _run_of(path: Path, events_dir: Path) -> str | None:
     for part in path.relative_to(events_dir).parts[:-1]:
         if part.startswith("run="):
-            return part[len("run="):]
+            return unquote(part[len("run="):])
     return None
 
 
-def load_events(spark: SparkSession, folder: Path, counts: Counts,
-                quarantine: list[dict[str, Any]]) -> DataFrame | None:
-    """The layout's events that are fit to check; files and rows that are not go to `quarantine`."""
+@dataclass
+class RunFiles:
+    """A run of the layout: its name, its files in name order, and their size (to balance the tasks)."""
+
+    run: str
+    files: list[str]
+    size: int = 0
+
+
+@dataclass
+class Input:
+    """What `check` reads: the layout's runs, each in its folder, and files outside run folders whose rows
+    name their run (a table of events written by another tool), fit to read."""
+
+    runs: list[RunFiles]
+    loose: list[str]
+
+
+def list_runs(folder: Path, counts: Counts, quarantine: list[dict[str, Any]]) -> list[RunFiles]:
+    """The layout's runs and the files of each that are fit to read (see `list_input`)."""
+    return list_input(folder, counts, quarantine).runs
+
+
+def list_input(folder: Path, counts: Counts, quarantine: list[dict[str, Any]]) -> Input:
+    """The runs and loose files of a pipeline directory; files that are unfit go to `quarantine`, whole,
+    counted by the rows their footer gives."""
     events_dir = folder / EVENTS if (folder / EVENTS).is_dir() else folder
     if not events_dir.is_dir():
         raise ValueError(f"{folder}: not a pipeline directory (no {EVENTS}/ folder)")
-    good: list[str] = []
+    runs: dict[str, RunFiles] = {}
+    loose: list[str] = []
     for path in _parquet_files(events_dir):
-        problem, rows = _file_problem(path)
-        if problem is None and _run_of(path, events_dir) is None:
-            problem = "not in a run=<run> folder"
-        if problem is None:
-            good.append(str(path))
-            continue
-        counts.read += rows
-        counts.quarantined += rows
-        counts.files_quarantined += 1
-        quarantine.append({"file": str(path), "line": 0, "reason": problem, "records": rows})
-    if not good:
-        return None
-    frame = spark.read.option("basePath", str(events_dir)).schema(_read_schema()).parquet(*good)
-    return frame
+        run = _run_of(path, events_dir)
+        problem, rows = _file_problem(path, _FILE_COLUMNS if run is not None else ARROW_SCHEMA)
+        if problem is None and run is None:
+            loose.append(str(path))
+        elif problem is None and run is not None:
+            entry = runs.setdefault(run, RunFiles(run, []))
+            entry.files.append(str(path))
+            entry.size += path.stat().st_size
+        else:
+            if run is None and str(problem).startswith("schema drift: column run"):
+                problem = "not in a run=<run> folder, and no run column"
+            counts.read += rows
+            counts.quarantined += rows
+            counts.files_quarantined += 1
+            quarantine.append({"file": str(path), "line": 0, "reason": problem, "records": rows})
+    return Input([runs[name] for name in sorted(runs)], loose)
 
 
-def _read_schema() -> T.StructType:
-    fields = [T.StructField(f.name, _spark_type(f.type)) for f in _FILE_COLUMNS]
-    return T.StructType([*fields, T.StructField("run", T.StringType())])
+def _slices(runs: Sequence[RunFiles], slots: int) -> list[list[tuple[str, list[str]]]]:
+    """The runs dealt into at most `slots` tasks of about equal bytes, largest run first (each to the
+    lightest task so far), so that one large run does not leave the other cores idle at the end."""
+    tasks: list[tuple[int, int, list[tuple[str, list[str]]]]] = [(0, i, []) for i in range(min(slots, len(runs)))]
+    heapq.heapify(tasks)
+    for run in sorted(runs, key=lambda r: (-r.size, r.run)):
+        size, index, members = heapq.heappop(tasks)
+        members.append((run.run, run.files))
+        heapq.heappush(tasks, (size + run.size, index, members))
+    return [members for _, _, members in sorted(tasks, key=lambda t: t[1])]
 
 
-def _spark_type(arrow_type: Any) -> T.DataType:
-    mapping: dict[str, T.DataType] = {"int32": T.IntegerType(), "int64": T.LongType(), "string": T.StringType(),
-                                      "bool": T.BooleanType()}
-    return mapping[str(arrow_type)]
+def _check_task(fraction: float) -> Callable[[Iterable[list[tuple[str, list[str]]]]], Iterator[dict[str, Any]]]:
+    def task(slices: Iterable[list[tuple[str, list[str]]]]) -> Iterator[dict[str, Any]]:
+        from kcm.conformance.pipeline.stream import check_run, sampled
+
+        for members in slices:
+            for run, files in members:
+                yield check_run(run, files, sampled(run, fraction)).to_json()
+
+    return task
 
 
-def _row_problems(frame: DataFrame) -> DataFrame:
-    """Each row with `problem`: null when fit to check, else why not (first failing rule)."""
-    with_pos = frame.withColumn("file", F.input_file_name()).withColumn("_id", F.monotonically_increasing_id())
-    in_file = with_pos.withColumn("line", F.row_number().over(_window(["file"], ["_id"])))
-    kinds = F.create_map(*[x for action, kind in sorted(ACTIONS.items()) for x in (F.lit(action), F.lit(kind))])
-    actor_kind = F.substring_index("actor", ":", 1)
-    needed = kinds[F.col("action")]
-    variables = F.array(*map(F.lit, VARIABLES))
-    state_keys = F.json_object_keys("state")
-    unknown_var = F.filter(state_keys, lambda k: ~F.array_contains(variables, k))
-    previous_max = F.max("seq").over(_window(["file"], ["line"]).rowsBetween(Window.unboundedPreceding, -1))
-    missing = F.coalesce(*[F.when(F.col(c).isNull(), F.lit(f"missing field: {c}")) for c in
-                           ("v", "run", "seq", "actor", "action", "args", "state")])
-    problem = F.coalesce(
-        missing,
-        F.when(F.col("v") == V1, F.lit("trace format v1: ingest its source again to have v2")),
-        F.when(F.col("v") != FORMAT_VERSION,
-               F.format_string("unsupported format version: v=%s", F.col("v").cast("string"))),
-        F.when(F.col("seq") < 0, F.lit("invalid seq: negative")),
-        F.when(needed.isNull(), F.format_string("unknown action: %s", F.col("action"))),
-        F.when((actor_kind != needed) & (actor_kind != "observer"),
-               F.format_string("wrong actor: action %s needs a %s actor, got %s", F.col("action"), needed,
-                               F.col("actor"))),
-        F.when(F.json_object_keys("args").isNull(), F.lit("invalid args: not a JSON object")),
-        F.when(state_keys.isNull(), F.lit("invalid state: not a JSON object")),
-        F.when(F.size(unknown_var) > 0, F.format_string("unknown state variable: %s", F.element_at(unknown_var, 1))),
-        F.when(F.col("seq") < previous_max, F.format_string("out-of-order seq: %s after %s", F.col("seq").cast(
-            "string"), previous_max.cast("string"))),
-    )
-    checked = in_file.withColumn("problem", problem)
-    # A duplicate is counted against the copy read later, once the rows that are bad on their own are out.
-    fit = checked.filter(F.col("problem").isNull())
-    unfit = checked.filter(F.col("problem").isNotNull())
-    later_copy = F.row_number().over(_window(["run", "seq"], ["file", "line"])) > 1
-    dup = F.when(later_copy, F.format_string("duplicate seq: %s in run %s", F.col("seq").cast("string"), F.col("run")))
-    return fit.withColumn("problem", dup).unionByName(unfit)
+# The loose files' rows as the stream check takes them once shuffled: run, file, line, then the layout's columns.
+_SHUFFLED: Final = ("run", "file", "line", "v", "seq", "actor", "action", "args", "state", "full")
 
 
-def _synthesized() -> Column:
-    return (F.col("action") == "Init") & (F.get_json_object("args", f"$.{SYNTHESIZED}") == "true")
+def _shuffled_check(fraction: float, taken: frozenset[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def task(batches: Iterator[Any]) -> Iterator[Any]:
+        import orjson
+
+        from kcm.conformance.pipeline.stream import check_sorted_runs
+
+        paths: dict[str, str] = {}
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for batch in batches:
+                columns = [batch.column(name).to_pylist() for name in _SHUFFLED]
+                columns[1] = [paths.get(uri) or paths.setdefault(uri, _path_of(uri)) for uri in columns[1]]
+                yield from zip(*columns, strict=True)
+
+        for result in check_sorted_runs(rows(), fraction, taken):
+            yield pa.RecordBatch.from_pydict({"result": [orjson.dumps(result.to_json())]})
+
+    return task
 
 
-def _window(keys: list[str], order: list[str]) -> WindowSpec:
-    return Window.partitionBy(*keys).orderBy(*order)
+def _path_of(uri: str) -> str:
+    """Spark names a file by URI (`file:/tmp/x`); the quarantine names it as the layout's files, by path."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+def _check_loose(spark: SparkSession, files: list[str], fraction: float, taken: frozenset[str],
+                 progress: Progress) -> list[dict[str, Any]]:
+    """Files that mix runs: one shuffle by run and a sort by seq within each, then the same stream check. Rows
+    of a run that also has its own folder (`taken`) are quarantined: one run, one place."""
+    import orjson
+    from pyspark.sql import functions as F
+
+    schema = ", ".join(f"{f.name} {_SQL_TYPES[str(f.type)]}" for f in ARROW_SCHEMA)
+    frame = spark.read.schema(schema).parquet(*files).select(
+        "run", F.col("_metadata.file_path").alias("file"), (F.col("_metadata.row_index") + 1).alias("line"),
+        *_SHUFFLED[3:])
+    ordered = frame.repartition("run").sortWithinPartitions("run", "seq", "file", "line")
+    checked = ordered.mapInArrow(_shuffled_check(fraction, taken), "result binary")
+    return [orjson.loads(row["result"]) for row in collect(spark, checked.rdd, "check (shuffled)", progress)]
+
+
+_SQL_TYPES: Final = {"int32": "int", "int64": "bigint", "string": "string", "bool": "boolean"}
+
+
+def collect(spark: SparkSession, rdd: Any, stage: str, progress: Progress) -> list[Any]:
+    """The rdd's rows on the driver, its tasks run in parallel, progress reported by tasks completed.
+
+    `toLocalIterator` would report row by row, but it runs one job per partition, one after the other."""
+    tracker = spark.sparkContext.statusTracker()
+    total = rdd.getNumPartitions()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(rdd.collect)
+        while True:
+            try:
+                rows: list[Any] = future.result(timeout=0.5)
+                break
+            except FuturesTimeout:
+                done = sum(info.numCompletedTasks for info in map(tracker.getStageInfo,
+                                                                   tracker.getActiveStageIds()) if info)
+                progress(stage, min(done, total), total)
+    progress(stage, total, total)
+    return rows
 
 
 # -- check -----------------------------------------------------------------------------------------------------
+
+VERDICTS_SCHEMA: Final = pa.schema([("run", pa.string()), ("invariant", pa.string()), ("verdict", pa.string()),
+                                    ("violations", pa.int64()), ("first_seq", pa.int64())])
+_WINDOW_ENTRY: Final = pa.struct([("seq", pa.int64()), ("actor", pa.string()), ("action", pa.string()),
+                                  ("state", pa.string())])
+VIOLATIONS_SCHEMA: Final = pa.schema([("run", pa.string()), ("seq", pa.int64()), ("invariant", pa.string()),
+                                      ("message", pa.string()), ("window", pa.list_(_WINDOW_ENTRY))])
+VALIDATION_SCHEMA: Final = pa.schema([("run", pa.string()), ("ok", pa.bool_()), ("steps", pa.int64()),
+                                      ("solver_checks", pa.int64()), ("failed_seq", pa.int64()),
+                                      ("failed_action", pa.string()), ("reason", pa.string())])
 
 
 @dataclass
@@ -276,158 +345,94 @@ class CheckResult:
         return summary_exit_code(self.summary)
 
 
+@dataclass
+class _Tables:
+    """What the runs' checks add up to, gathered on the driver."""
+
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    validation: list[dict[str, Any]] = field(default_factory=list)
+    coverage: Coverage = field(default_factory=Coverage)
+    found: int = 0
+
+    def add(self, run: dict[str, Any], counts: Counts, quarantine: list[dict[str, Any]]) -> None:
+        counts.read += run["read"]
+        counts.checked += run["checked"]
+        counts.quarantined += len(run["quarantine"])
+        counts.synthesized += run["synthesized"]
+        quarantine.extend(run["quarantine"])
+        self.verdicts += run["verdicts"]
+        self.found += sum(row["violations"] for row in run["verdicts"])
+        self.violations += run["violations"]
+        if run["validation"] is not None:
+            self.validation.append(run["validation"])
+        self.coverage.actions.update(run["actions"])
+        for kind, into in (("transitions", self.coverage.transitions), ("invalid", self.coverage.invalid)):
+            for machine, edges in run[kind].items():
+                into[machine].update({(src, dst): n for src, dst, n in edges})
+
+
 def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float = 0.0,
           progress: Progress = no_progress) -> CheckResult:
-    """Checks every run of a pipeline directory; writes verdicts, violations, coverage and the quarantine."""
+    """Checks every run of a pipeline directory, one stream per run in the Spark tasks; writes verdicts,
+    violations with their windows, coverage, the Z3 validation of the sampled runs, and the quarantine."""
     out.mkdir(parents=True, exist_ok=True)
     counts = Counts()
     carried = read_quarantine(in_dir)
     quarantine: list[dict[str, Any]] = list(carried)
-    frame = load_events(spark, in_dir, counts, quarantine)
-    steps = 6
-    progress("check", 1, steps)
-    if frame is None:
-        events = spark.createDataFrame([], _read_schema())
-    else:
-        rows = _row_problems(frame).cache()
-        bad = rows.filter(F.col("problem").isNotNull()).select("file", "line", "run", "seq", F.col("problem").alias(
-            "reason")).collect()
-        quarantine.extend({"file": r["file"], "line": r["line"], "run": r["run"], "seq": r["seq"],
-                           "reason": r["reason"]} for r in bad)
-        total = rows.count()
-        counts.synthesized = rows.filter(F.col("problem").isNull() & _synthesized()).count()
-        counts.read += total - counts.synthesized
-        counts.quarantined += len(bad)
-        counts.checked += total - len(bad) - counts.synthesized
-        events = rows.filter(F.col("problem").isNull()).select(*ARROW_SCHEMA.names).cache()
+    found = list_input(in_dir, counts, quarantine)
+    tables = _Tables()
+    if found.runs:
+        slices = _slices(found.runs, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+        rdd = spark.sparkContext.parallelize(slices, numSlices=len(slices))
+        for run in collect(spark, rdd.mapPartitions(_check_task(validate_sample)), "check", progress):
+            tables.add(run, counts, quarantine)
+    if found.loose:
+        taken = frozenset(run.run for run in found.runs)
+        for run in _check_loose(spark, found.loose, validate_sample, taken, progress):
+            tables.add(run, counts, quarantine)
     counts.assert_balanced()
-    progress("check", 2, steps)
-    violations = check_invariants(events).distinct().cache()
-    found = violations.count()
-    progress("check", 3, steps)
-    verdicts = _verdicts(events, violations)
-    _write_table(out / "verdicts.parquet", verdicts.toPandas())
-    _write_table(out / "violations.parquet", _with_windows(events, violations).toPandas())
-    progress("check", 4, steps)
-    coverage = _coverage(events)
-    write_json(out / "coverage.json", coverage)
-    validation = _validate_sample(events, validate_sample)
-    _write_table(out / "validation.parquet", validation.toPandas())
-    progress("check", 5, steps)
+    _write_table(out / "verdicts.parquet", tables.verdicts, VERDICTS_SCHEMA, ("run", "invariant"))
+    _write_table(out / "violations.parquet", tables.violations, VIOLATIONS_SCHEMA,
+                 ("run", "seq", "invariant", "message"))
+    _write_table(out / "validation.parquet", tables.validation, VALIDATION_SCHEMA, ("run",))
+    write_json(out / "coverage.json", tables.coverage.to_json())
+    tables.coverage.write_svg(out / "coverage.svg")
     write_quarantine(out, quarantine, counts)
-    summary = _summary(in_dir, counts, verdicts, found, coverage, validation, len(carried))
+    summary = _summary(in_dir, counts, tables, len(carried))
     write_json(out / SUMMARY, summary)
-    progress("check", 6, steps)
-    return CheckResult(counts, summary["runs"], found, summary)
+    return CheckResult(counts, summary["runs"], tables.found, summary)
 
 
-def _write_table(path: Path, frame: Any) -> None:
+def _write_table(path: Path, rows: list[dict[str, Any]], schema: Any, keys: Sequence[str]) -> None:
     """One Parquet file written on the driver, rows sorted: the same input gives the same bytes."""
-    keys = [c for c in ("run", "seq", "invariant", "message") if c in frame.columns]
-    if keys and len(frame):
-        frame = frame.sort_values(keys, kind="mergesort").reset_index(drop=True)
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    pq.write_table(table, path, compression="zstd")
-
-
-def _verdicts(events: DataFrame, violations: DataFrame) -> DataFrame:
-    base = violations.withColumn("invariant", F.split("invariant", "/")[0])
-    counted = base.groupBy("run", "invariant").agg(F.count("*").alias("violations"), F.min("seq").alias("first_seq"))
-    observed = events.select("run", F.explode(F.json_object_keys("state")).alias("var")).distinct().groupBy(
-        "run").agg(F.collect_set("var").alias("vars"))
-    names = events.select("run").distinct().crossJoin(
-        events.sparkSession.createDataFrame([(n, list(READS[n])) for n in INVARIANTS], "invariant string, reads "
-                                                                                        "array<string>"))
-    joined = names.join(observed, "run", "left").join(counted, ["run", "invariant"], "left")
-    seen = F.size(F.array_except("reads", F.coalesce("vars", F.array().cast("array<string>")))) == 0
-    verdict = F.when(F.col("violations") > 0, "violated").when(seen, "holds").otherwise("unobserved")
-    return joined.select("run", "invariant", verdict.alias("verdict"),
-                         F.coalesce("violations", F.lit(0)).alias("violations"), "first_seq")
-
-
-def _with_windows(events: DataFrame, violations: DataFrame) -> DataFrame:
-    """The first violations of each run and invariant, each with the events around it."""
-    ranked = violations.withColumn("n", F.row_number().over(_window(["run", "invariant"], ["seq", "message"]))) \
-        .filter(F.col("n") <= MAX_ROWS_PER_INVARIANT).drop("n")
-    around = events.select(F.col("run").alias("erun"), F.col("seq").alias("eseq"), "actor", "action", "state")
-    joined = ranked.join(around, (F.col("erun") == F.col("run")) & (F.col("eseq") >= F.col("seq") - WINDOW)
-                         & (F.col("eseq") <= F.col("seq") + WINDOW), "left")
-    window = F.array_sort(F.collect_list(F.struct(F.col("eseq").alias("seq"), "actor", "action", "state")))
-    return joined.groupBy("run", "seq", "invariant", "message").agg(window.alias("window"))
-
-
-def _coverage(events: DataFrame) -> dict[str, Any]:
-    actions = {r["action"]: r["count"] for r in events.groupBy("action").count().collect()}
-    entries = events.select(F.explode(F.from_json(F.get_json_object("args", "$.transitions"),
-                                                  "array<array<string>>")).alias("e"))
-    kinded = entries.select(F.col("e")[0].alias("kind"), F.when(F.col("e")[0] == "partition", F.col("e")[2])
-                            .otherwise(F.col("e")[3]).alias("src"),
-                            F.when(F.col("e")[0] == "partition", F.col("e")[3]).otherwise(F.col("e")[4]).alias("dst"))
-    transitions = {f"{r['kind']}: {r['src']} -> {r['dst']}": r["count"]
-                   for r in kinded.groupBy("kind", "src", "dst").count().collect()}
-    return {"actions": dict(sorted(actions.items())),
-            "actions_never_seen": sorted(set(ACTIONS) - set(actions)),
-            "transitions": dict(sorted(transitions.items()))}
-
-
-# -- model step validation on a sample -----------------------------------------------------------------------------
-
-_VALIDATION_SCHEMA: Final = ("run string, ok boolean, steps long, solver_checks long, failed_seq long, "
-                             "failed_action string, reason string")
-
-
-def _sampled(events: DataFrame, fraction: float) -> DataFrame:
-    if fraction >= 1.0:
-        return events
-    # A hash of the run name: the same runs are sampled on every re-run and every cluster.
-    bucket = F.pmod(F.xxhash64("run"), F.lit(1_000_000))
-    return events.filter(bucket < F.lit(int(fraction * 1_000_000)))
-
-
-def _validate_run(frame: Any) -> Any:
-    import pandas as pd  # type: ignore[import-untyped]
-
-    from kcm.spec.z3.validate import validate_events
-
-    ordered = frame.sort_values("seq")
-    events = [{"v": int(r.v), "run": r.run, "seq": int(r.seq), "actor": r.actor, "action": r.action,
-               "args": json.loads(r.args), "state": json.loads(r.state), **({"full": True} if r.full else {})}
-              for r in ordered.itertuples(index=False)]
-    report = validate_events(events)
-    failure = report.failure
-    return pd.DataFrame([{"run": events[0]["run"], "ok": report.ok, "steps": report.steps,
-                          "solver_checks": report.checked, "failed_seq": None if failure is None else failure.seq,
-                          "failed_action": None if failure is None else failure.action,
-                          "reason": None if failure is None else failure.reason}])
-
-
-def _validate_sample(events: DataFrame, fraction: float) -> DataFrame:
-    sample = _sampled(events, fraction) if fraction > 0 else events.limit(0)
-    return sample.groupBy("run").applyInPandas(_validate_run, _VALIDATION_SCHEMA)
+    ordered = sorted(rows, key=lambda row: tuple(row[k] for k in keys))
+    pq.write_table(pa.Table.from_pylist(ordered, schema=schema), path, compression="zstd")
 
 
 # -- summary and report --------------------------------------------------------------------------------------------
 
 
-def _summary(in_dir: Path, counts: Counts, verdicts: DataFrame, violations: int, coverage: dict[str, Any],
-             validation: DataFrame, carried: int) -> dict[str, Any]:
+def _summary(in_dir: Path, counts: Counts, tables: _Tables, carried: int) -> dict[str, Any]:
     by_invariant: dict[str, dict[str, int]] = {}
-    for row in verdicts.groupBy("invariant", "verdict").count().collect():
-        by_invariant.setdefault(row["invariant"], {})[row["verdict"]] = row["count"]
-    runs = verdicts.select("run").distinct().count()
-    bad_runs = verdicts.filter(F.col("verdict") == "violated").select("run").distinct().count()
-    checked = validation.collect()
+    for row in tables.verdicts:
+        verdicts = by_invariant.setdefault(row["invariant"], {})
+        verdicts[row["verdict"]] = verdicts.get(row["verdict"], 0) + 1
+    runs = {row["run"] for row in tables.verdicts}
+    bad_runs = {row["run"] for row in tables.verdicts if row["verdict"] == "violated"}
+    coverage = tables.coverage
+    checked = tables.validation
     return {
         "input": str(in_dir),
-        "runs": runs,
-        "runs_with_violations": bad_runs,
+        "runs": len(runs),
+        "runs_with_violations": len(bad_runs),
         "events": counts.checked,
-        "violations": violations,
+        "violations": tables.found,
         "records": counts.to_json(),
         "quarantined_upstream": carried,
         "verdicts": {name: by_invariant.get(name, {}) for name in INVARIANTS},
-        "coverage": {"actions_seen": len(coverage["actions"]), "actions": len(ACTIONS),
-                     "transitions_seen": len(coverage["transitions"])},
+        "coverage": {"actions_seen": sum(1 for n in coverage.actions.values() if n), "actions": len(ACTIONS),
+                     "transitions_seen": sum(len(c) for c in coverage.transitions.values())},
         "validation": {"runs": len(checked), "ok": sum(1 for r in checked if r["ok"]),
                        "steps": sum(int(r["steps"]) for r in checked),
                        "unexplained": sorted(f"{r['run']}@{r['failed_seq']}: {r['reason']}" for r in checked

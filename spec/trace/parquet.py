@@ -12,10 +12,10 @@ delta, two thirds of a simulator run's events, is stored as null and costs no de
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.dataset as ds  # type: ignore[import-untyped]

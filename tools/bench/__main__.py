@@ -29,6 +29,8 @@ BENCHMARKS = ("controller", "simulator", "checker", "z3", "tlc", "replay", "pipe
 def _value(figure: Figure) -> str:
     if figure.unit == "s":
         return f"{figure.value * 1000:,.1f} ms" if figure.value < 1 else f"{figure.value:,.1f} s"
+    if figure.unit == "x":
+        return f"{figure.value:.2f}x"
     if figure.unit == "events/s":
         return f"{figure.value:,.0f} events/s"
     return f"{figure.value:,.0f} {figure.unit}"

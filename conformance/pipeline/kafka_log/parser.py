@@ -178,6 +178,9 @@ class Step:
 
 
 _FORMAT_NUMBERS: Final = {id(f): number for number, f in enumerate(fm.FORMATS)}
+# The statements written with the controller's epoch before them (C0, C1): a line of one shows the epoch the
+# controller acts in.
+_EPOCH_PREFIXED: Final = frozenset(f.template for f in fm.FORMATS if f.template.startswith((fm.C0, fm.C1)))
 
 
 def encode_steps(steps: list[Step]) -> bytes:
@@ -218,7 +221,7 @@ class _Parser:
         for name in ("c", "b"):
             if name in v:
                 self.brokers.add(int(v[name]))
-        if m.format.template.startswith((fm.C0, fm.C1)):
+        if m.format.template in _EPOCH_PREFIXED:
             self._set(ops, ("acting_controller_epoch", v["c"]), int(v["e"]))
         try:
             actor, action = handler(self, v, m.format, args, ops)
@@ -728,7 +731,8 @@ def _records(texts: list[str | None], layout: Layout, complete_last: bool, note:
         start = record_at(texts, index, layout) if text is not None else None
         if start is not None:
             found, variants, extra = start
-            current = _Record(number, found.groupdict().get("ts") or "", found.groupdict().get("logger"), variants,
+            groups = found.groupdict()
+            current = _Record(number, groups.get("ts") or "", groups.get("logger"), variants,
                               list(range(number + 1, number + 1 + extra)))
             records.append(current)
             index += 1 + extra

@@ -3,7 +3,8 @@ A line that cannot be used is quarantined with its file, line number and reason;
 state is skipped with its reason (counted in the manifest); the others are written as (partial) traces, one run
 per file. A trace is one Spark task; a Kafka log is read in splits of about `split_size` bytes, one task each,
 in two passes (kafka_log/split.py): each split parses its lines, the driver links each split to the state the
-splits before it leave, and each split writes its events as one part of the file's run."""
+splits before it leave, and each split writes its events as one part of the file's run. A log of one split
+needs no link and is written in the first pass."""
 
 from __future__ import annotations
 
@@ -133,6 +134,12 @@ def _read(out: str) -> Callable[[_Item], _Read]:
             parse = parse_split(path, layout, *span)
         except OSError as err:
             return _Read(path, index, outcome=_unreadable(path, err))
+        if span == (0, None):  # the file's only split, linked to no other: written in this pass
+            summary = summarize(parse)
+            (place,) = link([summary], run_name(path), path)
+            if not summary.events:
+                place.init = None  # a log whose lines make no event writes nothing, not even its Init
+            return _Read(path, -1, outcome=_write_split(parse, place, index, path, out))
         with collector_paused():
             summary, steps = summarize(parse), encode_steps(parse.steps)
         return _Read(path, index, replace(parse, steps=[]), steps, summary)
@@ -146,14 +153,19 @@ def _write(out: str, links: Broadcast[dict[tuple[str, int], Link]]) -> Callable[
         place = links.value.get((read.path, read.index))
         if read.outcome is not None or read.parse is None or place is None:
             return read.outcome or (read.path, 0, 0, [], [])
-        run = run_name(read.path)
         with collector_paused():
-            events = finish(replace(read.parse, steps=decode_steps(read.steps)), place, run, read.path)
-            written = write_parquet(events, out, part=read.index) if events else 0
-        made_up = 1 if place.init is not None else 0  # an Init made up by the parser is no line of the file
-        return read.path, read.parse.lines, max(written - made_up, 0), read.parse.quarantine, read.parse.skipped
+            steps = decode_steps(read.steps)
+        return _write_split(replace(read.parse, steps=steps), place, read.index, read.path, out)
 
     return task
+
+
+def _write_split(parse: SplitParse, place: Link, index: int, path: str, out: str) -> Outcome:
+    with collector_paused():
+        events = finish(parse, place, run_name(path), path)
+        written = write_parquet(events, out, part=index) if events else 0
+    made_up = 1 if place.init is not None else 0  # an Init made up by the parser is no line of the file
+    return path, parse.lines, max(written - made_up, 0), parse.quarantine, parse.skipped
 
 
 def _plan(paths: Sequence[str], log_pattern: str | None, split_size: int) -> tuple[list[_Item], list[Outcome]]:

@@ -3,6 +3,7 @@ own scripts, run the job spark-submit hands them, and its outputs equal those of
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -65,15 +66,11 @@ class Processes:
         is left after that, by pid (zombies, which no longer run, do not count)."""
         for sig, grace in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
             for group in {pgid for pgid, _ in _members(self.sessions).values()}:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(group, sig)
-                except ProcessLookupError:
-                    pass
             for process in self.started:
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    pass
             if _wait_until(lambda: not _members(self.sessions), grace):
                 break
         return {pid: command for pid, (_, command) in _members(self.sessions).items()}

@@ -2,7 +2,9 @@
 
 Spark launches Python workers with `PYSPARK_PYTHON`; unset, it would pick whatever `python3` is on the
 PATH, which lacks kcm and pyarrow. Pointing it (and the driver) at `sys.executable` keeps one
-interpreter, so one set of packages, on both sides.
+interpreter, so one set of packages, on both sides. Under spark-submit, an interpreter the submitter chose
+(`PYSPARK_PYTHON`, or `spark.pyspark.python`, which spark-submit hands the driver as `PYSPARK_PYTHON`)
+stays: on a cluster it may be an environment shipped to the executors (docs/pipeline.md, "On a cluster").
 """
 
 from __future__ import annotations
@@ -32,8 +34,16 @@ INCUBATOR_WARNING: Final = b"WARNING: Using incubator modules: jdk.incubator.vec
 
 
 def use_this_interpreter() -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if submitted():
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    else:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+def submitted() -> bool:
+    """Whether spark-submit started this process, and with it the JVM PySpark connects to."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def quiet_local_jvm(master: str | None) -> None:
@@ -90,7 +100,7 @@ def start_filtered_jvm(conf: SparkConf) -> None:
     Nothing to do when a JVM is already there: an earlier session of this process started it (PySpark keeps it
     for the next one), or spark-submit did, whose JVM and output are the submitter's.
     """
-    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if SparkContext._gateway is not None or submitted():
         return
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})  # type: ignore[no-untyped-call]
     threading.Thread(target=forward_stderr, args=(gateway.proc.stderr,), name="kcm-jvm-stderr", daemon=True).start()

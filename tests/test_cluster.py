@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pyspark
 import pytest
+from test_spark_session import logging_interpreter
 
 from kcm.conformance.pipeline import jobs as pl
 from kcm.conformance.pipeline.session import CONF_DIR
@@ -181,13 +183,28 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     assert not left, f"processes left running: {left}"
 
 
-def _submit(processes: Processes, master: str, log: Path, *stage: str | Path) -> int:
-    """`spark-submit tools/pipeline.py STAGE ...`, the job's entry point as tests/test_pipeline.py submits it;
-    the driver logs at kcm's level (error). Tasks wait for every executor, so that both workers get some."""
-    argv = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master,
-            "--conf", "spark.scheduler.minRegisteredResourcesRatio=1", str(ROOT / "tools" / "pipeline.py"),
+def _submit(processes: Processes, master: str, log: Path, *stage: str | Path, options: tuple[str, ...] = ()) -> int:
+    """`spark-submit [OPTIONS] tools/pipeline.py STAGE ...`, the job's entry point as tests/test_pipeline.py
+    submits it; the driver logs at kcm's level (error). Tasks wait for both workers' cores (in standalone mode
+    the ratio counts `spark.cores.max`), so that both get some."""
+    argv = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--conf", "spark.cores.max=2",
+            "--conf", "spark.scheduler.minRegisteredResourcesRatio=1", *options, str(ROOT / "tools" / "pipeline.py"),
             *map(str, stage)]
     return processes.run(argv, _env(SPARK_CONF_DIR=str(CONF_DIR)), log)
+
+
+def _shipped_environment(tmp_path: Path) -> tuple[tuple[str, ...], Path]:
+    """spark-submit's options that ship a Python environment to the executors as docs/pipeline.md says (an
+    archive unpacked as ./environment in each executor's folder, its bin/python the workers' interpreter), and
+    the file where that interpreter notes each start. The archive holds only an interpreter that notes its start
+    and runs this one: what is tested is Spark's shipping, not the packing of a venv (venv-pack's part)."""
+    started = tmp_path / "environment-started"
+    python = logging_interpreter(tmp_path / "environment" / "bin" / "python", started)
+    archive = tmp_path / "environment.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(python, arcname="bin/python")
+    return ("--archives", f"{archive}#environment", "--conf", "spark.pyspark.python=./environment/bin/python",
+            "--conf", f"spark.pyspark.driver.python={sys.executable}"), started
 
 
 def _results(checked: Path) -> dict[str, Any]:
@@ -211,8 +228,11 @@ def test_the_job_on_a_standalone_cluster_gives_what_local_gives(cluster: Cluster
     generated = _submit(cluster.processes, cluster.url, logs / "generate.log", "generate", "--runs", "4", "--steps",
                         "300", "--set", "truncation=hw", "--out", corpus)
     assert generated == pl.EXIT_CLEAN, _tail(logs / "generate.log")
+    # The check runs on the environment shipped to the executors; generate ran on this interpreter, at the same
+    # path on every node (here: the one node).
+    shipping, started = _shipped_environment(tmp_path)
     checked = _submit(cluster.processes, cluster.url, logs / "check-cluster.log", "check", "--in", corpus,
-                      "--out", on_cluster)
+                      "--out", on_cluster, options=shipping)
     assert checked == pl.EXIT_VIOLATIONS, _tail(logs / "check-cluster.log")
     checked_locally = _submit(cluster.processes, "local[2]", logs / "check-local.log", "check", "--in", corpus,
                               "--out", local)
@@ -222,11 +242,14 @@ def test_the_job_on_a_standalone_cluster_gives_what_local_gives(cluster: Cluster
     assert results == _results(local)
     assert results["summary"]["runs"] == 4 and results["summary"]["violations"] > 0
 
-    # The cluster ran the work: the master lists both applications as finished, and for each, the executors on
-    # both workers (app-*/<executor>/stderr in a worker's work dir) ran tasks.
-    apps = cluster.state()["completedapps"]
-    assert sorted(app["state"] for app in apps) == ["FINISHED", "FINISHED"], apps
-    for app in apps:
-        for work_dir in cluster.work_dirs:
-            executor_logs = list((work_dir / app["id"]).glob("*/stderr"))
-            assert _finished_tasks(executor_logs) > 0, f"no task of {app['id']} ran in {work_dir}"
+    # The cluster ran the work: the master lists both applications as finished; the executors of generate ran
+    # its tasks (app-*/<executor>/stderr in the workers' folders), and the check's executors on both workers ran
+    # some, each in its folder holding the unpacked archive, whose interpreter started Python workers.
+    apps = sorted(cluster.state()["completedapps"], key=lambda app: int(app["starttime"]))
+    assert [app["state"] for app in apps] == ["FINISHED", "FINISHED"], apps
+    generation, check = (app["id"] for app in apps)
+    assert _finished_tasks([log for work_dir in cluster.work_dirs for log in work_dir.glob(f"{generation}/*/stderr")])
+    for work_dir in cluster.work_dirs:
+        assert _finished_tasks(list(work_dir.glob(f"{check}/*/stderr"))), f"no task of the check ran in {work_dir}"
+        assert list(work_dir.glob(f"{check}/*/environment/bin/python")), f"no archive unpacked in {work_dir}"
+    assert started.exists() and len(started.read_text().split()) >= 2, "too few Python workers started"

@@ -111,10 +111,6 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
         return _exit_code(summary)
     knobs = Knobs().with_settings(args.settings) if args.stage == "generate" else Knobs()
     fraction = _fraction(args.validate_sample) if args.stage == "check" else 0.0
-    if args.stage == "ingest" and args.log_pattern is not None:
-        from kcm.conformance.pipeline.kafka_log import compile_pattern
-
-        compile_pattern(args.log_pattern)  # a usage error, said before Spark starts
     _INPUT_CHECKS[args.stage](args)
     started = time.perf_counter()
     spark = _session(args, submitted)
@@ -138,6 +134,10 @@ def _generate_inputs(args: argparse.Namespace) -> None:
 
 
 def _ingest_inputs(args: argparse.Namespace) -> None:
+    if args.log_pattern is not None:
+        from kcm.conformance.pipeline.kafka_log import compile_pattern
+
+        compile_pattern(args.log_pattern)
     if not args.kafka_log and not args.trace:
         raise UsageError("nothing to ingest: give --kafka-log or --trace files")
     for option, paths in (("--kafka-log", args.kafka_log), ("--trace", args.trace)):

@@ -31,7 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The cluster tests take minutes on two cores: they run when `-m` names them, as `-m cluster` does."""
+    """The cluster tests take over a minute on two cores: they run when `-m` names them, as `-m cluster` does."""
     if "cluster" in (config.option.markexpr or ""):
         return
     skip = pytest.mark.skip(reason="a Spark standalone cluster: run with -m cluster")

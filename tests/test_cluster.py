@@ -105,11 +105,13 @@ def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
     return condition()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+def _free_ports(count: int) -> list[int]:
+    """Ports free on loopback, distinct: the probes are all bound before any is closed."""
+    with contextlib.ExitStack() as stack:
+        probes = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     # The master's REST submission server would take the fixed port 6066.
     (conf / "daemons.properties").write_text("spark.master.rest.enabled false\n")
     env = _env(SPARK_CONF_DIR=str(conf))
-    port, web_port = _free_port(), _free_port()
+    port, web_port = _free_ports(2)
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     processes = Processes()
     try:

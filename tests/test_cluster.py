@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # which bin/find-spark-home takes as SPARK_HOME when the variable is unset.
 SPARK_HOME = Path(pyspark.__file__).parent
 START_TIMEOUT = 90.0
-JOB_TIMEOUT = 600.0
+JOB_TIMEOUT = 300.0
 # What the summary says about the corpus; the rest (the input path, timings) may differ between two runs.
 SUMMARY_FIELDS = ("runs", "runs_with_violations", "events", "violations", "records", "verdicts", "coverage",
                   "validation")

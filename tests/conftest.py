@@ -24,17 +24,3 @@ def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Ch
         return found[model]
 
     return outcome
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cluster: a Spark standalone cluster on loopback (run by .ci/run)")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The cluster tests take over a minute on two cores: they run when `-m` names them, as `-m cluster` does."""
-    if "cluster" in (config.option.markexpr or ""):
-        return
-    skip = pytest.mark.skip(reason="a Spark standalone cluster: run with -m cluster")
-    for item in items:
-        if item.get_closest_marker("cluster"):
-            item.add_marker(skip)

@@ -59,12 +59,8 @@ def quiet_local_jvm(master: str | None) -> None:
 
 
 def spark_session(master: str | None = DEFAULT_MASTER, app: str = "kcm-pipeline",
-                  shuffle_partitions: int | None = None, codegen: bool = False) -> SparkSession:
-    """A session on `master`; None keeps the master spark-submit already chose.
-
-    Without `codegen` Spark interprets expressions: the invariant plans hold hundreds of expressions, and
-    compiling them costs minutes that a corpus of less than millions of events never wins back.
-    """
+                  shuffle_partitions: int | None = None) -> SparkSession:
+    """A session on `master`; None keeps the master spark-submit already chose."""
     use_this_interpreter()
     quiet_local_jvm(master)
     conf = SparkConf().setAppName(app)
@@ -78,15 +74,11 @@ def spark_session(master: str | None = DEFAULT_MASTER, app: str = "kcm-pipeline"
         .set("spark.ui.enabled", "false")
         .set("spark.ui.showConsoleProgress", "false")
         .set("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # Window functions over a run sort on the run's partition; a small corpus must not become 200 tasks.
+        # Files that mix runs are shuffled by run: a small corpus must not become 200 tasks.
         .set("spark.sql.adaptive.enabled", "true")
         # Bad input must give a quarantined record or a violation, never an exception in the middle of a job.
         .set("spark.sql.ansi.enabled", "false")
-        # Filters on many derived columns make constraint propagation explode in the optimizer.
-        .set("spark.sql.constraintPropagation.enabled", "false")
     )
-    if not codegen:
-        conf = conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN").set("spark.sql.codegen.wholeStage", "false")
     start_filtered_jvm(conf)
     session = SparkSession.builder.config(conf=conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

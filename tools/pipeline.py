@@ -111,10 +111,7 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
         return _exit_code(summary)
     knobs = Knobs().with_settings(args.settings) if args.stage == "generate" else Knobs()
     fraction = _fraction(args.validate_sample) if args.stage == "check" else 0.0
-    if args.stage == "ingest" and args.log_pattern is not None:
-        from kcm.conformance.pipeline.kafka_log import compile_pattern
-
-        compile_pattern(args.log_pattern)  # a usage error, said before Spark starts
+    _INPUT_CHECKS[args.stage](args)
     started = time.perf_counter()
     spark = _session(args, submitted)
     try:
@@ -122,6 +119,50 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
             return _run_stage(spark, args, knobs, fraction, progress, started)
     finally:
         spark.stop()
+
+
+# -- input errors, said before Spark starts (seconds of JVM start-up); the stages check again ------------------------
+
+
+def _writable_out(out: str) -> None:
+    if Path(out).exists() and not Path(out).is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+
+
+def _generate_inputs(args: argparse.Namespace) -> None:
+    _writable_out(args.out)
+
+
+def _ingest_inputs(args: argparse.Namespace) -> None:
+    if args.log_pattern is not None:
+        from kcm.conformance.pipeline.kafka_log import compile_pattern
+
+        compile_pattern(args.log_pattern)
+    if not args.kafka_log and not args.trace:
+        raise UsageError("nothing to ingest: give --kafka-log or --trace files")
+    for option, paths in (("--kafka-log", args.kafka_log), ("--trace", args.trace)):
+        for path in map(Path, paths):
+            if path.is_dir():
+                raise UsageError(f"{option} {path}: a directory, not a file")
+            if not path.is_file():
+                raise UsageError(f"{option} {path}: no such file")
+    _writable_out(args.out)
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """`--in` is a pipeline directory (an `events/` folder) or, as `check` also reads, the events folder itself."""
+    from kcm.conformance.pipeline.jobs import EVENTS
+
+    folder = Path(args.input)
+    if not folder.is_dir():
+        raise UsageError(f"--in {folder}: {'not a directory' if folder.exists() else 'no such directory'}")
+    if not (folder / EVENTS).is_dir() and next(folder.rglob("*.parquet"), None) is None:
+        raise UsageError(f"--in {folder}: not a pipeline directory (no {EVENTS}/ folder, no Parquet files)")
+    _writable_out(args.out)
+
+
+_INPUT_CHECKS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "generate": _generate_inputs, "ingest": _ingest_inputs, "check": _check_inputs}
 
 
 def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, fraction: float,

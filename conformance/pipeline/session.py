@@ -2,16 +2,22 @@
 
 Spark launches Python workers with `PYSPARK_PYTHON`; unset, it would pick whatever `python3` is on the
 PATH, which lacks kcm and pyarrow. Pointing it (and the driver) at `sys.executable` keeps one
-interpreter, so one set of packages, on both sides.
+interpreter, so one set of packages, on both sides. Under spark-submit, an interpreter the submitter chose
+(`PYSPARK_PYTHON`, or `spark.pyspark.python`, which spark-submit hands the driver as `PYSPARK_PYTHON`)
+stays: on a cluster it may be an environment shipped to the executors (docs/pipeline.md, "On a cluster").
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER: Final = "local[*]"
@@ -20,11 +26,24 @@ DRIVER_MEMORY: Final = "3g"
 # log4j2.properties at level error: without it Spark's defaults print WARN lines around kcm's own output;
 # spark-defaults.conf picks the JVM's throughput collector.
 CONF_DIR: Final = Path(__file__).parent / "spark_conf"
+# Spark's launcher puts --add-modules=jdk.incubator.vector on every JVM it starts (JavaModuleOptions in
+# spark-launcher 4.x, from SparkSubmitCommandBuilder), and the JDK prints this line on stderr at boot for any
+# incubator module resolved (ModuleBootstrap.checkIncubatingStatus): no JVM option takes an added module out
+# again or silences the line, so the driver's stderr goes through a filter that drops it.
+INCUBATOR_WARNING: Final = b"WARNING: Using incubator modules: jdk.incubator.vector"
 
 
 def use_this_interpreter() -> None:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if submitted():
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    else:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+def submitted() -> bool:
+    """Whether spark-submit started this process, and with it the JVM PySpark connects to."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def quiet_local_jvm(master: str | None) -> None:
@@ -40,38 +59,59 @@ def quiet_local_jvm(master: str | None) -> None:
 
 
 def spark_session(master: str | None = DEFAULT_MASTER, app: str = "kcm-pipeline",
-                  shuffle_partitions: int | None = None, codegen: bool = False) -> SparkSession:
-    """A session on `master`; None keeps the master spark-submit already chose.
-
-    Without `codegen` Spark interprets expressions: the invariant plans hold hundreds of expressions, and
-    compiling them costs minutes that a corpus of less than millions of events never wins back.
-    """
+                  shuffle_partitions: int | None = None) -> SparkSession:
+    """A session on `master`; None keeps the master spark-submit already chose."""
     use_this_interpreter()
     quiet_local_jvm(master)
-    builder = SparkSession.builder.appName(app)
+    conf = SparkConf().setAppName(app)
     if master is not None:
-        builder = builder.master(master)
+        conf = conf.setMaster(master)
     partitions = shuffle_partitions or _default_parallelism(master)
-    builder = (
-        builder.config("spark.driver.memory", DRIVER_MEMORY)
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # Window functions over a run sort on the run's partition; a small corpus must not become 200 tasks.
-        .config("spark.sql.adaptive.enabled", "true")
+    conf = (
+        conf.set("spark.driver.memory", DRIVER_MEMORY)
+        .set("spark.sql.shuffle.partitions", str(partitions))
+        .set("spark.sql.session.timeZone", "UTC")
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Files that mix runs are shuffled by run: a small corpus must not become 200 tasks.
+        .set("spark.sql.adaptive.enabled", "true")
         # Bad input must give a quarantined record or a violation, never an exception in the middle of a job.
-        .config("spark.sql.ansi.enabled", "false")
-        # Filters on many derived columns make constraint propagation explode in the optimizer.
-        .config("spark.sql.constraintPropagation.enabled", "false")
+        .set("spark.sql.ansi.enabled", "false")
     )
-    if not codegen:
-        builder = builder.config("spark.sql.codegen.factoryMode", "NO_CODEGEN").config(
-            "spark.sql.codegen.wholeStage", "false")
-    session = builder.getOrCreate()
+    start_filtered_jvm(conf)
+    session = SparkSession.builder.config(conf=conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def start_filtered_jvm(conf: SparkConf) -> None:
+    """Start the driver's JVM (with `conf`, which holds the settings only a JVM's start reads, such as the driver
+    memory) and its context, its stderr forwarded to this process's without the incubator-module line.
+
+    Nothing to do when a JVM is already there: an earlier session of this process started it (PySpark keeps it
+    for the next one), or spark-submit did, whose JVM and output are the submitter's.
+    """
+    if SparkContext._gateway is not None or submitted():
+        return
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})  # type: ignore[no-untyped-call]
+    threading.Thread(target=forward_stderr, args=(gateway.proc.stderr,), name="kcm-jvm-stderr", daemon=True).start()
+    SparkContext(conf=conf, gateway=gateway)
+
+
+def forward_stderr(pipe: IO[bytes], fd: int = 2) -> None:
+    """Copy the JVM's stderr, line by line, to `fd` (the descriptor the JVM would have inherited), less the
+    incubator line; read to the end whatever happens, so that the JVM never blocks on a full pipe."""
+    with pipe:
+        for line in pipe:
+            if line.rstrip(b"\r\n") == INCUBATOR_WARNING:
+                continue
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view):]
+            except OSError:  # our stderr is gone: keep draining
+                pass
 
 
 def _default_parallelism(master: str | None) -> int:

@@ -1,0 +1,56 @@
+"""`kcm pipeline`'s input errors are one line and exit 2, said before Spark starts (tools/pipeline.py)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kcm.conformance.pipeline import jobs as pl
+from kcm.tools import cli
+from kcm.tools import pipeline as stages
+from kcm.tools.errors import EXIT_USAGE
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> dict[str, Path]:
+    (tmp_path / "a-file").write_text("not a directory\n")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "corpus" / pl.EVENTS).mkdir(parents=True)
+    return {name: tmp_path / name for name in ("a-file", "empty", "corpus", "missing", "out")}
+
+
+# (the stage's arguments, with {name} for a path of `places`; what the error says after "kcm: error: ")
+CASES = [
+    ("check --in {missing} --out {out}", "--in {missing}: no such directory"),
+    ("check --in {a-file} --out {out}", "--in {a-file}: not a directory"),
+    ("check --in {empty} --out {out}", "--in {empty}: not a pipeline directory (no events/ folder, no Parquet files)"),
+    ("check --in {corpus} --out {a-file}", "--out {a-file}: exists and is not a directory"),
+    ("ingest --out {out}", "nothing to ingest: give --kafka-log or --trace files"),
+    ("ingest --kafka-log {missing} --out {out}", "--kafka-log {missing}: no such file"),
+    ("ingest --kafka-log {empty} --out {out}", "--kafka-log {empty}: a directory, not a file"),
+    ("ingest --trace {a-file} {missing} --out {out}", "--trace {missing}: no such file"),
+    ("ingest --trace {a-file} --out {a-file}", "--out {a-file}: exists and is not a directory"),
+    ("generate --runs 1 --steps 10 --out {a-file}", "--out {a-file}: exists and is not a directory"),
+    ("report --in {empty}", "{empty}: no summary.json (run `kcm pipeline check` first)"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "message"), CASES, ids=[c[0].split(" {")[0] + " " + c[1][:24] for c in CASES])
+def test_an_input_error_is_one_line_before_spark_starts(arguments: str, message: str, places: dict[str, Path],
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    def no_spark(*_: Any) -> Any:
+        pytest.fail("Spark was started")
+
+    monkeypatch.setattr(stages, "_session", no_spark)
+    names = {name: str(path) for name, path in places.items()}
+    started = time.perf_counter()
+    code = cli.main(["pipeline", *arguments.format(**names).split()])
+    seconds = time.perf_counter() - started
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (EXIT_USAGE, "", f"kcm: error: {message.format(**names)}\n")
+    assert seconds < 0.5
+    assert not places["out"].exists()

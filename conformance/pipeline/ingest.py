@@ -32,6 +32,7 @@ from kcm.conformance.pipeline.kafka_log.split import (
     file_layout,
     finish,
     link,
+    one_run_per_log,
     parse_split,
     run_name,
     split_ranges,
@@ -220,7 +221,7 @@ def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str]
     for path in files:
         if not Path(path).is_file():
             raise ValueError(f"{path}: no such file")
-    _one_run_per_log([str(p) for p in kafka_logs])
+    one_run_per_log([str(p) for p in kafka_logs])
     target = out / EVENTS
     target.mkdir(parents=True, exist_ok=True)
     items, outcomes = _plan([str(p) for p in kafka_logs], log_pattern, split_size)
@@ -244,15 +245,6 @@ def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str]
     write_json(out / MANIFEST, {"stage": "ingest", "files": dict(sorted(per_file.items())),
                                 "counts": counts.to_json(), "skipped": dict(sorted(skipped.items()))})
     return counts
-
-
-def _one_run_per_log(paths: list[str]) -> None:
-    seen: dict[str, str] = {}
-    for path in paths:
-        other = seen.setdefault(run_name(path), path)
-        if other != path:
-            raise ValueError(f"{path}: makes the run {run_name(path)} as {other} does (a run is named after its "
-                             f"file's name: rename one of them)")
 
 
 def _run(spark: SparkSession, items: list[_Item], target: str, progress: Progress) -> list[Outcome]:

@@ -56,6 +56,17 @@ def run_name(path: str | Path) -> str:
     return f"log-{Path(path).stem}"
 
 
+def one_run_per_log(paths: list[str]) -> None:
+    """A ValueError naming two logs that would make one run: a log's run is named after its file, and its
+    splits write parts of it."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        other = seen.setdefault(run_name(path), path)
+        if other != path:
+            raise ValueError(f"{path}: makes the run {run_name(path)} as {other} does (a run is named after its "
+                             f"file's name: rename one of them)")
+
+
 def file_layout(path: str | Path, pattern: str | None = None) -> Layout:
     """The user's ConversionPattern, or the known layout matching most of the file's first lines."""
     if pattern:

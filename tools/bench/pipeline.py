@@ -79,6 +79,8 @@ class Measure(NamedTuple):
     events: int
     startup: float  # seconds to a first job, for the Spark measurements
     peak_mib: float  # JVM and Python workers together, for the Spark measurements
+    jvm_mib: float  # the JVM's peak alone
+    workers_mib: float  # the Python workers' peak, all of them together
     child_cpu: float  # CPU seconds of the JVM and its workers, reported to the footer
 
 
@@ -97,7 +99,7 @@ def _confined(kind: str, cores: int, corpus: str, out: str) -> Measure:
     if kind == ONE_PROCESS:
         started = time.perf_counter()
         events = _stream_all(Path(corpus))
-        return Measure(time.perf_counter() - started, events, 0.0, 0.0, 0.0)
+        return Measure(time.perf_counter() - started, events, 0.0, 0.0, 0.0, 0.0, 0.0)
     started = time.perf_counter()
     spark = spark_session(f"local[{cores}]", app="kcm-bench-check")
     try:
@@ -108,7 +110,7 @@ def _confined(kind: str, cores: int, corpus: str, out: str) -> Measure:
             result = pl.check(spark, Path(corpus), Path(out))
             seconds = time.perf_counter() - started
         return Measure(seconds, result.counts.checked + result.counts.synthesized, startup, memory.peak_mib,
-                       running_children_cpu())
+                       memory.jvm_mib, memory.workers_mib, running_children_cpu())
     finally:
         spark.stop()
 
@@ -127,7 +129,7 @@ class _MemorySampler:
     Python workers it forks) taken together."""
 
     def __init__(self) -> None:
-        self.peak_mib = 0.0
+        self.peak_mib = self.jvm_mib = self.workers_mib = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -141,7 +143,14 @@ class _MemorySampler:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.2):
-            self.peak_mib = max(self.peak_mib, sum(_rss_mib(pid) for pid in _descendants(os.getpid())))
+            jvm = workers = 0.0
+            for pid in _descendants(os.getpid()):
+                if b"java" in _command(pid):
+                    jvm += _rss_mib(pid)
+                else:
+                    workers += _rss_mib(pid)
+            self.jvm_mib, self.workers_mib = max(self.jvm_mib, jvm), max(self.workers_mib, workers)
+            self.peak_mib = max(self.peak_mib, jvm + workers)
 
 
 def _descendants(root: int) -> list[int]:
@@ -160,6 +169,13 @@ def _descendants(root: int) -> list[int]:
         found += children
         frontier += children
     return found
+
+
+def _command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _rss_mib(pid: int) -> float:
@@ -358,7 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"kcm pipeline check --master local[2], JVM start included, {pipeline:.1f} s "
               f"({ratio(check_trace, pipeline)} and {ratio(check_trace_work, pipeline)} faster)")
     peak = max(m.peak_mib for m in results.values())
-    out.print(f"memory  : JVM and Python workers together at most {peak:,.0f} MiB; start-up of a session and a first "
+    jvm, workers = max(m.jvm_mib for m in results.values()), max(m.workers_mib for m in results.values())
+    out.print(f"memory  : JVM and Python workers together at most {peak:,.0f} MiB (JVM alone {jvm:,.0f}, workers "
+              f"{workers:,.0f}); start-up of a session and a first "
               f"job {local1.startup:.1f} s (local[1]), {local2.startup:.1f} s (local[2]); executors for 1,000,000 "
               f"events/s at this rate: {-(-1_000_000 // rate1):,.0f} cores")
     figures = [

@@ -146,6 +146,9 @@ def _ingest_inputs(args: argparse.Namespace) -> None:
                 raise UsageError(f"{option} {path}: a directory, not a file")
             if not path.is_file():
                 raise UsageError(f"{option} {path}: no such file")
+    from kcm.conformance.pipeline.kafka_log.split import one_run_per_log
+
+    one_run_per_log(args.kafka_log)
     _writable_out(args.out)
 
 

@@ -152,9 +152,11 @@ def _as_int(name: str, value: object) -> int:
 def _as_bool(name: str, value: object) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.lower() in ("true", "false", "on", "off", "1", "0", "yes", "no"):
-        return value.lower() in ("true", "on", "1", "yes")
-    raise KnobError(f"knob {name}: {value!r} is not a boolean (true/false)")
+    # Exactly true or false (TLC's configurations spell them TRUE and FALSE): a `yes` or a `1` taken as
+    # true would be a guess about what the user meant.
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise KnobError(f"knob {name}: {value!r} is not a boolean (true or false)")
 
 
 # The actions of the protocol, named as the TLA+ actions and the Z3 relations will be. A trace event's

@@ -92,7 +92,7 @@ def test_foreign_itf_with_sets_bigints_and_numeric_keys() -> None:
 @pytest.mark.parametrize(
     ("doc", "field"),
     [
-        ([], "-: an ITF trace is a JSON object"),
+        ([], "bad.itf.json: an ITF trace is a JSON object"),
         ({"states": []}, "vars: missing"),
         ({"vars": ["nope"], "states": [{}]}, "vars.nope: unknown state variable"),
         ({"vars": ["hw"], "states": []}, "states: missing or empty"),
@@ -107,7 +107,7 @@ def test_foreign_itf_with_sets_bigints_and_numeric_keys() -> None:
 def test_bad_itf_is_a_one_line_error(doc: Any, field: str) -> None:
     with pytest.raises(TraceError) as caught:
         from_itf(doc, "bad.itf.json")
-    assert str(caught.value).startswith("bad.itf.json:0: ")
+    assert str(caught.value).startswith("bad.itf.json: ")
     assert field in str(caught.value) and "\n" not in str(caught.value)
 
 
@@ -123,7 +123,7 @@ def test_cli_converts_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert back.read_bytes() == source.read_bytes()
     (tmp_path / "broken.json").write_text("{")
     assert main(["trace", "convert", str(tmp_path / "broken.json"), str(back), "--to", "v2"]) == 2
-    assert "broken.json:1: -: invalid JSON" in capsys.readouterr().err
+    assert "broken.json:1: invalid JSON" in capsys.readouterr().err
 
 
 @pytest.mark.tlc

@@ -346,7 +346,8 @@ def test_malformed_trace(tmp_path: Path, edit: Edit, line: int, field: str, reas
     assert (err.file, err.line, err.field) == (str(path), line, field)
     assert reason in err.reason
     assert "\n" not in str(err)
-    assert str(err) == f"{path}:{line}: {field}: {err.reason}"
+    where = f"{path}:{line}" if line else str(path)  # line 0: the whole file; field "-": none in particular
+    assert str(err) == (f"{where}: {err.reason}" if field == "-" else f"{where}: {field}: {err.reason}")
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -39,12 +39,12 @@ def test_an_unknown_knob_is_refused() -> None:
         Knobs().with_settings(["nope=1"])
 
 
-@pytest.mark.parametrize(("value", "expected"), [("false", False), ("off", False), ("TRUE", True), (False, False)])
+@pytest.mark.parametrize(("value", "expected"), [("false", False), ("true", True), ("TRUE", True), (False, False)])
 def test_broker_epoch_reads_booleans(value: object, expected: bool) -> None:
     assert Knobs().with_value("broker_epoch", value).broker_epoch is expected
 
 
-@pytest.mark.parametrize("value", ["2", "", "before-2.2", 0, None])
+@pytest.mark.parametrize("value", ["2", "", "before-2.2", 0, None, "yes", "1", "on", "off"])
 def test_broker_epoch_refuses_anything_else(value: object) -> None:
     with pytest.raises(KnobError, match=r"knob broker_epoch: .* is not a boolean"):
         Knobs().with_value("broker_epoch", value)

@@ -17,9 +17,11 @@ from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 def register(subparsers: Any) -> None:
     check = subparsers.add_parser("check", help="model-check the TLA+ specification with TLC")
     check.add_argument("--model", default="ci", help="ci, deep, or another MC<name> instance of spec/")
-    check.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE")
-    check.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME")
-    check.add_argument("--workers", type=int, default=1)
+    check.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
+                       help="a design knob of the model, as in kcm sim (repeatable)")
+    check.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME",
+                       help="check only this invariant (repeatable; default: every invariant)")
+    check.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1)")
     check.add_argument("--heap", type=int, default=None,
                        help="TLC's heap in MiB (default: KCM_TLC_HEAP_MB, else 4096)")
     check.add_argument("--trace-out", help="where a counterexample is written (trace format v2)")

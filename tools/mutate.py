@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -81,7 +82,8 @@ def _print(console: Console, results: list[MutantResult], summary: dict[str, Any
         table.add_column(column, justify="right" if column == "s" else "left")
     for r in results:
         verdict = "killed" if r.killed else "[red]SURVIVED[/]"
-        table.add_row(r.name, ideas[r.name], verdict, r.by, f"{r.seconds:.0f}")
+        # Names such as `tests/test_x.py::test[broker_failure]` are text, not rich markup.
+        table.add_row(escape(r.name), escape(ideas[r.name]), verdict, escape(r.by), f"{r.seconds:.0f}")
     console.print(table)
     console.print(f"killed {summary['killed']}/{summary['total']} ({summary['kill_rate']:.0%}, target "
                   f"{TARGET:.0%}) in {summary['seconds']:.0f} s on {summary['processes']} processes "

@@ -44,25 +44,27 @@ def register(subparsers: Any) -> None:
 def add_stages(parser: argparse.ArgumentParser) -> None:
     stages = parser.add_subparsers(dest="stage", required=True)
     generate = stages.add_parser("generate", help="a simulation campaign, one seed per Spark task")
-    generate.add_argument("--runs", type=int, required=True)
-    generate.add_argument("--steps", type=int, required=True)
+    generate.add_argument("--runs", type=int, required=True, help="simulation runs, one Spark task each")
+    generate.add_argument("--steps", type=int, required=True, help="steps per run")
     generate.add_argument("--seed", type=int, default=0, help="base of the derived seeds (default 0)")
-    generate.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE")
-    generate.add_argument("--out", required=True)
+    generate.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
+                          help="a design knob, as in kcm sim (repeatable)")
+    generate.add_argument("--out", required=True, help="pipeline directory to write (events/, manifest.json)")
     ingest = stages.add_parser("ingest", help="Kafka state-change logs and v1 JSON Lines into the layout")
-    ingest.add_argument("--kafka-log", nargs="+", default=[], metavar="PATH")
+    ingest.add_argument("--kafka-log", nargs="+", default=[], metavar="PATH",
+                        help="Kafka state-change.log / controller.log files, each one run")
     ingest.add_argument("--log-pattern", default=None, metavar="PATTERN",
                         help="the log4j ConversionPattern of the Kafka logs (default: detected per file)")
-    ingest.add_argument("--trace", nargs="+", default=[], metavar="PATH")
-    ingest.add_argument("--out", required=True)
+    ingest.add_argument("--trace", nargs="+", default=[], metavar="PATH", help="trace files (JSON Lines, v2 or v1)")
+    ingest.add_argument("--out", required=True, help="pipeline directory to write (events/, manifest.json)")
     check = stages.add_parser("check", help="invariants, transition tables and Z3 step validation")
-    check.add_argument("--in", dest="input", required=True)
-    check.add_argument("--out", required=True)
+    check.add_argument("--in", dest="input", required=True, help="pipeline directory to check (its events/)")
+    check.add_argument("--out", required=True, help="directory for the verdicts, violations, coverage and summary")
     check.add_argument("--validate-sample", default="0.1", metavar="FRACTION|all",
                        help="share of the runs validated step by step with Z3 (default 0.1)")
     report = stages.add_parser("report", help="the summary of a checked directory")
-    report.add_argument("--in", dest="input", required=True)
-    report.add_argument("--json", action="store_true")
+    report.add_argument("--in", dest="input", required=True, help="a directory `kcm pipeline check` wrote")
+    report.add_argument("--json", action="store_true", help="print summary.json instead of the text")
     for stage in (generate, ingest, check, report):
         stage.add_argument("--master", default=None, help="Spark master (default local[*])")
         stage.add_argument("--shuffle-partitions", type=int, default=None, help=argparse.SUPPRESS)

@@ -265,7 +265,8 @@ def cmd_review(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2))
     else:
         print(markdown(rows))
-        print(f"\n{len(rows)} rows, {sum(r.runs for r in rows)} TLC runs, {seconds:.0f} s; "
+        plural = "" if len(rows) == 1 else "s"
+        print(f"\n{len(rows)} row{plural}, {sum(r.runs for r in rows)} TLC runs, {seconds:.0f} s; "
               f"counterexamples and review.json in {args.out}/")
     return EXIT_USAGE if any(row.errors for row in rows) else EXIT_OK
 

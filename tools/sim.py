@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kcm.impl.sim.cluster import FIRST_BROKER_ID
-from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.impl.sim.simulator import SimConfig, Simulator, check_fits
 from kcm.spec.trace.format import TraceWriter
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, UsageError
@@ -21,8 +21,8 @@ from kcm.tools.errors import EXIT_OK, UsageError
 
 def register(subparsers: Any) -> None:
     sim = subparsers.add_parser("sim", help="simulate a cluster under faults and write its trace")
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--steps", type=int, default=1000)
+    sim.add_argument("--seed", type=int, default=0, help="the run's random seed: the same seed, the same trace")
+    sim.add_argument("--steps", type=int, default=1000, help="steps to simulate after bootstrap (default 1000)")
     cluster_options(sim)
     sim.add_argument("--out", required=True, help="trace file to write (JSON Lines, trace format v2)")
     sim.set_defaults(handler=cmd_sim)
@@ -31,11 +31,11 @@ def register(subparsers: Any) -> None:
 def cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
                         help=f"design knob: {', '.join(KNOB_NAMES)}")
-    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--brokers", type=int, default=3, help="brokers in the cluster (default 3)")
     parser.add_argument("--first-broker-id", type=int, default=FIRST_BROKER_ID, metavar="ID",
                         help=f"id of the first broker; the others follow it (default {FIRST_BROKER_ID}; "
                              "Kafka's sample server.properties numbers from 0)")
-    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--partitions", type=int, default=2, help="partitions of the first topic (default 2)")
     parser.add_argument("--faults", type=float, default=1.0, help="fault intensity (0 = none)")
 
 
@@ -50,6 +50,7 @@ def cluster_config(args: argparse.Namespace) -> tuple[Knobs, SimConfig]:
     )
     if args.steps < 0:
         raise UsageError("--steps must not be negative")
+    check_fits(knobs, config)
     return knobs, config
 
 

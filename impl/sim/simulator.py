@@ -37,6 +37,15 @@ class SimConfig:
             raise ValueError(f"replication factor {self.replication_factor} needs 1..{self.brokers} brokers")
 
 
+def check_fits(knobs: Knobs, config: SimConfig) -> None:
+    """A ValueError when the knobs cannot apply to the cluster: Kafka takes a `min.insync.replicas` above the
+    replication factor and refuses every acks=all write (NotEnoughReplicas); a run of it would check nothing
+    but that refusal."""
+    if knobs.min_isr > config.replication_factor:
+        raise ValueError(f"knob min_isr={knobs.min_isr} is above the replication factor "
+                         f"{config.replication_factor}: no acks=all write could ever be acknowledged")
+
+
 # Relative weights of the kinds of step; faults and operator commands scale with the config.
 PROTOCOL_WEIGHTS: dict[str, float] = {
     "deliver": 40, "controller": 30, "fetch": 24, "produce": 8, "tick": 6, "shrink": 2, "checkpoint": 2,
@@ -49,6 +58,7 @@ ADMIN_WEIGHTS = {"create_topic": 0.1, "create_partitions": 0.1, "delete_topic": 
 
 class Simulator:
     def __init__(self, seed: int, knobs: Knobs, config: SimConfig, sink: EventSink) -> None:
+        check_fits(knobs, config)
         self.rng = random.Random(seed)
         self.config = config
         self.cluster = Cluster(broker_ids(config.brokers, config.first_broker_id), knobs, sink, run=f"seed-{seed}",

@@ -57,7 +57,9 @@ class TraceError(Exception):
         self.field = field
         self.reason = reason
         # Keys and values come from the trace itself; escaping line breaks keeps the message one line.
-        message = f"{file}:{line}: {field}: {reason}"
+        # Line 0 is the whole file (unreadable, empty), and "-" no field in particular: neither is printed.
+        where = f"{file}:{line}" if line else file
+        message = f"{where}: {reason}" if field == "-" else f"{where}: {field}: {reason}"
         super().__init__(message.replace("\r", "\\r").replace("\n", "\\n"))
 
     def __reduce__(self) -> tuple[type[TraceError], tuple[str, int, str, str]]:

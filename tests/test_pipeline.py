@@ -19,6 +19,7 @@ import pytest
 from histories import reelected_controller
 from pyspark.sql import SparkSession
 from test_log_agreement import LOGS
+from test_spark_session import generate_one_run
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.conformance.pipeline import jobs as pl
@@ -443,12 +444,7 @@ def test_the_local_jvm_collects_garbage_for_throughput(spark: SparkSession) -> N
 
 def test_a_stage_prints_kcm_lines_not_spark_logging(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "SPARK_LOCAL_IP")}
-    done = subprocess.run(
-        [sys.executable, "-m", "kcm.tools.cli", "pipeline", "generate", "--runs", "1", "--steps", "20",
-         "--master", "local[1]", "--out", str(tmp_path / "corpus")],
-        capture_output=True, text=True, env=env, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "generated 1 runs" in done.stdout
+    done = generate_one_run(tmp_path, env)
     # Spark's own WARN and INFO lines (loopback address, default log level, native Hadoop) are gone.
     assert not [line for line in done.stderr.splitlines() if " WARN " in line or "log level" in line], done.stderr
 

@@ -18,18 +18,24 @@ from kcm.conformance.pipeline.session import INCUBATOR_WARNING, forward_stderr
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_a_stage_forwards_the_jvm_stderr_without_the_incubator_warning(tmp_path: Path) -> None:
-    # A configuration folder of the user's own without log4j2.properties: Spark then says on stderr which log
-    # configuration it took, a line that must come through the filter.
-    conf = tmp_path / "conf"
-    conf.mkdir()
-    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
+def generate_one_run(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`kcm pipeline generate` of one short run on `local[1]`, in a process of its own with `env`: what a user
+    sees of a stage, its JVM's start included."""
     done = subprocess.run(
         [sys.executable, "-m", "kcm.tools.cli", "pipeline", "generate", "--runs", "1", "--steps", "20",
          "--master", "local[1]", "--out", str(tmp_path / "corpus")],
         capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "generated 1 runs" in done.stdout
+    return done
+
+
+def test_a_stage_forwards_the_jvm_stderr_without_the_incubator_warning(tmp_path: Path) -> None:
+    # A configuration folder of the user's own without log4j2.properties: Spark then says on stderr which log
+    # configuration it took, a line that must come through the filter.
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    done = generate_one_run(tmp_path, {**os.environ, "SPARK_CONF_DIR": str(conf)})
     assert "Using Spark's default log4j profile" in done.stderr
     assert "incubator" not in done.stderr, done.stderr
 

@@ -56,6 +56,21 @@ class Coverage:
             self.transitions[m].update(other.transitions[m])
             self.invalid[m].update(other.invalid[m])
 
+    def counts(self) -> dict[str, Any]:
+        """The raw counts as JSON values (edges as [src, dst, n]), for a coverage counted in another process."""
+        def edges(counters: dict[str, Counter[tuple[str, str]]]) -> dict[str, list[list[Any]]]:
+            return {m: [[s, d, n] for (s, d), n in c.items()] for m, c in counters.items()}
+
+        return {"actions": dict(self.actions), "transitions": edges(self.transitions), "invalid": edges(self.invalid)}
+
+    @classmethod
+    def from_counts(cls, counts: dict[str, Any]) -> Coverage:
+        coverage = cls(Counter(counts["actions"]))
+        for kind, into in (("transitions", coverage.transitions), ("invalid", coverage.invalid)):
+            for machine, edges in counts[kind].items():
+                into[machine].update({(src, dst): n for src, dst, n in edges})
+        return coverage
+
     # -- figures ---------------------------------------------------------------------------------------------
 
     def unreached_actions(self) -> list[str]:

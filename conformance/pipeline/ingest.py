@@ -20,7 +20,16 @@ import fastjsonschema
 from pyspark import Broadcast, StorageLevel
 from pyspark.sql import SparkSession
 
-from kcm.conformance.pipeline.jobs import EVENTS, MANIFEST, Counts, Progress, no_progress, write_json, write_quarantine
+from kcm.conformance.pipeline.jobs import (
+    EVENTS,
+    MANIFEST,
+    Counts,
+    Progress,
+    collect,
+    no_progress,
+    write_json,
+    write_quarantine,
+)
 from kcm.conformance.pipeline.kafka_log import compile_pattern
 from kcm.conformance.pipeline.kafka_log.layouts import Layout
 from kcm.conformance.pipeline.kafka_log.parser import SplitParse, decode_steps, encode_steps
@@ -213,7 +222,8 @@ def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str]
            split_size: int = DEFAULT_SPLIT_SIZE) -> Counts:
     """`log_pattern`, a log4j ConversionPattern, replaces the detection of the Kafka logs' layout; a Kafka log
     is read in splits of about `split_size` bytes, one task each, into one run."""
-    files = [str(p) for p in kafka_logs] + [str(p) for p in traces]
+    logs = [str(p) for p in kafka_logs]
+    files = logs + [str(p) for p in traces]
     if not files:
         raise ValueError("nothing to ingest: give --kafka-log or --trace files")
     if log_pattern is not None:
@@ -221,12 +231,12 @@ def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str]
     for path in files:
         if not Path(path).is_file():
             raise ValueError(f"{path}: no such file")
-    one_run_per_log([str(p) for p in kafka_logs])
+    one_run_per_log(logs)
     target = out / EVENTS
     target.mkdir(parents=True, exist_ok=True)
-    items, outcomes = _plan([str(p) for p in kafka_logs], log_pattern, split_size)
+    items, outcomes = _plan(logs, log_pattern, split_size)
     items.extend((str(path), -1, (0, None), None) for path in traces)
-    for path in kafka_logs:  # a log's run is written in parts: none of an earlier ingest may stay
+    for path in logs:  # a log's run is written in parts: none of an earlier ingest may stay
         shutil.rmtree(target / run_folder(run_name(path)), ignore_errors=True)
     outcomes.extend(_run(spark, items, str(target), progress))
     counts = Counts()
@@ -256,11 +266,11 @@ def _run(spark: SparkSession, items: list[_Item], target: str, progress: Progres
     reads = context.parallelize(items, numSlices=len(items)).map(_read(target))
     reads.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        links, failed = _links(reads.map(lambda read: replace(read, parse=None, steps=b"")).collect())
+        parsed = reads.map(lambda read: replace(read, parse=None, steps=b""))
+        links, failed = _links(collect(spark, parsed, "ingest: parse", progress))
         shared = context.broadcast(links)
         merged: dict[str, Outcome] = {outcome[0]: outcome for outcome in failed}
-        written = reads.map(_write(target, shared)).collect()  # toLocalIterator would run the splits one by one
-        progress("ingest", len(items), len(items))
+        written = collect(spark, reads.map(_write(target, shared)), "ingest: write", progress)
         for path, lines, count, rejected, passed in written:
             if merged.get(path) in failed:
                 continue

@@ -196,11 +196,6 @@ class Input:
     loose: list[str]
 
 
-def list_runs(folder: Path, counts: Counts, quarantine: list[dict[str, Any]]) -> list[RunFiles]:
-    """The layout's runs and the files of each that are fit to read (see `list_input`)."""
-    return list_input(folder, counts, quarantine).runs
-
-
 def list_input(folder: Path, counts: Counts, quarantine: list[dict[str, Any]]) -> Input:
     """The runs and loose files of a pipeline directory; files that are unfit go to `quarantine`, whole,
     counted by the rows their footer gives."""
@@ -366,10 +361,7 @@ class _Tables:
         self.violations += run["violations"]
         if run["validation"] is not None:
             self.validation.append(run["validation"])
-        self.coverage.actions.update(run["actions"])
-        for kind, into in (("transitions", self.coverage.transitions), ("invalid", self.coverage.invalid)):
-            for machine, edges in run[kind].items():
-                into[machine].update({(src, dst): n for src, dst, n in edges})
+        self.coverage.merge(Coverage.from_counts(run["coverage"]))
 
 
 def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float = 0.0,

@@ -80,13 +80,9 @@ class RunCheck:
 
     def to_json(self) -> dict[str, Any]:
         """Plain values only: the result crosses from a Python worker to the driver by pickle."""
-        coverage = self.coverage
         return {"run": self.run, "read": self.read, "checked": self.checked, "synthesized": self.synthesized,
                 "quarantine": self.quarantine, "verdicts": self.verdict_rows(), "violations": self.violations,
-                "actions": dict(coverage.actions),
-                "transitions": {m: [[s, d, n] for (s, d), n in c.items()] for m, c in coverage.transitions.items()},
-                "invalid": {m: [[s, d, n] for (s, d), n in c.items()] for m, c in coverage.invalid.items()},
-                "validation": self.validation}
+                "coverage": self.coverage.counts(), "validation": self.validation}
 
 
 def check_run(run: str, files: Sequence[str], validate: bool = False) -> RunCheck:
@@ -261,10 +257,10 @@ def _quarantine(result: RunCheck, path: str, line: int, seq: Any, reason: str) -
 def _row(run: str, v: Any, seq: Any, actor: Any, action: Any, args: Any, state: Any,
          full: Any) -> tuple[str | None, Any]:
     """Why a row breaks the layout's rules (None when it keeps them), and its event when it does."""
-    for name, value in (("v", v), ("seq", seq), ("actor", actor), ("action", action), ("args", args),
-                        ("full", full)):
-        if value is None:
-            return f"missing field: {name}", None
+    required = (v, seq, actor, action, args, full)
+    if None in required:  # `state` may be null: the empty delta
+        missing = ("v", "seq", "actor", "action", "args", "full")[required.index(None)]
+        return f"missing field: {missing}", None
     if v != FORMAT_VERSION:
         if v == V1:
             return "trace format v1: ingest its source again to have v2", None

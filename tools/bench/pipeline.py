@@ -118,7 +118,7 @@ def _confined(kind: str, cores: int, corpus: str, out: str) -> Measure:
 def _stream_all(corpus: Path) -> int:
     counts = pl.Counts()
     events = 0
-    for run in pl.list_runs(corpus, counts, []):
+    for run in pl.list_input(corpus, counts, []).runs:
         result = check_run(run.run, run.files)
         events += result.checked + result.synthesized
     return events
@@ -260,7 +260,7 @@ def _check_paused(files: list[str]) -> int:
 
 def _floors(base: Path) -> dict[str, float]:
     """Microseconds per event of each floor, on 1 CPU (the best of three passes)."""
-    runs = pl.list_runs(base, pl.Counts(), [])
+    runs = pl.list_input(base, pl.Counts(), []).runs
     work: dict[str, Callable[[list[str]], int]] = {
         "read the columns into Python": _read_only,
         "read and decode args and state (orjson)": _read_and_decode,

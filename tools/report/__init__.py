@@ -1,0 +1,1 @@
+"""`kcm report` and the `--html` option of every command: self-contained HTML reports."""

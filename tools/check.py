@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kcm.spec.tlc.modelcheck import check_model, model_knobs, render_counterexample
+from kcm.conformance.check.invariants import explanation
+from kcm.spec.tlc.modelcheck import check_model, model_knobs, render_counterexample, vocabulary_name
 from kcm.spec.tlc.runner import TlcError, TlcSetupError
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.outputs import default_out
 
 
 def register(subparsers: Any) -> None:
@@ -24,7 +26,9 @@ def register(subparsers: Any) -> None:
     check.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1)")
     check.add_argument("--heap", type=int, default=None,
                        help="TLC's heap in MiB (default: KCM_TLC_HEAP_MB, else 4096)")
-    check.add_argument("--trace-out", help="where a counterexample is written (trace format v2)")
+    check.add_argument("--out", "--trace-out", dest="out", metavar="PATH",
+                       help="where a counterexample is written, in trace format v2 (default "
+                            f"{default_out('check', '<model>-counterexample.jsonl')})")
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=cmd_check)
 
@@ -43,8 +47,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             def show(generated: int, distinct: int) -> None:
                 progress.update(task, description=f"model {args.model}: {distinct:,} distinct states")
 
-            outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap,
-                                  Path(args.trace_out) if args.trace_out else None, show)
+            out = Path(args.out) if args.out else default_out("check", f"{args.model}-counterexample.jsonl")
+            outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap, out, show)
     except (TlcSetupError, TlcError) as err:
         raise UsageError(str(err)) from err
     summary = outcome.to_json()
@@ -56,6 +60,8 @@ def cmd_check(args: argparse.Namespace) -> int:
               f"{' ' + str(result.violated) if result.violated else ''}; {result.distinct_states:,} distinct "
               f"states, depth {result.depth}, {result.seconds:.1f} s")
         if result.violated:
-            print(render_counterexample(result.trace))
+            print(render_counterexample(outcome.events))
+            for line in explanation(outcome.events, vocabulary_name(result.violated)):
+                print(line)
             print(f"counterexample written to {outcome.trace_path} (trace format v2)")
     return EXIT_OK if outcome.result.violated is None else EXIT_VIOLATED

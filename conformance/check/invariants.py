@@ -118,17 +118,29 @@ class InvariantChecker:
         # slots (it defines __delitem__), several times slower than a plain dict's.
         self._counts: dict[str, int] = {}
         self.seq = -1
+        self._event: Event | None = None
         # actor -> (kind, id): a trace has a handful of actors, each named in thousands of events
         self._actors: dict[str, tuple[str, str]] = {}
         self._reset_history()
         self._reset_state()
 
     def _reset_history(self) -> None:
-        """A new run starts (its Init event): nothing an earlier run did is history for it."""
-        self.leader_of_epoch: dict[str, dict[int, Any]] = {}  # partition -> epoch -> first leader named
-        self.leader_hw: dict[tuple[str, str], tuple[int, int]] = {}
+        """A new run starts (its Init event): nothing an earlier run did is history for it.
+
+        Besides what the invariants need, the history keeps what their explanations name, written only when
+        it changes: the step of each first claim of an epoch, of each leader's HW, of the highest HW exposed
+        and of each extension of the committed records, and the controller elected in each epoch."""
+        # partition -> epoch -> (first leader named, step, how it claimed the epoch)
+        self.leader_of_epoch: dict[str, dict[int, tuple[Any, int, str]]] = {}
+        # (broker, partition) -> (leader epoch, HW, the step it reached that HW)
+        self.leader_hw: dict[tuple[str, str], tuple[int, int, int]] = {}
         self.exposed_hw: dict[str, int] = {}
+        # partition -> (leader, leader epoch, step) that first exposed the highest HW
+        self._exposed_by: dict[str, tuple[str, Any, int]] = {}
         self.committed: dict[str, list[Any]] = {}
+        # partition -> (end offset, step, leader) per extension of its committed records, in offset order
+        self._commits: dict[str, list[tuple[int, int, str]]] = {}
+        self._elected: dict[Any, Any] = {}  # controller epoch -> the controller elected in it
         # partition -> broker -> a prefix length on which the log is known to hold the committed records
         self._holds: dict[str, dict[str, int]] = {}
 
@@ -183,6 +195,7 @@ class InvariantChecker:
 
     def step(self, event: Event) -> list[Violation]:
         self.seq = event["seq"]
+        self._event = event  # named by the explanations of a violation
         report = self._report
         report.events += 1
         delta: dict[str, Any] = event["state"]
@@ -237,10 +250,12 @@ class InvariantChecker:
         if actor_kind == "controller":
             self._count("StaleControllerFenced")
             if store_partitions and acting < controller_epoch:
+                written = sorted(name for name in STORE_PARTITION_VARS if name in delta)
                 self._violate(found, "StaleControllerFenced",
-                              f"deposed controller {actor_id} (epoch {acting}) wrote "
-                              f"{', '.join(sorted(store_partitions))} while controller epoch "
-                              f"{controller_epoch} is current")
+                              f"deposed controller {actor_id} (acting in controller epoch {acting}) wrote "
+                              f"{', '.join(written)} of {', '.join(sorted(store_partitions))} in {action} while "
+                              f"controller epoch {controller_epoch}{self._elected_in(controller_epoch)} is "
+                              f"current: its store write was applied")
         if chains is not None:
             self._transition_checks(action, delta, chains, actor_id, found)
         if found:
@@ -374,6 +389,31 @@ class InvariantChecker:
     def _violate(self, found: list[Violation], invariant: str, message: str) -> None:
         found.append(Violation(invariant, self.seq, message))
 
+    # -- what explanations name (computed only for a violation) ------------------------------------------
+
+    def _doer(self) -> str:
+        """The step being checked as an explanation names it: its action and actor."""
+        event = self._event
+        return "?" if event is None else f"{event['action']} by {event['actor']}"
+
+    def _elected_in(self, epoch: Any) -> str:
+        """`, controller 2` when the trace showed which controller was elected in that controller epoch."""
+        controller = self._elected.get(epoch)
+        return "" if controller is None else f" of controller {controller}"
+
+    def _exposer(self, p: str) -> str:
+        by = self._exposed_by.get(p)
+        return "exposed before" if by is None else f"leader {by[0]} exposed in leader epoch {by[1]} at step {by[2]}"
+
+    def _commit_story(self, p: str, offset: int) -> str:
+        """Where and when the committed record at `offset` of p became committed (the step whose leader's HW
+        passed it), and which logs hold it now."""
+        record = self.committed[p][offset]
+        when = next((f"committed at step {seq} when the HW of leader {b} passed offset {offset}"
+                     for end, seq, b in self._commits.get(p, ()) if end > offset), "committed")
+        holders = [b for b, log in self._logs.get(p, _NONE).items() if len(log) > offset and log[offset] == record]
+        return f"{when}; now held by {'broker(s) ' + ', '.join(holders) if holders else 'no broker'}"
+
     # -- the store's partition state -----------------------------------------------------------------------
 
     def _store_checks(self, partitions: set[str], delta: dict[str, Any], found: list[Violation]) -> None:
@@ -390,30 +430,39 @@ class InvariantChecker:
                 outside = sorted(set(isr) - set(assignment))
                 if outside:
                     self._violate(found, "IsrSubsetOfReplicas",
-                                  f"{p}: ISR {isr} has {outside} outside the assignment {assignment}")
+                                  f"{p}: ISR {isr} has broker(s) {outside} outside the assignment {assignment} "
+                                  f"(leader epoch {epoch}, written by {self._doer()})")
             if leader is not None and isr is not None:
                 self._count("LeaderInIsr")
                 if leader != NO_LEADER and leader not in isr:
-                    self._violate(found, "LeaderInIsr", f"{p}: leader {leader} is not in the ISR {isr}")
+                    self._violate(found, "LeaderInIsr",
+                                  f"{p}: leader {leader} of leader epoch {epoch} is not in the ISR {isr} "
+                                  f"(written by {self._doer()})")
             if leader is not None and epoch is not None and leader != NO_LEADER:
-                self._claim(p, epoch, leader, found)
+                self._claim(p, epoch, leader, found, "named leader in the store")
 
-    def _claim(self, partition: str, epoch: int, broker: Any, found: list[Violation]) -> None:
+    def _claim(self, partition: str, epoch: int, broker: Any, found: list[Violation], how: str) -> None:
         self._count("OneLeaderPerEpoch")
         leaders = self.leader_of_epoch.get(partition)
         if leaders is None:
-            self.leader_of_epoch[partition] = {epoch: broker}
+            self.leader_of_epoch[partition] = {epoch: (broker, self.seq, how)}
             return
-        first = leaders.setdefault(epoch, broker)
-        if first != broker:
+        first = leaders.get(epoch)
+        if first is None:
+            leaders[epoch] = (broker, self.seq, how)
+        elif first[0] != broker:
             self._violate(found, "OneLeaderPerEpoch",
-                          f"{partition}: epoch {epoch} has two leaders, broker {first} and broker {broker}")
+                          f"{partition}: two leaders in leader epoch {epoch}: broker {first[0]} ({first[2]} "
+                          f"since step {first[1]}) and broker {broker} ({how} at step {self.seq}, "
+                          f"{self._doer()})")
 
     def _forget_partition(self, partition: str) -> None:
         """A deleted partition's history ends; a topic created again under the name starts afresh."""
         self.leader_of_epoch.pop(partition, None)
         self.exposed_hw.pop(partition, None)
+        self._exposed_by.pop(partition, None)
         self.committed.pop(partition, None)
+        self._commits.pop(partition, None)
         self._holds.pop(partition, None)
 
     # -- each replica ------------------------------------------------------------------------------------
@@ -429,7 +478,7 @@ class InvariantChecker:
             if role == "leader" and epoch is not None and epoch >= 0:
                 # A broker leading in an epoch claims it whether or not its HW is observed (a Kafka log
                 # shows roles, seldom HWs), as LeaderClaims of KafkaReplication.tla does.
-                self._claim(p, epoch, int(b), found)
+                self._claim(p, epoch, int(b), found, "acting as leader")
             if role != "leader" or epoch is None or hw is None:
                 leader_hw.pop(key, None)
                 continue
@@ -437,8 +486,10 @@ class InvariantChecker:
             last = leader_hw.get(key)
             if last is not None and last[0] == epoch and hw < last[1]:
                 self._violate(found, HW_PER_LEADER,
-                              f"{p}: leader {b} moved its HW back from {last[1]} to {hw} within epoch {epoch}")
-            leader_hw[key] = (epoch, hw)
+                              f"{p}: HW of leader {b} went back from {last[1]} (reached at step {last[2]}) to {hw} "
+                              f"within leader epoch {epoch} ({self._doer()})")
+            if last is None or last[1] != hw or last[0] != epoch:
+                leader_hw[key] = (epoch, hw, self.seq)
             self._commit(p, b, hw, found)
 
     def _commit(self, p: str, b: str, hw: int, found: list[Violation]) -> None:
@@ -457,13 +508,20 @@ class InvariantChecker:
         if holds is None:
             holds = self._holds[p] = {}
         verified = holds.get(b, 0)
+        commits = self._commits.get(p)
+        if commits is None:
+            commits = self._commits[p] = []
         if verified < c and log[verified:c] != committed[verified:]:
+            offset = _first_difference(log[:n], committed)
             self._violate(found, "NoCommittedDataLoss",
-                          f"{p}: leader {b} commits a log that differs from the committed records "
-                          f"at offset {_first_difference(log[:n], committed)}")
+                          f"{p}: leader {b} (leader epoch {self._local_epoch.get(b, _NONE).get(p)}) raised its HW "
+                          f"to {hw} over a log that replaces committed record {_record(committed[offset])} at "
+                          f"offset {offset} with {_record(log[offset])}; {self._commit_story(p, offset)}")
             holds.clear()  # the committed records change: what other logs were found to hold is void
+            commits[:] = [commit for commit in commits if commit[0] <= offset]
         self.committed[p] = log[:n]
         holds[b] = n
+        commits.append((n, self.seq, b))
 
     # -- logs and the HW across leaders ----------------------------------------------------------------
 
@@ -486,10 +544,11 @@ class InvariantChecker:
                     highest = self.exposed_hw.get(p, 0)
                     if hw < highest:
                         self._violate(found, HW_ACROSS_LEADERS,
-                                      f"{p}: HW exposed by leader {b} (epoch {epoch}) is {hw}, "
-                                      f"below the {highest} exposed before")
-                    else:
+                                      f"{p}: HW exposed by leader {b} (leader epoch {epoch}) went back to {hw}, "
+                                      f"below the {highest} {self._exposer(p)} ({self._doer()})")
+                    elif hw > highest:
                         self.exposed_hw[p] = hw
+                        self._exposed_by[p] = (b, epoch, self.seq)
         committed = self.committed.get(p)
         if committed:
             self._committed_check(p, current, logs, committed, found)
@@ -529,9 +588,11 @@ class InvariantChecker:
                 holds[b] = c
                 continue
             offset = _first_difference(log, committed)
+            lost = ("is missing from the log of broker " + b if offset >= len(log) else
+                    f"is replaced by {_record(log[offset])} in the log of broker {b}")
             self._violate(found, "NoCommittedDataLoss",
-                          f"{p}: committed record {committed[offset]} at offset {offset} is "
-                          f"{'missing from' if offset >= len(log) else 'replaced in'} the log of broker {b}")
+                          f"{p}: committed record {_record(committed[offset])} at offset {offset} {lost} "
+                          f"({'its leader' if b == leader else 'in the ISR'}); {self._commit_story(p, offset)}")
         if checked:
             self._count("NoCommittedDataLoss", checked)
 
@@ -587,8 +648,9 @@ class InvariantChecker:
                         row = _agree(agreed, b1, b2, k)
                         continue
                     offset = _first_difference(log1[:k], log2[:k])
-                    messages.append(f"{p}: brokers {b1} and {b2} disagree at offset {offset} below both HWs "
-                                    f"({log1[offset]} vs {log2[offset]})")
+                    messages.append(f"{p}: brokers {b1} and {b2} disagree at offset {offset}, below both HWs "
+                                    f"({limit1} and {limit2}): broker {b1} has {_record(log1[offset])}, broker "
+                                    f"{b2} has {_record(log2[offset])}")
         finally:
             # Counted once per partition, yet only the pairs reached: a malformed HW can raise midway.
             if pairs:
@@ -605,25 +667,30 @@ class InvariantChecker:
             self._count("ControllerEpochMonotonic")
             if s["controller_epoch"] < controller_epoch:
                 self._violate(found, "ControllerEpochMonotonic",
-                              f"controller epoch went back from {controller_epoch} to {s['controller_epoch']}")
+                              f"controller epoch went back from {controller_epoch}"
+                              f"{self._elected_in(controller_epoch)} to {s['controller_epoch']} ({self._doer()})")
+            elif s["controller"] != NO_LEADER:
+                self._elected[s["controller_epoch"]] = s["controller"]
         for b, epoch in delta.get("broker_controller_epoch", _NONE).items():
             old = before["broker_controller_epoch"][b]
             restarted = b in delta.get("alive", _NONE)
             self._count("ControllerEpochMonotonic")
             if old is not None and epoch is not None and epoch < old and not restarted:
                 self._violate(found, "ControllerEpochMonotonic",
-                              f"broker {b} went back from controller epoch {old} to {epoch}")
+                              f"broker {b} went back from controller epoch {old} to {epoch} without a restart "
+                              f"({self._doer()})")
         for p, old in before.get("leader_epoch", _NONE).items():
             new = self._leader_epoch.get(p)
             self._count("LeaderEpochMonotonic")
             if old is not None and new is not None and new < old:
-                self._violate(found, "LeaderEpochMonotonic", f"{p}: leader epoch went back from {old} to {new}")
+                self._violate(found, "LeaderEpochMonotonic",
+                              f"{p}: leader epoch in the store went back from {old} to {new} ({self._doer()})")
         for (b, p), old in before.get("local_leader_epoch", _NONE).items():
             new = self._local_epoch.get(b, _NONE).get(p)
             self._count("LeaderEpochMonotonic")
             if old is not None and new is not None and new < old:
                 self._violate(found, "LeaderEpochMonotonic",
-                              f"{p}: broker {b} went back from leader epoch {old} to {new}")
+                              f"{p}: broker {b} went back from leader epoch {old} to {new} ({self._doer()})")
 
     def _request_fencing_check(self, event: Event, actor_id: str, seen: Any, found: list[Violation]) -> None:
         args = event["args"]
@@ -634,9 +701,12 @@ class InvariantChecker:
         if args["controller_epoch"] < seen and (
             args.get("applied") or any(actor_id in delta.get(var, _NONE) for var in REPLICA_VARS)
         ):
+            stale = args["controller_epoch"]
+            latest = self.state["controller_epoch"]
             self._violate(found, "StaleControllerFenced",
-                          f"broker {actor_id} applied {event['action']} from controller epoch "
-                          f"{args['controller_epoch']} after seeing epoch {seen}")
+                          f"broker {actor_id} applied {event['action']} of stale controller epoch {stale}"
+                          f"{self._elected_in(stale)} after seeing controller epoch {seen} (latest controller "
+                          f"epoch {latest}{self._elected_in(latest)})")
 
     # -- state machines -----------------------------------------------------------------------------------
 
@@ -652,7 +722,8 @@ class InvariantChecker:
             except TypeError:  # an unhashable state name is no state at all
                 allowed = False
             if allowed:
-                self._violate(found, invariant, f"{_machine(key)}: valid transition {rest[-2]} -> {rest[-1]} refused")
+                self._violate(found, invariant, f"{_machine(key)}: {self._doer()} refused {rest[-2]} -> {rest[-1]}, "
+                                                f"a valid transition of the model's table")
 
     def _transition_checks(
         self, action: str, delta: dict[str, Any], chains: dict[_Machine, list[Any]], actor_id: str,
@@ -676,22 +747,26 @@ class InvariantChecker:
                 if src is None:
                     if not loading:
                         self._violate(found, invariant,
-                                      f"{_machine(key)}: state loaded as {dst} outside a controller failover")
+                                      f"{_machine(key)}: state loaded as {dst} outside a controller failover "
+                                      f"({self._doer()})")
                     current = dst
                     continue
                 if src != current:
                     self._violate(found, invariant,
-                                  f"{_machine(key)}: transition from {src} but the state was {current}")
+                                  f"{_machine(key)}: {self._doer()} moved it from {src} but its state was {current}")
                 try:
                     allowed = transition in valid
                 except TypeError:  # an unhashable state name is no state at all
                     allowed = False
                 if not allowed:
-                    self._violate(found, invariant, f"{_machine(key)}: invalid transition {src} -> {dst}")
+                    self._violate(found, invariant,
+                                  f"{_machine(key)}: {self._doer()} made the invalid transition {src} -> {dst} "
+                                  f"(the model's table allows from {src}: {_targets(valid, src)})")
                 current = dst
             if final != current:
                 self._violate(found, invariant,
-                              f"{_machine(key)}: transitions end in {current} but the state is {final}")
+                              f"{_machine(key)}: transitions of {self._doer()} end in {current} but the state is "
+                              f"{final}")
         for invariant, count in counts.items():
             if count:
                 self._count(invariant, count)
@@ -708,12 +783,13 @@ class InvariantChecker:
         # again is gone without a transition.
         for p, value in delta.get("partition_state", _NONE).get(actor_id, _NONE).items():
             if p not in chains and not (loading and value is None):
-                self._violate(found, "ValidPartitionTransitions", f"{p}: state changed without a transition")
+                self._violate(found, "ValidPartitionTransitions",
+                              f"{p}: state changed to {value} without a transition ({self._doer()})")
         for p, replicas in delta.get("replica_state", _NONE).get(actor_id, _NONE).items():
             for r, value in replicas.items():
                 if (p, r) not in chains and not (loading and value is None):
                     self._violate(found, "ValidReplicaTransitions",
-                                  f"{p} replica {r}: state changed without a transition")
+                                  f"{p} replica {r}: state changed to {value} without a transition ({self._doer()})")
 
 
 def _agree(agreed: dict[str, dict[str, int]], b1: str, b2: str, length: int) -> dict[str, int]:
@@ -729,6 +805,18 @@ def _agree(agreed: dict[str, dict[str, int]], b1: str, b2: str, length: int) -> 
     return row
 
 
+def _record(entry: Any) -> str:
+    """A log entry, [leader epoch, record], as explanations name it."""
+    if isinstance(entry, list | tuple) and len(entry) == 2:
+        return f"{list(entry)} (leader epoch {entry[0]})"
+    return repr(entry)
+
+
+def _targets(valid: frozenset[tuple[str, str]], src: Any) -> str:
+    allowed = sorted(dst for s, dst in valid if s == src)
+    return ", ".join(allowed) if allowed else "nothing"
+
+
 def _machine(key: _Machine) -> str:
     """A chain's partition, or its partition and replica, as messages name them."""
     return f"{key[0]} replica {key[1]}" if isinstance(key, tuple) else key
@@ -739,3 +827,27 @@ def _first_difference(a: list[Any], b: list[Any]) -> int:
         if x != y:
             return i
     return min(len(a), len(b))
+
+
+def explain(events: Iterable[Event], invariant: str) -> list[Violation]:
+    """The checker's explanation of a counterexample to `invariant` (an invariant named without a reading
+    stands for each of its readings): its violations at the last step that violates it, none when the checker
+    finds the invariant holding on these events."""
+    checker = InvariantChecker()
+    last: list[Violation] = []
+    for event in events:
+        hits = [v for v in checker.step(event) if invariant in (v.invariant, v.invariant.split("/")[0])]
+        if hits:
+            last = hits
+    return last
+
+
+def explanation(events: Iterable[Event], invariant: str) -> list[str]:
+    """`explain` as the lines that end a counterexample printed by `kcm check` and `kcm prove --bmc`."""
+    if invariant.split("/")[0] not in INVARIANTS:
+        return [f"why: {invariant} is not one of kcm's invariants; the invariant checker does not judge it"]
+    found = explain(events, invariant)
+    if not found:
+        return [f"why: the invariant checker finds no violation of {invariant} on these steps "
+                "(a disagreement between the engines: please report it)"]
+    return [f"why ({v.invariant}, step {v.seq}): {v.message}" for v in found]

@@ -10,6 +10,8 @@ A counterexample is converted to trace format v2 (`kcm check-trace` and `kcm rep
 
 from __future__ import annotations
 
+import copy
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -20,7 +22,7 @@ from typing import Any, Final
 
 from kcm.spec.tlc.config import configure, knob_settings
 from kcm.spec.tlc.runner import TlcResult, TraceState, run_tlc
-from kcm.spec.trace.format import TraceWriter, make_event
+from kcm.spec.trace.format import Event, TraceWriter, apply_event, empty_state, make_event
 from kcm.spec.vocabulary import (
     ERA_MODULES,
     HW_ACROSS_LEADERS,
@@ -89,6 +91,7 @@ class CheckOutcome:
     knobs: Knobs
     result: TlcResult
     trace_path: Path | None
+    events: list[Event]  # the counterexample in trace format v2 (none when the invariants hold)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,7 +123,8 @@ def check_model(
     budget_seconds: float | None = None,
 ) -> CheckOutcome:
     """TLC on a model under knobs (and, optionally, only some invariants), with TLC's heap bounded
-    (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time."""
+    (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time. A counterexample is kept in
+    the outcome, and written to `trace_out` when given."""
     base = _model(model)
     for name in invariants or []:
         if name not in (*INVARIANTS, *TLA_READINGS, "TypeOK"):
@@ -133,11 +137,10 @@ def check_model(
         # Bounded models end where their bounds do: a state without successors is not an error here.
         result = run_tlc(module, config, workers=workers, heap_mb=heap_mb, on_progress=on_progress,
                          extra_args=("-deadlock",), budget_seconds=budget_seconds)
-    trace_path = None
-    if result.violated is not None and result.trace:
-        trace_path = trace_out or Path(f"kcm-{model}-counterexample.jsonl")
-        write_trace(result.trace, knobs, f"tlc-{model}", trace_path)
-    return CheckOutcome(model, knobs, result, trace_path)
+    events = counterexample_events(result.trace, knobs, f"tlc-{model}") if result.violated and result.trace else []
+    if events and trace_out is not None:
+        write_events(events, trace_out)
+    return CheckOutcome(model, knobs, result, trace_out if events else None, events)
 
 
 def _generate(work: Path, base: Model, knobs: Knobs, invariants: list[str] | None) -> tuple[Path, Path]:
@@ -265,34 +268,67 @@ def _diff(old: Any, new: Any, depth: int) -> Any:
     return out if out else _SAME
 
 
-def write_trace(trace: list[TraceState], knobs: Knobs, run: str, path: Path) -> None:
+def counterexample_events(trace: list[TraceState], knobs: Knobs, run: str) -> list[Event]:
     """A TLC counterexample as trace format v2: the first state in full, then one delta per step."""
+    events = []
     previous: dict[str, Any] = {}
+    for seq, step in enumerate(trace):
+        state = to_trace_state(step.state)
+        if seq == 0:
+            brokers = sorted(int(b) for b in state.get("alive", {}))
+            args: dict[str, Any] = {"knobs": knobs.to_dict(), "brokers": brokers, "source": "tlc"}
+            events.append(make_event(run, 0, "env", "Init", args, state, full=True))
+        else:
+            action = FUSED_ACTIONS.get(step.action, step.action)
+            args = {"source": "tlc", "tla_action": step.action}
+            events.append(make_event(run, seq, "observer", action, args, diff_states(previous, state)))
+        previous = state
+    return events
+
+
+def write_trace(trace: list[TraceState], knobs: Knobs, run: str, path: Path) -> None:
+    write_events(counterexample_events(trace, knobs, run), path)
+
+
+def write_events(events: list[Event], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     with TraceWriter(path) as writer:
-        for seq, step in enumerate(trace):
-            state = to_trace_state(step.state)
-            if seq == 0:
-                brokers = sorted(int(b) for b in state.get("alive", {}))
-                args: dict[str, Any] = {"knobs": knobs.to_dict(), "brokers": brokers, "source": "tlc"}
-                writer.write(make_event(run, 0, "env", "Init", args, state, full=True))
-            else:
-                action = FUSED_ACTIONS.get(step.action, step.action)
-                args = {"source": "tlc", "tla_action": step.action}
-                writer.write(make_event(run, seq, "observer", action, args, diff_states(previous, state)))
-            previous = state
+        for event in events:
+            writer.write(event)
 
 
-def render_counterexample(trace: list[TraceState]) -> str:
-    """Step by step: the action, then for each partition the store's leader/epoch/ISR and each broker's
-    role, epoch, log and HW, only where they changed."""
+# Arguments a step's heading leaves out: where the step came from, said once for the whole counterexample.
+_UNSHOWN_ARGS: Final = frozenset({"source", "tla_action", "knobs", "brokers"})
+
+
+def render_counterexample(events: list[Event]) -> str:
+    """Step by step: the action (TLC's action, or the actor and action of a BMC step with its arguments),
+    then what the step changed: the controller, each partition's leader/epoch/ISR in the store, brokers up
+    or down, each broker's role, epoch, log and HW, then any other variable, leaf by leaf. A step that
+    changes no variable says so (TLC's steps that only send or drop a message)."""
     lines = []
     previous: dict[str, Any] = {}
-    for step in trace:
-        state = to_trace_state(step.state)
-        lines.append(f"{step.index:>3}. {step.action}")
-        lines.extend(f"      {line}" for line in _describe(previous, state))
-        previous = state
+    state = empty_state()
+    for event in events:
+        apply_event(state, event)
+        args = event["args"]
+        action = args.get("tla_action", event["action"])
+        heading = f"{event['seq']:>3}. {action}"
+        if event["actor"] not in ("observer", "env"):
+            heading += f" ({event['actor']})"
+        shown = {k: v for k, v in args.items() if k not in _UNSHOWN_ARGS}
+        if shown:
+            heading += " " + json.dumps(shown, sort_keys=True, separators=(", ", ": "))
+        lines.append(heading)
+        changes = _describe(previous, state)
+        lines.extend(f"      {line}" for line in changes or [f"(no state change: {action})"])
+        previous = copy.deepcopy(state)
     return "\n".join(lines)
+
+
+# The variables `_describe` shows grouped by partition and broker; any other is shown leaf by leaf.
+_GROUPED: Final = frozenset({"controller", "controller_epoch", "leader", "leader_epoch", "isr", "alive", "role",
+                             "local_leader_epoch", "log", "hw"})
 
 
 def _describe(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -300,19 +336,43 @@ def _describe(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     if old.get("controller") != new.get("controller") or old.get("controller_epoch") != new.get("controller_epoch"):
         holder = new.get("controller", NO_LEADER)
         out.append(f"controller {shown_broker(holder)} (epoch {new.get('controller_epoch')})")
-    for p in sorted(new.get("leader", {})):
-        now = (new["leader"].get(p), new.get("leader_epoch", {}).get(p), new.get("isr", {}).get(p))
-        before = (old.get("leader", {}).get(p), old.get("leader_epoch", {}).get(p), old.get("isr", {}).get(p))
+    for p in sorted({*old.get("leader", {}), *new.get("leader", {})}):
+        now = tuple(new.get(v, {}).get(p) for v in ("leader", "leader_epoch", "isr"))
+        before = tuple(old.get(v, {}).get(p) for v in ("leader", "leader_epoch", "isr"))
         if now != before:
-            out.append(f"{p}: leader {shown_broker(now[0])} epoch {now[1]} ISR {now[2]}")
+            out.append(f"{p}: leader {shown_broker(now[0])} epoch {now[1]} ISR {now[2]}" if now[0] is not None
+                       else f"{p}: gone from the store")
     for b in sorted(new.get("alive", {})):
         if old.get("alive", {}).get(b) != new["alive"][b]:
             out.append(f"broker {b} {'up' if new['alive'][b] else 'down'}")
-    for b, partitions in sorted(new.get("log", {}).items()):
-        for p in sorted(partitions):
-            view = tuple(new.get(v, {}).get(b, {}).get(p) for v in ("role", "local_leader_epoch", "log", "hw"))
-            was = tuple(old.get(v, {}).get(b, {}).get(p) for v in ("role", "local_leader_epoch", "log", "hw"))
-            if view != was:
-                log = " ".join(f"{e}:{r}" for e, r in view[2])
-                out.append(f"broker {b} {p}: {view[0] or 'stopped'}@{view[1]} log [{log}] hw {view[3]}")
+    replicas = {(b, p) for state in (old, new) for b, ps in state.get("log", {}).items() for p in ps}
+    for b, p in sorted(replicas):
+        view = tuple(new.get(v, {}).get(b, {}).get(p) for v in ("role", "local_leader_epoch", "log", "hw"))
+        was = tuple(old.get(v, {}).get(b, {}).get(p) for v in ("role", "local_leader_epoch", "log", "hw"))
+        if view != was:
+            log = " ".join(f"{e}:{r}" for e, r in view[2] or [])
+            role = "stopped" if view[0] is None else f"{view[0]}@{view[1]}"
+            out.append(f"broker {b} {p}: {role} log [{log}] hw {view[3]}"
+                       if view[2] is not None else f"broker {b} {p}: replica gone")
+    for name, value in diff_states(old, new).items():
+        if name not in _GROUPED:
+            out.append(f"{name}: {', '.join(f'{key} {_shown(leaf)}' for key, leaf in _leaves(value))}"
+                       if isinstance(value, dict) else f"{name}: {_shown(value)}")
     return out
+
+
+def _leaves(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """A delta's leaves, each named by its keys joined with `/` (`2/t0-0` for broker 2's partition t0-0)."""
+    out: list[tuple[str, Any]] = []
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.extend(_leaves(value, f"{prefix}{key}/"))
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "absent"
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))

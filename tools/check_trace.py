@@ -38,8 +38,9 @@ def cmd_check_trace(args: argparse.Namespace) -> int:
         for name, verdict in report.verdicts().items():
             print(f"  {name:<28} {verdict}")
     else:
-        print(f"{args.trace}: {first.invariant} violated at step {first.seq}: {first.message}")
+        print(f"{args.trace}: {first.invariant} violated at step {first.seq}")
         print(render_excerpt(events, first.seq))
+        print(f"why: {first.message}")
         if len(report.violations) > 1:
             print(f"({len(report.violations) - 1} more violations; --json lists them all)")
     return EXIT_OK if first is None else EXIT_VIOLATED

@@ -18,9 +18,10 @@ from typing import Any
 from kcm.spec.trace.format import TraceError, TraceWriter
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError
+from kcm.tools.outputs import default_out
 from kcm.tools.stages import StageRow, VerifyContext
 
-DEFAULT_OUT = "counterexample.jsonl"
+DEFAULT_OUT = default_out("prove", "bmc-counterexample.jsonl")
 
 
 def register(subparsers: Any) -> None:
@@ -40,7 +41,8 @@ def register(subparsers: Any) -> None:
                        help="with --bmc: only these actions, as a reproduction model of spec/ restricts its Next")
     prove.add_argument("--controller", type=int, default=1, metavar="B",
                        help="with --bmc: the broker that controls the bootstrapped cluster (default 1, the leader)")
-    prove.add_argument("--out", default=DEFAULT_OUT, help=f"with --bmc: counterexample trace (default {DEFAULT_OUT})")
+    prove.add_argument("--out", default=str(DEFAULT_OUT),
+                       help=f"with --bmc: counterexample trace (default {DEFAULT_OUT})")
     prove.set_defaults(handler=cmd_prove)
 
 
@@ -187,7 +189,11 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
         "per_depth_seconds": [round(s, 3) for s in result.per_depth],
     }
     if result.found:
+        from kcm.conformance.check.invariants import explanation
+        from kcm.spec.tlc.modelcheck import render_counterexample
+
         try:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             with TraceWriter(Path(args.out), validate=True) as writer:
                 for event in result.events:
                     writer.write(event)
@@ -199,8 +205,8 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
     elif result.found:
         print(f"{result.invariant} violated at depth {result.depth} ({knobs.describe()}); "
               f"shortest counterexample written to {args.out} ({result.seconds:.1f} s)")
-        for event in result.events[1:]:
-            print(f"  #{event['seq']} {event['actor']} {event['action']} {json.dumps(event['args'], sort_keys=True)}")
+        print(render_counterexample(result.events))
+        print("\n".join(explanation(result.events, str(result.invariant))))
     else:
         print(f"no counterexample to {name} up to depth {args.bmc} with {result.brokers} brokers "
               f"({knobs.describe()}; {result.seconds:.1f} s)")

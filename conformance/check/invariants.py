@@ -430,14 +430,13 @@ class InvariantChecker:
                 outside = sorted(set(isr) - set(assignment))
                 if outside:
                     self._violate(found, "IsrSubsetOfReplicas",
-                                  f"{p}: ISR {isr} has broker(s) {outside} outside the assignment {assignment} "
-                                  f"(leader epoch {epoch}, written by {self._doer()})")
+                                  f"{p}: ISR {isr} of leader epoch {epoch} has broker(s) {outside} outside the "
+                                  f"assignment {assignment}")
             if leader is not None and isr is not None:
                 self._count("LeaderInIsr")
                 if leader != NO_LEADER and leader not in isr:
                     self._violate(found, "LeaderInIsr",
-                                  f"{p}: leader {leader} of leader epoch {epoch} is not in the ISR {isr} "
-                                  f"(written by {self._doer()})")
+                                  f"{p}: leader {leader} of leader epoch {epoch} is not in the ISR {isr}")
             if leader is not None and epoch is not None and leader != NO_LEADER:
                 self._claim(p, epoch, leader, found, "named leader in the store")
 
@@ -453,8 +452,7 @@ class InvariantChecker:
         elif first[0] != broker:
             self._violate(found, "OneLeaderPerEpoch",
                           f"{partition}: two leaders in leader epoch {epoch}: broker {first[0]} ({first[2]} "
-                          f"since step {first[1]}) and broker {broker} ({how} at step {self.seq}, "
-                          f"{self._doer()})")
+                          f"since step {first[1]}) and broker {broker} ({how})")
 
     def _forget_partition(self, partition: str) -> None:
         """A deleted partition's history ends; a topic created again under the name starts afresh."""
@@ -545,7 +543,7 @@ class InvariantChecker:
                     if hw < highest:
                         self._violate(found, HW_ACROSS_LEADERS,
                                       f"{p}: HW exposed by leader {b} (leader epoch {epoch}) went back to {hw}, "
-                                      f"below the {highest} {self._exposer(p)} ({self._doer()})")
+                                      f"below the {highest} {self._exposer(p)}")
                     elif hw > highest:
                         self.exposed_hw[p] = hw
                         self._exposed_by[p] = (b, epoch, self.seq)
@@ -648,9 +646,9 @@ class InvariantChecker:
                         row = _agree(agreed, b1, b2, k)
                         continue
                     offset = _first_difference(log1[:k], log2[:k])
-                    messages.append(f"{p}: brokers {b1} and {b2} disagree at offset {offset}, below both HWs "
-                                    f"({limit1} and {limit2}): broker {b1} has {_record(log1[offset])}, broker "
-                                    f"{b2} has {_record(log2[offset])}")
+                    messages.append(f"{p}: brokers {b1} and {b2} disagree at offset {offset}, below both HWs: "
+                                    f"broker {b1} has {_record(log1[offset])}, broker {b2} has "
+                                    f"{_record(log2[offset])}")
         finally:
             # Counted once per partition, yet only the pairs reached: a malformed HW can raise midway.
             if pairs:

@@ -589,8 +589,8 @@ class InvariantChecker:
             lost = ("is missing from the log of broker " + b if offset >= len(log) else
                     f"is replaced by {_record(log[offset])} in the log of broker {b}")
             self._violate(found, "NoCommittedDataLoss",
-                          f"{p}: committed record {_record(committed[offset])} at offset {offset} {lost} "
-                          f"({'its leader' if b == leader else 'in the ISR'}); {self._commit_story(p, offset)}")
+                          f"{p}: committed record {_record(committed[offset])} at offset {offset} {lost}; "
+                          f"{self._commit_story(p, offset)}")
         if checked:
             self._count("NoCommittedDataLoss", checked)
 

@@ -182,8 +182,10 @@ def test_a_record_rewritten_below_verified_prefixes_is_caught_at_every_check() -
     checker.step(_pair(1, {"log": {"2": {"p": [[0, 1], [1, 9]]}}}))
     checker.step(_pair(2, {"hw": {"1": {"p": 2}}}))  # nothing of the logs changes: reported again
     assert [(v.seq, v.message) for v in checker.report.violations] == [
-        (1, "p: brokers 1 and 2 disagree at offset 1 below both HWs ([0, 2] vs [1, 9])"),
-        (2, "p: brokers 1 and 2 disagree at offset 1 below both HWs ([0, 2] vs [1, 9])"),
+        (1, "p: brokers 1 and 2 disagree at offset 1, below both HWs: broker 1 has [0, 2] (leader epoch 0), "
+            "broker 2 has [1, 9] (leader epoch 1)"),
+        (2, "p: brokers 1 and 2 disagree at offset 1, below both HWs: broker 1 has [0, 2] (leader epoch 0), "
+            "broker 2 has [1, 9] (leader epoch 1)"),
     ]
 
 
@@ -198,7 +200,9 @@ def test_a_committed_record_replaced_in_an_isr_members_log_is_caught() -> None:
     assert checker.committed["p"] == log and checker.report.ok
     checker.step(_pair(1, {"log": {"2": {"p": [[0, 1], [0, 7]]}}, "hw": {"2": {"p": 1}}}))
     assert [(v.invariant, v.message) for v in checker.report.violations] == [
-        ("NoCommittedDataLoss", "p: committed record [0, 2] at offset 1 is replaced in the log of broker 2"),
+        ("NoCommittedDataLoss", "p: committed record [0, 2] (leader epoch 0) at offset 1 is replaced by [0, 7] "
+                                "(leader epoch 0) in the log of broker 2; committed at step 0 when the HW of leader 1 "
+                                "passed offset 1; now held by broker(s) 1"),
     ]
 
 

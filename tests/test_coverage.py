@@ -50,7 +50,7 @@ def test_the_picture_is_well_formed_svg_with_every_valid_edge() -> None:
 
 
 def test_kcm_conform_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["conform", "--examples", "6", "--steps", "8", "--json", "--report", str(tmp_path)])
+    code = main(["conform", "--examples", "6", "--steps", "8", "--json", "--out", str(tmp_path)])
     out, _ = capsys.readouterr()
     summary = json.loads(out)
     assert code == 0
@@ -65,6 +65,6 @@ def test_kcm_conform_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 ])
 def test_kcm_conform_bad_input_is_one_line(argv: list[str], message: str, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["conform", "--report", str(tmp_path), *argv])
+    code = main(["conform", "--out", str(tmp_path), *argv])
     _, err = capsys.readouterr()
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -1,10 +1,11 @@
 """`kcm conform`: a conformance campaign of the hypothesis state machines (conformance/explore/stateful.py).
 
-    kcm conform [--examples N] [--steps M] [--set knob=value ...] [--json] [--report DIR]
+    kcm conform [--examples N] [--steps M] [--set knob=value ...] [--json] [--out DIR]
 
 Every step of every example is checked against all invariants and against the Z3 model; a violation is
 shrunk and written to the report folder as a scenario for tests/scenarios/ and a trace (format v2) for
-`kcm check-trace`, `kcm validate` and `kcm replay`. The report folder also gets the coverage picture.
+`kcm check-trace`, `kcm validate` and `kcm replay`. The report folder (default kcm-out/conform/) also gets
+the coverage picture.
 Exit codes: 0 nothing found, 1 a violation found, 2 a usage error.
 """
 
@@ -22,9 +23,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.outputs import default_out
 from kcm.tools.stages import HOLDS, VIOLATED, StageRow, VerifyContext
 
-DEFAULT_REPORT = Path("out") / "conform"
+DEFAULT_REPORT = default_out("conform")
 COVERAGE_PICTURE = "coverage.svg"
 # The bounded campaign of `kcm verify` (well under a minute on one core).
 VERIFY_EXAMPLES, VERIFY_STEPS = 60, 30
@@ -39,7 +41,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--machine", choices=list(MACHINES), action="append",
                         help="run only this machine (repeatable; default: all)")
     parser.add_argument("--no-step-check", action="store_true", help="leave out the Z3 check of each step")
-    parser.add_argument("--report", default=str(DEFAULT_REPORT),
+    parser.add_argument("--out", "--report", dest="out", default=str(DEFAULT_REPORT),
                         help=f"folder for shrunk failures and the coverage picture (default {DEFAULT_REPORT})")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=cmd_conform)
@@ -52,7 +54,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     campaign = _run(knobs, args.examples, args.steps, tuple(args.machine or MACHINES), not args.no_step_check,
                     console)
-    summary = write_report(campaign, Path(args.report))
+    summary = write_report(campaign, Path(args.out), args.examples)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -73,7 +75,7 @@ def _run(knobs: Knobs, examples: int, steps: int, machines: tuple[str, ...], ste
         return run_campaign(knobs, examples, steps, machines=machines, step_check=step_check, on_example=advance)
 
 
-def write_report(campaign: Campaign, folder: Path) -> dict[str, Any]:
+def write_report(campaign: Campaign, folder: Path, asked: int) -> dict[str, Any]:
     """Writes each shrunk failure (scenario and trace) and the coverage picture; returns the JSON summary."""
     folder.mkdir(parents=True, exist_ok=True)
     violations = []
@@ -85,7 +87,13 @@ def write_report(campaign: Campaign, folder: Path) -> dict[str, Any]:
     tally = campaign.tally
     return {
         "knobs": campaign.knobs.to_dict(),
-        "examples": tally.examples,
+        "examples_asked": asked,
+        # As hypothesis counts them against --examples; the runs it discarded and shrinking are counted apart.
+        "examples": tally.counted,
+        "examples_replayed": tally.replayed,
+        "examples_discarded": tally.discarded,
+        "shrinking_runs": tally.shrinking,
+        "machine_runs": tally.examples,
         "commands": tally.commands,
         "steps": tally.steps,
         "seconds": round(campaign.seconds, 2),
@@ -100,8 +108,9 @@ def print_summary(console: Console, campaign: Campaign, summary: dict[str, Any])
         console.print(table)
     coverage = summary["coverage"]
     console.print(f"knobs: {campaign.knobs.describe()}")
-    console.print(f"examples: {summary['examples']:,}, commands: {summary['commands']:,}, steps: "
-                  f"{summary['steps']:,} in {summary['seconds']:.1f} s ({summary['steps_per_second']:,.0f} steps/s)")
+    console.print(_examples_text(summary))
+    console.print(f"commands: {summary['commands']:,}, steps: {summary['steps']:,} in {summary['seconds']:.1f} s "
+                  f"({summary['steps_per_second']:,.0f} steps/s)")
     console.print(f"coverage: actions {coverage['actions_covered']}, partition transitions "
                   f"{coverage['partition_transitions_covered']}, replica transitions "
                   f"{coverage['replica_transitions_covered']}; picture: {coverage['picture']}")
@@ -113,13 +122,29 @@ def print_summary(console: Console, campaign: Campaign, summary: dict[str, Any])
         console.print(f"  scenario: {v['scenario']}\n  trace:    {v['trace']}")
 
 
+def _examples_text(summary: dict[str, Any]) -> str:
+    """What hypothesis ran for `--examples N`: the examples it counts against N, and apart from them the ones
+    it discarded and its shrinking runs, which also run a machine."""
+    text = f"examples: {summary['examples']:,} of {summary['examples_asked']:,} asked"
+    if summary["examples_replayed"]:
+        text += f" ({summary['examples_replayed']:,} of them replayed from the example database)"
+    extra = []
+    if summary["examples_discarded"]:
+        extra.append(f"{summary['examples_discarded']:,} discarded (no rule applicable, or out of data)")
+    if summary["shrinking_runs"]:
+        extra.append(f"{summary['shrinking_runs']:,} shrinking")
+    if extra:
+        text += f"; also run: {', '.join(extra)}; {summary['machine_runs']:,} machine runs in all"
+    return text
+
+
 def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     """The `kcm verify` stage: a bounded campaign on the context's knobs, one row per outcome."""
     started = time.perf_counter()
     campaign = run_campaign(ctx.knobs, VERIFY_EXAMPLES, VERIFY_STEPS, database=False)
     seconds = time.perf_counter() - started
     coverage = campaign.coverage.to_json()
-    detail = (f"{campaign.tally.examples} examples, {campaign.tally.steps:,} steps; transitions covered: "
+    detail = (f"{campaign.tally.counted} examples, {campaign.tally.steps:,} steps; transitions covered: "
               f"partition {coverage['partition_transitions_covered']}, replica "
               f"{coverage['replica_transitions_covered']}")
     if not campaign.found:

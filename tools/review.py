@@ -31,9 +31,10 @@ from kcm.spec.tlc.modelcheck import TLA_READINGS, ModelError, check_model, vocab
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcSetupError
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError
+from kcm.tools.outputs import default_out
 from kcm.tools.stages import ERROR, HOLDS, VIOLATED, StageRow, VerifyContext
 
-DEFAULT_OUT: Final = "review"
+DEFAULT_OUT: Final = default_out("review")
 HW: Final = "HighWatermarkMonotonic"
 COLUMNS: Final = ("TypeOK", *INVARIANTS)
 # What TLC checks for the columns: the two readings of HighWatermarkMonotonic separately, so that a
@@ -237,7 +238,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("review", help="the design-review matrix: knob setting x invariant, by TLC")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--workers", type=int, default=1, help="TLC processes at a time (default 1)")
-    parser.add_argument("--out", default=DEFAULT_OUT, help=f"folder for counterexamples (default {DEFAULT_OUT}/)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT),
+                        help=f"folder for counterexamples, review.json and review.md (default {DEFAULT_OUT}/)")
     parser.add_argument("--row", dest="rows", action="append", metavar="LABEL",
                         help="only this row (repeatable): " + "; ".join(v.label for v in VARIANTS))
     parser.add_argument("--heap", type=int, default=None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.conformance.check.validate import StepValidator
@@ -17,14 +18,39 @@ from kcm.spec.trace.format import Event
 
 @dataclass
 class Tally:
-    """What a campaign did, across every example hypothesis ran (shrinking included)."""
+    """What a campaign did, across every example hypothesis ran (shrinking included).
+
+    `examples` counts the machines run, whatever hypothesis made of them; the hypothesis statistics of each
+    run (`note_statistics`) tell them apart: the examples hypothesis counts against its `max_examples` (passed
+    or failed, generated or replayed from the example database), of those the replays, the examples it
+    discarded (it drew no rule whose precondition held, or ran out of data), and the runs of shrinking."""
 
     examples: int = 0
+    counted: int = 0
+    replayed: int = 0
+    discarded: int = 0
+    shrinking: int = 0
     steps: int = 0  # events checked after Init
     commands: int = 0
     first_failure: int = 0  # the example that failed first (before shrinking); 0: none failed
     observers: list[Callable[[Event], None]] = field(default_factory=list)
     on_example: Callable[[], None] | None = None
+
+    def note_statistics(self, statistics: dict[str, Any]) -> None:
+        """Adds one hypothesis run's statistics: a dict per phase (`reuse-phase`, ...) whose `test-cases`
+        have a `status` of valid, interesting (failed), invalid or overrun. Hypothesis documents the format
+        as its pytest plugin's (`--hypothesis-show-statistics`, `hypothesis.statistics`), not as stable:
+        tests/test_explain_conform.py holds the counts to the machines run."""
+        for phase in ("reuse", "generate", "target", "shrink"):
+            for case in statistics.get(f"{phase}-phase", {}).get("test-cases", []):
+                status = case["status"]
+                if phase == "shrink":
+                    self.shrinking += 1
+                elif status in ("valid", "interesting"):
+                    self.counted += 1
+                    self.replayed += phase == "reuse"
+                else:
+                    self.discarded += 1
 
 
 class Harness:

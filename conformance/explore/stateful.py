@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
+from hypothesis.statistics import collector
 
 from kcm.conformance.check.coverage import Coverage
 from kcm.conformance.explore.cluster_machine import ClusterMachine, ProtocolMachine
@@ -41,8 +42,10 @@ def machine_class(config: MachineConfig, tally: Tally | None = None) -> type[Mac
 
 def run_machine(config: MachineConfig, run_settings: settings, tally: Tally | None = None) -> Found | None:
     """Runs the machine of `config` under `run_settings`; the shrunk failure, or None if every example passed."""
+    tally = tally or Tally()
     try:
-        with no_local_constants():
+        # hypothesis types its collector by its default value, None, though it holds a callback when set
+        with no_local_constants(), collector.with_value(tally.note_statistics):  # type: ignore[arg-type]
             run_state_machine_as_test(machine_class(config, tally), settings=run_settings)
     except ConformanceFailure as failure:
         return failure.found
@@ -73,9 +76,9 @@ class Campaign:
 def run_campaign(knobs: Knobs, examples: int, steps: int, *, machines: tuple[str, ...] = tuple(MACHINES),
                  step_check: bool = True, database: bool = True, brokers: int = 3,
                  on_example: Callable[[], None] | None = None) -> Campaign:
-    """Each machine in turn for its share of `examples`. A failure ends hypothesis's run; the campaign then
-    goes on with the budget left, no longer failing on what it already found, so one campaign can report
-    several invariants broken."""
+    """Each machine in turn for its share of `examples`, as hypothesis counts them (neither the examples it
+    discards nor shrinking). A failure ends hypothesis's run; the campaign then goes on with the budget left,
+    no longer failing on what it already found, so one campaign can report several invariants broken."""
     coverage = Coverage()
     tally = Tally(observers=[coverage.observe], on_example=on_example)
     campaign = Campaign(knobs, tally, coverage)
@@ -85,9 +88,9 @@ def run_campaign(knobs: Knobs, examples: int, steps: int, *, machines: tuple[str
         budget = examples // len(machines) + (1 if index < examples % len(machines) else 0)
         while budget > 0 and targets:
             config = MachineConfig(knobs, brokers, step_check, machine, frozenset(targets))
-            before = tally.examples
+            before = tally.counted
             found = run_machine(config, campaign_settings("ci", budget, steps, config, database), tally)
-            budget -= tally.examples - before
+            budget -= tally.counted - before
             if found is None:
                 break
             campaign.found.append(found)

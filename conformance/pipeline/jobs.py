@@ -37,6 +37,9 @@ EVENTS: Final = "events"
 QUARANTINE: Final = "quarantine.jsonl"
 MANIFEST: Final = "manifest.json"
 SUMMARY: Final = "summary.json"
+# The first violation of each run: how many runs summary.json lists, and how many of them the text shows.
+FIRST_VIOLATIONS_LISTED: Final = 100
+FIRST_VIOLATIONS_SHOWN: Final = 20
 # Tasks of `check` per core: a few, so that runs of uneven length still keep every core busy to the end.
 TASKS_PER_CORE: Final = 4
 _FILE_COLUMNS: Final = [f for f in ARROW_SCHEMA if f.name != "run"]
@@ -391,7 +394,7 @@ def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float =
     write_json(out / "coverage.json", tables.coverage.to_json())
     tables.coverage.write_svg(out / "coverage.svg")
     write_quarantine(out, quarantine, counts)
-    summary = _summary(in_dir, counts, tables, len(carried))
+    summary = _summary(in_dir, counts, tables, len(carried), validate_sample)
     write_json(out / SUMMARY, summary)
     return CheckResult(counts, summary["runs"], tables.found, summary)
 
@@ -405,7 +408,19 @@ def _write_table(path: Path, rows: list[dict[str, Any]], schema: Any, keys: Sequ
 # -- summary and report --------------------------------------------------------------------------------------------
 
 
-def _summary(in_dir: Path, counts: Counts, tables: _Tables, carried: int) -> dict[str, Any]:
+def _first_violations(violations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first violating event of each run (its earliest row; the rows keep each invariant's first ones),
+    by run, at most FIRST_VIOLATIONS_LISTED of them."""
+    first: dict[str, dict[str, Any]] = {}
+    for row in violations:
+        held = first.get(row["run"])
+        if held is None or (row["seq"], row["invariant"]) < (held["seq"], held["invariant"]):
+            first[row["run"]] = row
+    return [{key: first[run][key] for key in ("run", "seq", "invariant", "message")}
+            for run in sorted(first)[:FIRST_VIOLATIONS_LISTED]]
+
+
+def _summary(in_dir: Path, counts: Counts, tables: _Tables, carried: int, validate_sample: float) -> dict[str, Any]:
     by_invariant: dict[str, dict[str, int]] = {}
     for row in tables.verdicts:
         verdicts = by_invariant.setdefault(row["invariant"], {})
@@ -420,12 +435,13 @@ def _summary(in_dir: Path, counts: Counts, tables: _Tables, carried: int) -> dic
         "runs_with_violations": len(bad_runs),
         "events": counts.checked,
         "violations": tables.found,
+        "first_violations": _first_violations(tables.violations),
         "records": counts.to_json(),
         "quarantined_upstream": carried,
         "verdicts": {name: by_invariant.get(name, {}) for name in INVARIANTS},
         "coverage": {"actions_seen": sum(1 for n in coverage.actions.values() if n), "actions": len(ACTIONS),
                      "transitions_seen": sum(len(c) for c in coverage.transitions.values())},
-        "validation": {"runs": len(checked), "ok": sum(1 for r in checked if r["ok"]),
+        "validation": {"sample": validate_sample, "runs": len(checked), "ok": sum(1 for r in checked if r["ok"]),
                        "steps": sum(int(r["steps"]) for r in checked),
                        "unexplained": sorted(f"{r['run']}@{r['failed_seq']}: {r['reason']}" for r in checked
                                              if not r["ok"])},
@@ -458,6 +474,7 @@ def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
     if records.get("synthesized"):
         lines.append(f"  plus {records['synthesized']:,} Init snapshots the log parser made (no input records)")
     lines += [f"  quarantined: {reason}: {n}" for reason, n in records["by_reason"].items()]
+    lines += _violations_text(summary)
     lines.append("verdicts by invariant (runs):")
     for name, verdicts in summary["verdicts"].items():
         shown = ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())) or "no runs"
@@ -465,9 +482,34 @@ def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
     coverage = summary["coverage"]
     lines.append(f"coverage: {coverage['actions_seen']}/{coverage['actions']} actions, "
                  f"{coverage['transitions_seen']} distinct state-machine transitions")
-    validation = summary["validation"]
-    lines.append(f"Z3 step validation: {validation['ok']}/{validation['runs']} runs explained, "
-                 f"{validation['steps']:,} steps")
-    lines += [f"  unexplained: {u}" for u in validation["unexplained"]]
+    lines += _validation_text(summary)
     return "\n".join(lines), summary
+
+
+def _violations_text(summary: dict[str, Any]) -> list[str]:
+    """Each run with a violation and its first violating event, as far as the summary lists them."""
+    listed = summary["first_violations"]
+    if not listed:
+        return []
+    lines = ["first violation of each run (run, step, invariant: explanation):"]
+    lines += [f"  {v['run']} step {v['seq']} {v['invariant']}: {v['message']}" for v in listed[:FIRST_VIOLATIONS_SHOWN]]
+    more = summary["runs_with_violations"] - min(len(listed), FIRST_VIOLATIONS_SHOWN)
+    if more > 0:
+        lines.append(f"  ... {more:,} more run(s) with a violation: --json lists {len(listed)}, violations.parquet "
+                     "has every run's")
+    return lines
+
+
+def _validation_text(summary: dict[str, Any]) -> list[str]:
+    validation = summary["validation"]
+    sample = validation["sample"]
+    if not validation["runs"]:
+        if not sample:
+            return ["Z3 step validation: not asked (--validate-sample 0)"]
+        return [f"Z3 step validation: no run drawn: --validate-sample {sample} draws each of the "
+                f"{summary['runs']:,} runs by a hash of its name (about {sample * summary['runs']:.1f} expected); "
+                "--validate-sample all validates every run"]
+    lines = [f"Z3 step validation: {validation['ok']}/{validation['runs']} runs drawn (--validate-sample {sample}) "
+             f"explained, {validation['steps']:,} steps"]
+    return lines + [f"  unexplained: {u}" for u in validation["unexplained"]]
 

@@ -27,3 +27,14 @@ def test_a_tlc_counterexample_ends_with_the_explanation(tmp_path: Path, monkeypa
     steps = [i for i, line in enumerate(lines) if re.match(r"\s*\d+\. ", line)]
     # every step says what it changed, or that it changed nothing
     assert all(after - before > 1 for before, after in zip(steps, [*steps[1:], len(lines) - 2], strict=True))
+
+
+@pytest.mark.tlc
+def test_the_zombie_controllers_write_is_explained(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """TLC names no actor; the controller of a step that writes the store is inferred from the controller epoch
+    it writes in, so StaleControllerFenced names the deposed controller."""
+    assert main(["check", "--model", "zombie", "--heap", "1024", "--out", str(tmp_path / "z.jsonl")]) == 1
+    why = capsys.readouterr().out.splitlines()[-2]
+    assert re.fullmatch(r"why \(StaleControllerFenced, step \d+\): deposed controller 1 \(acting in controller "
+                        r"epoch 1\) wrote .* of p0 in BrokerChange while controller epoch 2 of controller 2 is "
+                        r"current: its store write was applied", why)

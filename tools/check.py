@@ -9,8 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kcm.conformance.check.invariants import explanation
-from kcm.spec.tlc.modelcheck import check_model, model_knobs, render_counterexample, vocabulary_name
+from kcm.conformance.check.invariants import explain, explanation
+from kcm.spec.tlc.modelcheck import (
+    check_model,
+    model_knobs,
+    render_counterexample,
+    vocabulary_name,
+    with_controllers,
+)
 from kcm.spec.tlc.runner import TlcError, TlcSetupError
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.outputs import default_out
@@ -52,16 +58,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     except (TlcSetupError, TlcError) as err:
         raise UsageError(str(err)) from err
     summary = outcome.to_json()
+    violated = vocabulary_name(outcome.result.violated) if outcome.result.violated else None
+    explained = with_controllers(outcome.events) if violated == "StaleControllerFenced" else outcome.events
     if args.json:
+        why = explain(explained, violated) if violated else []
+        summary["explanation"] = [{"invariant": v.invariant, "seq": v.seq, "message": v.message} for v in why]
         print(json.dumps(summary, indent=2))
     else:
         result = outcome.result
         print(f"model {args.model} ({knobs.describe()}): {summary['result']}"
               f"{' ' + str(result.violated) if result.violated else ''}; {result.distinct_states:,} distinct "
               f"states, depth {result.depth}, {result.seconds:.1f} s")
-        if result.violated:
+        if violated:
             print(render_counterexample(outcome.events))
-            for line in explanation(outcome.events, vocabulary_name(result.violated)):
+            for line in explanation(explained, violated):
                 print(line)
             print(f"counterexample written to {outcome.trace_path} (trace format v2)")
     return EXIT_OK if outcome.result.violated is None else EXIT_VIOLATED

@@ -24,6 +24,7 @@ from kcm.spec.tlc.config import configure, knob_settings
 from kcm.spec.tlc.runner import TlcResult, TraceState, run_tlc
 from kcm.spec.trace.format import Event, TraceWriter, apply_event, empty_state, make_event
 from kcm.spec.vocabulary import (
+    ACTIONS,
     ERA_MODULES,
     HW_ACROSS_LEADERS,
     HW_PER_LEADER,
@@ -284,6 +285,25 @@ def counterexample_events(trace: list[TraceState], knobs: Knobs, run: str) -> li
             events.append(make_event(run, seq, "observer", action, args, diff_states(previous, state)))
         previous = state
     return events
+
+
+def with_controllers(events: list[Event]) -> list[Event]:
+    """The events with each controller's step given its controller, where the state shows it: TLC names a
+    step's action, not its parameters, so the trace says `observer`. A step that writes the store names the
+    controller epoch it writes in (`partition_controller_epoch`): its controller is the broker acting in that
+    epoch before the step. For explaining StaleControllerFenced, which judges who wrote (`kcm check`); the
+    trace file keeps `observer`, since a controller's step would also owe the transitions TLC does not list."""
+    out = []
+    acting: dict[str, Any] = {}
+    for event in events:
+        delta = event["state"]
+        written = set(delta.get("partition_controller_epoch", {}).values())
+        writers = sorted(b for b, epoch in acting.items() if epoch and epoch in written)
+        if ACTIONS.get(event["action"]) == "controller" and len(writers) == 1:
+            event = {**event, "actor": f"controller:{writers[0]}"}
+        out.append(event)
+        acting.update(delta.get("acting_controller_epoch", {}))
+    return out
 
 
 def write_trace(trace: list[TraceState], knobs: Knobs, run: str, path: Path) -> None:

@@ -15,7 +15,7 @@ from test_pipeline import EVERY_PLANT, PLANT_SEEDS, _plant, _simulate
 from kcm.conformance.check.invariants import InvariantChecker, Violation, explain, explanation
 from kcm.conformance.explore.stateful import run_campaign
 from kcm.conformance.pipeline import jobs as pl
-from kcm.spec.tlc.modelcheck import render_counterexample
+from kcm.spec.tlc.modelcheck import render_counterexample, with_controllers
 from kcm.spec.trace.format import Event, TraceWriter, make_event
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 from kcm.tools.cli import main
@@ -144,6 +144,20 @@ def test_a_counterexample_prints_every_changed_variable_and_says_when_nothing_ch
         "      partition_state: 1/p OnlinePartition",
         "      broker_controller_epoch: 1 2",
     ]
+
+
+def test_a_controllers_store_write_is_given_its_controller() -> None:
+    """TLC's steps name no actor: the writer of the store is the broker acting in the epoch it writes in."""
+    events = [
+        _event(0, "Init", {"controller": 1, "controller_epoch": 1, "acting_controller_epoch": {"1": 1, "2": 0}}),
+        _event(1, "ControllerElect", {"controller": 2, "controller_epoch": 2, "acting_controller_epoch": {"2": 2}}),
+        _event(2, "BrokerChange", {"leader": {"p": 2}, "partition_controller_epoch": {"p": 1}}),
+        _event(3, "BrokerChange", {"leader": {"p": 3}, "partition_controller_epoch": {"p": 2}}),
+        _event(4, "LeaderAndIsr", {"partition_controller_epoch": {"p": 2}}),
+    ]
+    assert [e["actor"] for e in with_controllers(events)] == [
+        "observer", "observer", "controller:1", "controller:2", "observer"]
+    assert [e["actor"] for e in events] == ["observer"] * 5  # the trace itself is left as TLC wrote it
 
 
 def test_bmc_prints_changed_variables_and_the_explanation_into_kcm_out(

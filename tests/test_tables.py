@@ -97,6 +97,7 @@ def test_refusing_a_transition_the_model_allows_is_a_violation(refusal: list[str
     at["args"]["invalid_transitions"] = [refusal]
     violations = InvariantChecker().check_all(planted).violations
     assert [(v.seq, v.message) for v in violations] == [
-        (at["seq"], f"{' replica '.join(refusal[1:-2])}: valid transition {refusal[-2]} -> {refusal[-1]} refused")]
+        (at["seq"], f"{' replica '.join(refusal[1:-2])}: BrokerChange by {at['actor']} refused {refusal[-2]} -> "
+                    f"{refusal[-1]}, a valid transition of the model's table")]
     failure = validate_events(planted).failure
     assert failure is not None and failure.seq == at["seq"] and failure.reason.endswith("refused")

@@ -397,7 +397,7 @@ class InvariantChecker:
         return "?" if event is None else f"{event['action']} by {event['actor']}"
 
     def _elected_in(self, epoch: Any) -> str:
-        """`, controller 2` when the trace showed which controller was elected in that controller epoch."""
+        """` of controller 2` when the trace showed which controller was elected in that controller epoch."""
         controller = self._elected.get(epoch)
         return "" if controller is None else f" of controller {controller}"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 import re
+import time
 
 import pytest
 
-from kcm.tools import progress
 from kcm.tools.progress import Reporter
 
 STAMP = r"\d\d:\d\d:\d\d "
@@ -24,7 +24,7 @@ def test_auto_is_plain_off_a_terminal_and_none_is_silent() -> None:
 
 def test_plain_lines_are_timestamped_and_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter(float(t) for t in (0, 1, 2, 7, 8, 9))
-    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
     out = io.StringIO()
     with Reporter("plain", out) as reporter, reporter.task("z3 induction", 4) as task:
         task.advance(detail="OneLeaderPerEpoch: holds")  # at 1 s: within the interval, no line

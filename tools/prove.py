@@ -197,8 +197,11 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
         raise UsageError("--bmc needs a depth of at least 1")
     if args.only:
         raise UsageError("--only does not go with --bmc")
-    result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
-                     invariants=args.invariant, actions=_bmc_actions(args.actions), controller=args.controller)
+    with Reporter(args.progress) as reporter, reporter.task("z3 bmc depth", args.bmc) as task:
+        result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
+                         invariants=args.invariant, actions=_bmc_actions(args.actions), controller=args.controller,
+                         on_depth=lambda depth, seconds: task.update(f"depth {depth}: {seconds:.1f} s",
+                                                                     completed=depth))
     name = ", ".join(args.invariant) if args.invariant else "all invariants"
     row: dict[str, Any] = {
         "property": f"bmc: {name} up to depth {args.bmc} ({knobs.describe()})",

@@ -3,7 +3,8 @@
 A check of a property ends `holds` (exhaustively, or for every input of a proof), `violated` (with a
 counterexample), `holds to depth K` (a bounded search found nothing up to K steps: never a proof), or `unknown`
 (the engine could not decide: a solver's unknown, a tool's error). A review row compares what a design breaks
-with what it is documented to break: `as expected` or `unexpected`.
+with what it is documented to break: `as expected` or `unexpected`. A trace that never carries a variable an
+invariant reads leaves that invariant `unobserved` (not checked, and not a failure).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Final
 HOLDS: Final = "holds"
 VIOLATED: Final = "violated"
 UNKNOWN: Final = "unknown"
+UNOBSERVED: Final = "unobserved"
 AS_EXPECTED: Final = "as expected"
 UNEXPECTED: Final = "unexpected"
 _DEPTH_PREFIX: Final = "holds to depth "
@@ -29,7 +31,7 @@ def passed(verdict: str) -> bool:
 
 def severity(verdict: str) -> int:
     """0 passed, 1 a counterexample (a violation, a review row off its documentation), 2 undecided."""
-    if passed(verdict):
+    if passed(verdict) or verdict == UNOBSERVED:
         return 0
     return 1 if verdict in (VIOLATED, UNEXPECTED) else 2
 

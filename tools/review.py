@@ -158,7 +158,9 @@ class RowResult:
             "label": self.variant.label, "verdict": self.verdict, "model": self.variant.model,
             "knobs": self.variant.knobs.to_dict(),
             "expected_violations": sorted(self.variant.expected), "runs": self.runs,
-            "seconds": round(self.seconds, 2), "cells": {name: self.cells[name].to_json() for name in COLUMNS},
+            "seconds": round(self.seconds, 2), "quick": self.quick,
+            # A quick row has cells for what it looked at only.
+            "cells": {name: self.cells[name].to_json() for name in COLUMNS if name in self.cells},
         }
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kcm.spec.tlc.modelcheck import check_model, model_knobs, render_counterexample
+from kcm.spec.tlc.modelcheck import check_invariant_names, check_model, model_knobs, render_counterexample
 from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.progress import Reporter, add_option
@@ -33,6 +33,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     knobs = model_knobs(args.model).with_settings(args.settings)
+    check_invariant_names(args.invariants)
     try:
         with Reporter(args.progress) as reporter, reporter.task(f"tlc {args.model}") as task:
 

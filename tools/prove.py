@@ -191,15 +191,18 @@ def _bmc_actions(listed: str | None) -> list[str] | None:
 
 
 def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
-    from kcm.spec.z3.bmc import run_bmc
+    from kcm.spec.z3.bmc import check_bmc_bounds, run_bmc
 
     if args.bmc < 1:
         raise UsageError("--bmc needs a depth of at least 1")
     if args.only:
         raise UsageError("--only does not go with --bmc")
+    # Bad arguments are one line of error, before any progress is shown.
+    actions = _bmc_actions(args.actions)
+    check_bmc_bounds(args.invariant or (), args.bmc, args.brokers or 3, args.capacity, args.controller)
     with Reporter(args.progress) as reporter, reporter.task("z3 bmc depth", args.bmc) as task:
         result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
-                         invariants=args.invariant, actions=_bmc_actions(args.actions), controller=args.controller,
+                         invariants=args.invariant, actions=actions, controller=args.controller,
                          on_depth=lambda depth, seconds: task.update(f"depth {depth}: {seconds:.1f} s",
                                                                      completed=depth))
     name = ", ".join(args.invariant) if args.invariant else "all invariants"

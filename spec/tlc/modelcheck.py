@@ -109,6 +109,13 @@ def model_knobs(model: str) -> Knobs:
     return knob_settings(_model(model).config.read_text())
 
 
+def check_invariant_names(names: list[str]) -> None:
+    """A ModelError naming the first name TLC has no invariant for."""
+    for name in names:
+        if name not in (*INVARIANTS, *TLA_READINGS, "TypeOK"):
+            raise ModelError(f"unknown invariant {name!r} (known: TypeOK, {', '.join(INVARIANTS)})")
+
+
 def check_model(
     model: str,
     knobs: Knobs,
@@ -122,9 +129,7 @@ def check_model(
     """TLC on a model under knobs (and, optionally, only some invariants), with TLC's heap bounded
     (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time."""
     base = _model(model)
-    for name in invariants or []:
-        if name not in (*INVARIANTS, *TLA_READINGS, "TypeOK"):
-            raise ModelError(f"unknown invariant {name!r} (known: TypeOK, {', '.join(INVARIANTS)})")
+    check_invariant_names(invariants or [])
     with tempfile.TemporaryDirectory(prefix="kcm-model-") as folder:
         work = Path(folder)
         for source in spec_dir().glob("*.tla"):

@@ -11,15 +11,17 @@ from typing import Any
 
 from kcm.conformance.check.invariants import explain, explanation
 from kcm.spec.tlc.modelcheck import (
+    check_invariant_names,
     check_model,
     model_knobs,
     render_counterexample,
     vocabulary_name,
     with_controllers,
 )
-from kcm.spec.tlc.runner import TlcError, TlcSetupError
+from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.outputs import default_out
+from kcm.tools.progress import Reporter, add_option
 
 
 def register(subparsers: Any) -> None:
@@ -36,22 +38,18 @@ def register(subparsers: Any) -> None:
                        help="where a counterexample is written, in trace format v2 (default "
                             f"{default_out('check', '<model>-counterexample.jsonl')})")
     check.add_argument("--json", action="store_true")
+    add_option(check)
     check.set_defaults(handler=cmd_check)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
     knobs = model_knobs(args.model).with_settings(args.settings)
-    console = Console(stderr=True)
+    check_invariant_names(args.invariants)
     try:
-        with Progress(TextColumn("TLC {task.description}"), TimeElapsedColumn(), console=console,
-                      transient=True, disable=not console.is_terminal) as progress:
-            task = progress.add_task(f"model {args.model}: starting")
+        with Reporter(args.progress) as reporter, reporter.task(f"tlc {args.model}") as task:
 
-            def show(generated: int, distinct: int) -> None:
-                progress.update(task, description=f"model {args.model}: {distinct:,} distinct states")
+            def show(found: TlcProgress) -> None:
+                task.update(found.text())
 
             out = Path(args.out) if args.out else default_out("check", f"{args.model}-counterexample.jsonl")
             outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap, out, show)

@@ -281,6 +281,22 @@ def bits_for(max_depth: int, capacity: int) -> int:
     return max(5, largest.bit_length() + 1)
 
 
+def check_bmc_bounds(invariants: Iterable[str], max_depth: int, brokers: int, capacity: int, controller: int) -> None:
+    """A ValueError naming the first argument of a search that cannot run."""
+    unknown = [n for n in invariants if n not in BMC_INVARIANTS]
+    if unknown:
+        raise ValueError(f"invariant {unknown[0]!r} is not checked by the Z3 model "
+                         f"(known: {', '.join(BMC_INVARIANTS)})")
+    if max_depth < 1:
+        raise ValueError("the depth must be at least 1")
+    if brokers < 2:
+        raise ValueError("the model needs at least 2 brokers")
+    if capacity < 1:
+        raise ValueError("the log capacity must be at least 1")
+    if not 1 <= controller <= brokers:
+        raise ValueError(f"the controller must be one of the brokers 1..{brokers}")
+
+
 def run_bmc(
     knobs: Knobs,
     max_depth: int,
@@ -299,18 +315,7 @@ def run_bmc(
     Depths below `min_depth` are unrolled but not asked about (a counterexample shorter than that is not
     looked for): a way to go straight to a depth known to matter."""
     names = tuple(invariants) if invariants is not None else BMC_INVARIANTS
-    unknown = [n for n in names if n not in BMC_INVARIANTS]
-    if unknown:
-        raise ValueError(f"invariant {unknown[0]!r} is not checked by the Z3 model "
-                         f"(known: {', '.join(BMC_INVARIANTS)})")
-    if max_depth < 1:
-        raise ValueError("the depth must be at least 1")
-    if brokers < 2:
-        raise ValueError("the model needs at least 2 brokers")
-    if capacity < 1:
-        raise ValueError("the log capacity must be at least 1")
-    if not 1 <= controller <= brokers:
-        raise ValueError(f"the controller must be one of the brokers 1..{brokers}")
+    check_bmc_bounds(names, max_depth, brokers, capacity, controller)
     cfg = _config(knobs, max_depth, brokers, capacity)
     start = time.perf_counter()
     result = BmcResult(knobs, brokers, max_depth, 0)

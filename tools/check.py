@@ -12,6 +12,8 @@ from typing import Any
 from kcm.spec.tlc.modelcheck import check_model, model_knobs, render_counterexample
 from kcm.spec.tlc.runner import TlcError, TlcSetupError
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 
 
 def register(subparsers: Any) -> None:
@@ -26,6 +28,7 @@ def register(subparsers: Any) -> None:
                        help="TLC's heap in MiB (default: KCM_TLC_HEAP_MB, else 4096)")
     check.add_argument("--trace-out", help="where a counterexample is written (trace format v2)")
     check.add_argument("--json", action="store_true")
+    html_option(check)
     check.set_defaults(handler=cmd_check)
 
 
@@ -48,6 +51,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     except (TlcSetupError, TlcError) as err:
         raise UsageError(str(err)) from err
     summary = outcome.to_json()
+    if args.html:
+        kinds.check_page(Path(args.html), summary, outcome.trace_path)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

@@ -26,6 +26,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kcm.spec.vocabulary import KnobError, Knobs
 from kcm.tools.errors import EXIT_USAGE, Parser, UsageError
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 from kcm.tools.stages import ERROR, HOLDS, VIOLATED, StageRow, VerifyContext
 
 if TYPE_CHECKING:
@@ -65,6 +67,7 @@ def add_stages(parser: argparse.ArgumentParser) -> None:
     report = stages.add_parser("report", help="the summary of a checked directory")
     report.add_argument("--in", dest="input", required=True, help="a directory `kcm pipeline check` wrote")
     report.add_argument("--json", action="store_true", help="print summary.json instead of the text")
+    html_option(report)
     for stage in (generate, ingest, check, report):
         stage.add_argument("--master", default=None, help="Spark master (default local[*])")
         stage.add_argument("--shuffle-partitions", type=int, default=None, help=argparse.SUPPRESS)
@@ -110,6 +113,8 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
     if args.stage == "report":
         text, summary = pl.report(Path(args.input))
         print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
+        if args.html:
+            kinds.pipeline_page(Path(args.input), Path(args.html))
         return _exit_code(summary)
     knobs = Knobs().with_settings(args.settings) if args.stage == "generate" else Knobs()
     fraction = _fraction(args.validate_sample) if args.stage == "check" else 0.0

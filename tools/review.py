@@ -31,6 +31,8 @@ from kcm.spec.tlc.modelcheck import TLA_READINGS, ModelError, check_model, vocab
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcSetupError
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 from kcm.tools.stages import ERROR, HOLDS, VIOLATED, StageRow, VerifyContext
 
 DEFAULT_OUT: Final = "review"
@@ -242,6 +244,7 @@ def register(subparsers: Any) -> None:
                         help="only this row (repeatable): " + "; ".join(v.label for v in VARIANTS))
     parser.add_argument("--heap", type=int, default=None,
                         help=f"each TLC's heap in MiB (default KCM_TLC_HEAP_MB or {DEFAULT_HEAP_MB})")
+    html_option(parser)
     parser.set_defaults(handler=cmd_review)
 
 
@@ -261,6 +264,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     document = to_json(rows, seconds)
     (Path(args.out) / "review.json").write_text(json.dumps(document, indent=2) + "\n")
     (Path(args.out) / "review.md").write_text(markdown(rows) + "\n")
+    if args.html:
+        kinds.review_page(document, Path(args.out), Path(args.html))
     if args.json:
         print(json.dumps(document, indent=2))
     else:

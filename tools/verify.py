@@ -12,6 +12,7 @@ import json
 import sys
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -20,6 +21,8 @@ from rich.table import Table
 from kcm.conformance.explore.campaign import CampaignResult, SeedResult, run_campaign
 from kcm.tools import conform, pipeline, prove, review
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 from kcm.tools.sim import cluster_config, cluster_options
 from kcm.tools.stages import HOLDS, VIOLATED, Stage, StageRow, VerifyContext, verdict
 
@@ -34,6 +37,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--skip", action="append", choices=list(STAGES), default=[], metavar="ENGINE",
                         help="leave this engine out (repeatable)")
     parser.add_argument("--json", action="store_true")
+    html_option(parser)
     parser.set_defaults(handler=cmd_verify)
 
 
@@ -48,6 +52,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     engines = [e for e in (args.only or STAGES) if e not in args.skip]
     rows = run(ctx, engines)
     report(console, ctx, rows, args.json)
+    if args.html:
+        kinds.verify_page(summary(ctx, rows), Path(args.html), kinds.first_violation_timeline(ctx))
     return {"holds": EXIT_OK, "violated": EXIT_VIOLATED}.get(verdict(rows), EXIT_USAGE)
 
 
@@ -94,11 +100,7 @@ def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:
 def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: bool) -> None:
     campaign = ctx.campaigns[0] if ctx.campaigns else None
     if as_json:
-        summary: dict[str, Any] = {"knobs": ctx.knobs.to_dict(), "result": verdict(rows),
-                                   "stages": [asdict(row) for row in rows]}
-        if campaign is not None:
-            summary.update(_campaign_json(campaign))
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary(ctx, rows), indent=2))
         return
     table = Table(title=f"kcm verify ({ctx.knobs.describe()})")
     for column in ("engine", "check", "verdict", "detail"):
@@ -111,6 +113,15 @@ def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: 
     console.print(table)
     if campaign is not None:
         _print_campaign_footer(console, campaign)
+
+
+def summary(ctx: VerifyContext, rows: list[StageRow]) -> dict[str, Any]:
+    """The run as JSON: what --json prints and the HTML report shows."""
+    document: dict[str, Any] = {"knobs": ctx.knobs.to_dict(), "result": verdict(rows),
+                                "stages": [asdict(row) for row in rows]}
+    if ctx.campaigns:
+        document.update(_campaign_json(ctx.campaigns[0]))
+    return document
 
 
 def _campaign_json(result: CampaignResult) -> dict[str, Any]:

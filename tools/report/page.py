@@ -1,0 +1,42 @@
+"""The one Jinja2 environment of the reports (autoescaped) and the writing of a page.
+
+A page is one file: the stylesheet is included into it by the template, pictures are inline SVG, and a
+Content-Security-Policy forbids every fetch, so the page opens from disk with nothing else at hand.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from kcm.tools.errors import UsageError
+from kcm.tools.report.timeline import epoch_colour
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("kcm.tools.report", "templates"),
+                      autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.globals["colour"] = epoch_colour
+    return env
+
+
+def render(template: str, **values: Any) -> str:
+    return environment().get_template(template).render(**values)
+
+
+def write(path: str | Path, template: str, **values: Any) -> Path:
+    """Renders a page and writes it; a path that cannot be written is the user's error, on one line."""
+    target = Path(path)
+    html = render(template, **values)
+    try:
+        if target.parent != Path():
+            target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{target}: cannot write the report: {err.strerror or err}") from None
+    return target

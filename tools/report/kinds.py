@@ -132,7 +132,7 @@ def verify_page(summary: dict[str, Any], out: Path, first: Timeline | None = Non
 
 def _reproduce(summary: dict[str, Any]) -> str:
     first = summary["first_violation"]
-    knobs = " ".join(f"--set {k}={json.dumps(v)}" for k, v in summary["knobs"].items())
+    knobs = " ".join(f"--set {k}={page.knob_text(v)}" for k, v in summary["knobs"].items())
     return (f"kcm sim --seed {first['seed']} --steps {summary['steps']} {knobs} --out trace.jsonl && "
             "kcm report trace.jsonl")
 

@@ -16,12 +16,20 @@ from kcm.tools.errors import UsageError
 from kcm.tools.report.timeline import epoch_colour
 
 
+def knob_text(value: Any) -> str:
+    """A knob's value as `--set` takes it: booleans are exactly true or false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 @cache
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("kcm.tools.report", "templates"),
                       autoescape=select_autoescape(["html"]), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.globals["colour"] = epoch_colour
+    env.filters["knob"] = knob_text
     return env
 
 

@@ -69,6 +69,8 @@ class Step:
     controller_epoch: int
     lanes: list[Lane]
     violations: list[Violation] = field(default_factory=list)
+    # The leader epochs of the log entries the step's lanes show, for the colour legend.
+    epochs: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -89,34 +91,50 @@ class Timeline:
 
 def build(events: Iterable[Event], title: str, anchor: str, window: int = DEFAULT_WINDOW,
           truncation: str = "kip320") -> Timeline:
-    """The timeline of a whole trace checked by the invariant checker (what `kcm check-trace` does)."""
+    """The timeline of a whole trace checked by the invariant checker (what `kcm check-trace` does).
+
+    Until the window is known, a step is kept as a snapshot of the variables its lanes show (copies of a
+    few small maps; their leaf values are never mutated); only the steps shown are drawn."""
     checker = InvariantChecker(truncation)
     state = empty_state()
-    head: list[Step] = []
-    recent: deque[Step] = deque(maxlen=window + 1)
-    shown: list[Step] | None = None
+    head: list[_Snapshot] = []
+    recent: deque[_Snapshot] = deque(maxlen=window + 1)
+    shown: list[_Snapshot] | None = None
     after = window
     total = 0
     for event in events:
         total += 1
         found = checker.step(event)
         apply_event(state, event)
-        if shown is None or after > 0:
-            step = _step(event, state, found)
-            if shown is None:
-                if len(head) < 2 * window + 1:
-                    head.append(step)
-                recent.append(step)
-                if found:
-                    shown = list(recent)
-            else:
-                shown.append(step)
-                after -= 1
+        if shown is not None and after <= 0:
+            continue
+        snapshot = _snapshot(event, state, found)
+        if shown is None:
+            if len(head) < 2 * window + 1:
+                head.append(snapshot)
+            recent.append(snapshot)
+            if found:
+                shown = list(recent)
+        else:
+            shown.append(snapshot)
+            after -= 1
     report = checker.report
     first = report.violations[0] if report.violations else None
-    steps = head if shown is None else shown
+    steps = [_step(*snapshot) for snapshot in (head if shown is None else shown)]
     return Timeline(title, anchor, steps, total, _window_note(steps, total, first, window), first,
                     len(report.violations), report.verdicts(), _epochs(steps))
+
+
+# An event, the state variables a step shows as they were after it, and the violations found on it.
+_Snapshot = tuple[Event, dict[str, Any], list[Violation]]
+_SHOWN: Final = ("assignment", *LANE_VARIABLES)
+
+
+def _snapshot(event: Event, state: dict[str, Any], found: list[Violation]) -> _Snapshot:
+    view = {name: {key: dict(inner) if isinstance(inner, dict) else inner for key, inner in state[name].items()}
+            for name in _SHOWN}
+    view["controller"], view["controller_epoch"] = state["controller"], state["controller_epoch"]
+    return event, view, found
 
 
 def build_window(events: Iterable[Event], marks: list[Violation], title: str, anchor: str) -> Timeline:
@@ -126,7 +144,7 @@ def build_window(events: Iterable[Event], marks: list[Violation], title: str, an
     steps = []
     for event in events:
         apply_event(state, event)
-        steps.append(_step(event, state, [m for m in marks if m.seq == event["seq"]]))
+        steps.append(_step(*_snapshot(event, state, [m for m in marks if m.seq == event["seq"]])))
     first = min(marks, key=lambda m: m.seq) if marks else None
     note = (f"events {steps[0].seq}..{steps[-1].seq} around the violation, as the pipeline kept them"
             if steps else "no events kept")
@@ -147,8 +165,7 @@ def _window_note(steps: list[Step], total: int, first: Violation | None, window:
 
 
 def _epochs(steps: list[Step]) -> list[int]:
-    return sorted({r.epoch for s in steps for lane in s.lanes for r in lane.replicas if r.epoch is not None
-                   and r.epoch >= 0})
+    return sorted(frozenset().union(*(step.epochs for step in steps)))
 
 
 def _step(event: Event, state: dict[str, Any], violations: list[Violation]) -> Step:
@@ -159,9 +176,11 @@ def _step(event: Event, state: dict[str, Any], violations: list[Violation]) -> S
     lanes = [Lane(b, state["alive"].get(b), b in touched or bool(event.get("full")),
                   [_replica(state, b, p) for p in partitions]) for b in brokers]
     controller = state["controller"]
+    epochs = frozenset(int(entry[0]) for b in brokers for p in partitions
+                       for entry in state["log"].get(b, {}).get(p) or ())
     return Step(event["seq"], event["actor"], event["action"], _messages(event["args"]), _arguments(event["args"]),
                 render_delta(delta, limit=12), "none" if controller == NO_LEADER else str(controller),
-                state["controller_epoch"], lanes, violations)
+                state["controller_epoch"], lanes, violations, epochs)
 
 
 def _broker_order(broker: str) -> tuple[int, str]:

@@ -26,7 +26,9 @@ return Array.from(document.querySelectorAll('a[href]'))
   .filter(a => !a.getAttribute('href').startsWith('#') || !document.getElementById(a.hash.slice(1)))
   .map(a => a.getAttribute('href'));
 """
-_RESOURCES: Final = "return performance.getEntries().map(e => e.name);"
+_RESOURCES: Final = """
+return ['navigation', 'resource'].flatMap(type => performance.getEntriesByType(type)).map(e => e.name);
+"""
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +86,7 @@ def test_the_page_renders_marked_linked_and_offline(browser: Any, pages: dict[st
 
     assert browser.execute_script(_BROKEN_LINKS) == []
     resources = browser.execute_script(_RESOURCES)
-    assert all(name.startswith(("file:", "data:")) for name in resources), resources
+    assert resources[0] == url and all(name.startswith(("file:", "data:")) for name in resources), resources
     errors = [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
     assert errors == []
 

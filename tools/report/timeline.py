@@ -120,7 +120,7 @@ def build(events: Iterable[Event], title: str, anchor: str, window: int = DEFAUL
             after -= 1
     report = checker.report
     first = report.violations[0] if report.violations else None
-    steps = [_step(*snapshot) for snapshot in (head if shown is None else shown)]
+    steps = _steps(head if shown is None else shown)
     return Timeline(title, anchor, steps, total, _window_note(steps, total, first, window), first,
                     len(report.violations), report.verdicts(), _epochs(steps))
 
@@ -141,10 +141,16 @@ def build_window(events: Iterable[Event], marks: list[Violation], title: str, an
     """The timeline of a few events cut out of a run (a pipeline violation's window): the state before
     them is unknown, so lanes show only what the window's own deltas set, and the marks are given."""
     state = empty_state()
-    steps = []
+    snapshots = []
+    known: set[str] = set()
     for event in events:
         apply_event(state, event)
-        steps.append(_step(*_snapshot(event, state, [m for m in marks if m.seq == event["seq"]])))
+        known.update(event["state"])
+        snapshot = _snapshot(event, state, [m for m in marks if m.seq == event["seq"]])
+        # What no event of the window set is unknown, not the empty state's value.
+        snapshot[1]["controller_known"] = "controller" in known
+        snapshots.append(snapshot)
+    steps = _steps(snapshots)
     first = min(marks, key=lambda m: m.seq) if marks else None
     note = (f"events {steps[0].seq}..{steps[-1].seq} around the violation, as the pipeline kept them"
             if steps else "no events kept")
@@ -168,19 +174,27 @@ def _epochs(steps: list[Step]) -> list[int]:
     return sorted(frozenset().union(*(step.epochs for step in steps)))
 
 
-def _step(event: Event, state: dict[str, Any], violations: list[Violation]) -> Step:
+def _steps(snapshots: list[_Snapshot]) -> list[Step]:
+    """The steps drawn, every one with the same lanes: each broker and partition any of them knows."""
+    brokers = sorted({b for _, view, _ in snapshots for name in LANE_VARIABLES for b in view[name]},
+                     key=_broker_order)
+    partitions = sorted({p for _, view, _ in snapshots for p in view["assignment"]} or
+                        {p for _, view, _ in snapshots for inner in view["role"].values() for p in inner})
+    return [_step(event, view, found, brokers, partitions) for event, view, found in snapshots]
+
+
+def _step(event: Event, state: dict[str, Any], violations: list[Violation], brokers: list[str],
+          partitions: list[str]) -> Step:
     delta = event["state"]
     touched = {str(b) for name in LANE_VARIABLES for b in delta.get(name, {})}
-    partitions = sorted(state["assignment"] or {p for inner in state["role"].values() for p in inner})
-    brokers = sorted(set(state["alive"]) | set(state["role"]), key=_broker_order)
     lanes = [Lane(b, state["alive"].get(b), b in touched or bool(event.get("full")),
                   [_replica(state, b, p) for p in partitions]) for b in brokers]
     controller = state["controller"]
     epochs = frozenset(int(entry[0]) for b in brokers for p in partitions
                        for entry in state["log"].get(b, {}).get(p) or ())
+    shown = "?" if not state.get("controller_known", True) else "none" if controller == NO_LEADER else str(controller)
     return Step(event["seq"], event["actor"], event["action"], _messages(event["args"]), _arguments(event["args"]),
-                render_delta(delta, limit=12), "none" if controller == NO_LEADER else str(controller),
-                state["controller_epoch"], lanes, violations, epochs)
+                render_delta(delta, limit=12), shown, state["controller_epoch"], lanes, violations, epochs)
 
 
 def _broker_order(broker: str) -> tuple[int, str]:

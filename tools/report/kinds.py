@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -35,19 +34,9 @@ def anchor(*parts: object) -> str:
 
 
 def trace_timeline(path: Path, title: str, ref: str = "", window: int = DEFAULT_WINDOW,
-                   truncation: str | None = None) -> Timeline:
-    """A trace file's timeline, checked with the truncation given, else the one its Init names, else the
-    checker's default."""
-    events = read_trace(path)
-    first = next(events)
-    knobs = first["args"].get("knobs", {}) if first["action"] == "Init" else {}
-    chosen = truncation or knobs.get("truncation", "kip320")
-
-    def all_events() -> Iterable[Event]:
-        yield first
-        yield from events
-
-    return build(all_events(), title, ref or anchor("trace", path.stem), window, chosen)
+                   truncation: str = "kip320") -> Timeline:
+    """A trace file's timeline; the checker takes the truncation from the trace's Init when it names one."""
+    return build(read_trace(path), title, ref or anchor("trace", path.stem), window, truncation)
 
 
 # -- 1. a trace ------------------------------------------------------------------------------------------------
@@ -87,7 +76,7 @@ def review_page(document: dict[str, Any], folder: Path, out: Path, source: str =
                 cell["anchor"] = anchor("cex", row["label"], column)
                 title = f"{row['label']}: {column} ({row['model']} model)"
                 sections.append(trace_timeline(trace, title, cell["anchor"],
-                                               truncation=row["knobs"].get("truncation")))
+                                               truncation=row["knobs"]["truncation"]))
             cells.append(cell)
         rows.append({**row, "cells_shown": cells, "verdict": _row_verdict(row)})
     return page.write(out, "review.html", kind="review", title="kcm review: design-review matrix", source=source,

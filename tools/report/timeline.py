@@ -71,6 +71,8 @@ class Step:
     violations: list[Violation] = field(default_factory=list)
     # The leader epochs of the log entries the step's lanes show, for the colour legend.
     epochs: frozenset[int] = frozenset()
+    # Each partition's state node in the store (the controller's decision): leader, leader epoch, ISR.
+    store: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -127,7 +129,7 @@ def build(events: Iterable[Event], title: str, anchor: str, window: int = DEFAUL
 
 # An event, the state variables a step shows as they were after it, and the violations found on it.
 _Snapshot = tuple[Event, dict[str, Any], list[Violation]]
-_SHOWN: Final = ("assignment", *LANE_VARIABLES)
+_SHOWN: Final = ("assignment", "leader", "leader_epoch", "isr", *LANE_VARIABLES)
 
 
 def _snapshot(event: Event, state: dict[str, Any], found: list[Violation]) -> _Snapshot:
@@ -194,7 +196,15 @@ def _step(event: Event, state: dict[str, Any], violations: list[Violation], brok
                        for entry in state["log"].get(b, {}).get(p) or ())
     shown = "?" if not state.get("controller_known", True) else "none" if controller == NO_LEADER else str(controller)
     return Step(event["seq"], event["actor"], event["action"], _messages(event["args"]), _arguments(event["args"]),
-                render_delta(delta, limit=12), shown, state["controller_epoch"], lanes, violations, epochs)
+                render_delta(delta, limit=12), shown, state["controller_epoch"], lanes, violations, epochs,
+                [_node(state, p) for p in partitions if p in state["leader"]])
+
+
+def _node(state: dict[str, Any], p: str) -> str:
+    leader = state["leader"][p]
+    isr = state["isr"].get(p)
+    return (f"{p}: {'none' if leader == NO_LEADER else f'L{leader}'} e{state['leader_epoch'].get(p, '?')}"
+            + ("" if isr is None else f" isr {','.join(map(str, isr))}"))
 
 
 def _broker_order(broker: str) -> tuple[int, str]:

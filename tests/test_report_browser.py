@@ -67,13 +67,36 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def problems(browser: Any, url: str) -> list[str]:
+    """What is wrong with the page at `url` as the browser rendered it: links without a target, anything
+    loaded but the file itself, console messages."""
+    browser.get(url)
+    found = [f"broken link {href}" for href in browser.execute_script(_BROKEN_LINKS)]
+    resources = browser.execute_script(_RESOURCES)
+    found += [f"loaded {name}" for name in resources if name != url and not name.startswith("data:")]
+    found += [f"console: {entry['message']}" for entry in browser.get_log("browser")
+              if entry["level"] in ("SEVERE", "WARNING")]
+    return found
+
+
+def test_a_broken_page_is_caught(browser: Any, tmp_path: Path) -> None:
+    page = tmp_path / "broken.html"
+    page.write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>x</title></head><body>'
+                    '<a href="#nowhere">a</a><img src="http://127.0.0.1:9/x.png" alt=""></body></html>',
+                    encoding="utf-8")
+    found = problems(browser, page.as_uri())
+    assert "broken link #nowhere" in found
+    assert "loaded http://127.0.0.1:9/x.png" in found, found
+    assert any(p.startswith("console: http://127.0.0.1:9/x.png") for p in found), found
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_page_renders_marked_linked_and_offline(browser: Any, pages: dict[str, Path], screenshots: Path,
                                                      kind: str) -> None:
     from selenium.webdriver.common.by import By
 
     url = pages[kind].resolve().as_uri()
-    browser.get(url)
+    assert problems(browser, url) == []
     assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-report") == kind
 
     marked = browser.find_elements(By.CSS_SELECTOR, "tr.violating[data-violation=true]")
@@ -83,12 +106,6 @@ def test_the_page_renders_marked_linked_and_offline(browser: Any, pages: dict[st
     # The section's own headline repeats the checker's explanation beside the step's link.
     headline = browser.find_element(By.CSS_SELECTOR, "section.trace .explanation")
     assert explanation.text.split("violated:", 1)[1].strip() in headline.text
-
-    assert browser.execute_script(_BROKEN_LINKS) == []
-    resources = browser.execute_script(_RESOURCES)
-    assert resources[0] == url and all(name.startswith(("file:", "data:")) for name in resources), resources
-    errors = [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
-    assert errors == []
 
     # Follow the first link to a timeline: the target is on the page and scrolled into view.
     link = browser.find_element(By.CSS_SELECTOR, "a[href^='#']")

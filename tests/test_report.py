@@ -19,6 +19,7 @@ import pytest
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.spec.trace.format import load_trace
 from kcm.tools.cli import main
+from kcm.tools.report import kinds
 from kcm.tools.report.timeline import build
 from kcm.tools.review import COLUMNS, VARIANTS, Cell, RowResult, to_json
 
@@ -248,3 +249,24 @@ def test_the_page_is_written_beside_its_input_unless_told(tmp_path: Path, capsys
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_the_check_page_is_the_counterexamples_timeline_or_tlcs_figures(tmp_path: Path) -> None:
+    trace = violating_trace(tmp_path)
+    summary = {"model": "unclean", "result": "violated", "distinct_states": 42, "knobs": {"unclean_election": True}}
+    page = read_page(kinds.check_page(tmp_path / "violated.html", summary, trace))
+    assert page.marked and "kcm check: model unclean" in page.text
+    holds = {**summary, "result": "holds", "trace": None}
+    page = read_page(kinds.check_page(tmp_path / "holds.html", holds, None))
+    assert not page.marked and "unclean_election=true" in page.text and "None" not in page.text
+
+
+@pytest.mark.tlc
+def test_review_and_check_write_their_pages_from_tlc(tmp_path: Path) -> None:
+    review_page, check_page = tmp_path / "review.html", tmp_path / "check.html"
+    assert kcm("review", "--row", "truncation=hw", "--out", str(tmp_path / "review"), "--html", str(review_page)) == 0
+    page = read_page(review_page)
+    assert "#cex-truncation-hw-nocommitteddataloss" in page.links and page.marked
+    assert kcm("check", "--model", "kafka1211", "--trace-out", str(tmp_path / "cex.jsonl"), "--html",
+               str(check_page)) == 1
+    assert read_page(check_page).marked

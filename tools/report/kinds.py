@@ -58,7 +58,7 @@ def check_page(out: Path, summary: dict[str, Any], trace: Path | None) -> Path:
     if trace is not None:
         return trace_page(trace, out, intro=intro, title=f"kcm check: model {summary.get('model')}")
     return page.write(out, "summary.html", kind="check", title=f"kcm check: model {summary.get('model')}",
-                      source="", figures=intro, document=json.dumps(summary, indent=2))
+                      source="", figures=intro, document=summary)
 
 
 # -- 2. a review matrix ------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.spec.trace.format import load_trace
 from kcm.tools.cli import main
 from kcm.tools.report import kinds
-from kcm.tools.report.timeline import build
+from kcm.tools.report.timeline import build, mark_final_state
 from kcm.tools.review import COLUMNS, VARIANTS, Cell, RowResult, to_json
 
 PIPELINE_FIXTURE = Path(__file__).parent / "data" / "report" / "pipeline"
@@ -270,3 +270,18 @@ def test_review_and_check_write_their_pages_from_tlc(tmp_path: Path) -> None:
     assert kcm("check", "--model", "kafka1211", "--trace-out", str(tmp_path / "cex.jsonl"), "--html",
                str(check_page)) == 1
     assert read_page(check_page).marked
+
+
+def test_a_counterexample_the_checker_does_not_flag_is_marked_in_its_last_state(tmp_path: Path) -> None:
+    trace = tmp_path / "fine.jsonl"
+    assert kcm("sim", "--seed", "5", "--steps", "10", "--out", str(trace)) == 0
+    timeline = kinds.trace_timeline(trace, "t", window=20)
+    mark_final_state(timeline, "StaleControllerFenced")
+    last = timeline.steps[-1]
+    assert timeline.first is not None and timeline.first.seq == last.seq == 11
+    assert [v.invariant for v in last.violations] == ["StaleControllerFenced"]
+    assert "kcm's invariant checker does not flag this trace" in timeline.first.message
+    flagged = kinds.trace_timeline(violating_trace(tmp_path), "t")
+    first = flagged.first
+    mark_final_state(flagged, "StaleControllerFenced")
+    assert flagged.first is first

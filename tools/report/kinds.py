@@ -20,7 +20,7 @@ from kcm.conformance.check.invariants import Violation
 from kcm.spec.trace.format import Event, read_trace
 from kcm.spec.vocabulary import ACTIONS
 from kcm.tools.report import page
-from kcm.tools.report.timeline import DEFAULT_WINDOW, Timeline, build, build_window
+from kcm.tools.report.timeline import DEFAULT_WINDOW, Timeline, build, build_window, mark_final_state
 
 if TYPE_CHECKING:
     from kcm.tools.stages import VerifyContext
@@ -43,8 +43,11 @@ def trace_timeline(path: Path, title: str, ref: str = "", window: int = DEFAULT_
 
 
 def trace_page(trace: Path, out: Path, window: int = DEFAULT_WINDOW, intro: list[tuple[str, str]] | None = None,
-               title: str | None = None) -> Path:
+               title: str | None = None, final: str | None = None) -> Path:
+    """A trace's page; `final` names the invariant a model checker found broken in the trace's last state."""
     timeline = trace_timeline(trace, f"Timeline of {trace.name}", window=window)
+    if final is not None:
+        mark_final_state(timeline, final)
     verdict = f"{timeline.first.invariant} violated" if timeline.first else "all invariants hold"
     figures = [("events", f"{timeline.events:,}"), ("result", verdict), *(intro or [])]
     return page.write(out, "trace.html", kind="trace", title=title or f"Trace {trace.name}", source=str(trace),
@@ -56,7 +59,9 @@ def check_page(out: Path, summary: dict[str, Any], trace: Path | None) -> Path:
     intro = [("model", str(summary.get("model"))), ("TLC", str(summary.get("result"))),
              ("distinct states", f"{summary.get('distinct_states', 0):,}")]
     if trace is not None:
-        return trace_page(trace, out, intro=intro, title=f"kcm check: model {summary.get('model')}")
+        # The whole counterexample: TLC's violation is in its last state.
+        return trace_page(trace, out, max(DEFAULT_WINDOW, summary.get("trace_length") or 0), intro,
+                          f"kcm check: model {summary.get('model')}", summary.get("invariant"))
     return page.write(out, "summary.html", kind="check", title=f"kcm check: model {summary.get('model')}",
                       source="", figures=intro, document=summary)
 
@@ -75,8 +80,11 @@ def review_page(document: dict[str, Any], folder: Path, out: Path, source: str =
             if cell.get("result") == VIOLATED and trace is not None:
                 cell["anchor"] = anchor("cex", row["label"], column)
                 title = f"{row['label']}: {column} ({row['model']} model)"
-                sections.append(trace_timeline(trace, title, cell["anchor"],
-                                               truncation=row["knobs"]["truncation"]))
+                # The whole counterexample: TLC's violation is in its last state.
+                window = max(DEFAULT_WINDOW, cell.get("trace_length", 0))
+                timeline = trace_timeline(trace, title, cell["anchor"], window, row["knobs"]["truncation"])
+                mark_final_state(timeline, column)
+                sections.append(timeline)
             cells.append(cell)
         rows.append({**row, "cells_shown": cells, "verdict": _row_verdict(row)})
     return page.write(out, "review.html", kind="review", title="kcm review: design-review matrix", source=source,

@@ -251,3 +251,15 @@ def _arguments(args: dict[str, Any]) -> str:
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def mark_final_state(timeline: Timeline, invariant: str, engine: str = "TLC") -> None:
+    """A model checker's counterexample ends in a state that breaks `invariant`. Where kcm's checker does
+    not flag the trace, its last step is marked with the engine's word for it, and the checker's silence said."""
+    if timeline.first is not None or not timeline.steps:
+        return
+    last = timeline.steps[-1]
+    mark = Violation(invariant, last.seq, f"{engine} reports that this state breaks {invariant}; kcm's invariant "
+                                          "checker does not flag this trace")
+    last.violations.append(mark)
+    timeline.first = mark

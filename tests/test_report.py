@@ -246,6 +246,19 @@ def test_the_page_is_written_beside_its_input_unless_told(tmp_path: Path, capsys
     assert (tmp_path / "deep" / "p.html").is_file()
 
 
+def test_a_negative_window_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert kcm("report", str(violating_trace(tmp_path)), "--window", "-1") == 2
+    assert "--window -1: must not be negative" in capsys.readouterr().err
+
+
+def test_a_verify_run_without_the_simulation_has_no_campaign_section(tmp_path: Path) -> None:
+    summary = {"knobs": {"truncation": "kip320"}, "result": "holds",
+               "stages": [{"engine": "z3", "check": "elections", "verdict": "holds", "detail": "8 brokers",
+                           "seconds": 3.5}]}
+    page = read_page(kinds.verify_page(summary, tmp_path / "v.html"))
+    assert "Simulation campaign" not in page.text and "elections" in page.text and "z3 3.5 s" in page.text
+
+
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path

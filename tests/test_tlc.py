@@ -132,3 +132,22 @@ def test_a_budget_stops_tlc(tmp_path: Path) -> None:
     (tmp_path / "forever.cfg").write_text("INIT Init\nNEXT Forever\n")
     result = run_tlc(tmp_path / "Counter.tla", tmp_path / "forever.cfg", heap_mb=512, budget_seconds=3)
     assert not result.complete and not result.holds and result.violated is None
+
+
+def test_a_model_with_the_heartbeat_reports_progress_and_nothing_else_changes(tmp_path: Path) -> None:
+    from kcm.spec.tlc.runner import HEARTBEAT_DEFINITION, HEARTBEAT_OPERATOR, HEARTBEAT_STATES, TlcProgress
+
+    steps = 3 * HEARTBEAT_STATES
+    (tmp_path / "Long.tla").write_text(
+        f"---- MODULE Long ----\nEXTENDS Naturals, TLC\nVARIABLE x\nInit == x = 0\n"
+        f"Step == x < {steps} /\\ x' = x + 1\nBelow == x <= {steps}\n{HEARTBEAT_DEFINITION}====\n")
+    (tmp_path / "long.cfg").write_text(f"INIT Init\nNEXT Step\nINVARIANT Below\nCONSTRAINT {HEARTBEAT_OPERATOR}\n")
+    seen: list[TlcProgress] = []
+    result = run_tlc(tmp_path / "Long.tla", tmp_path / "long.cfg", heap_mb=512, on_progress=seen.append,
+                     extra_args=("-deadlock",))
+    assert result.holds and result.distinct_states == steps + 1 and not result.errors
+    heartbeats = [p for p in seen if p.distinct % HEARTBEAT_STATES == 0]
+    assert [p.distinct for p in heartbeats] == [HEARTBEAT_STATES * k for k in range(1, 4)]
+    # One state per level: the depth is the count.
+    assert all(p.depth in (p.distinct - 1, p.distinct) for p in heartbeats)
+    assert "distinct states, depth" in seen[-1].text() and "states/s" in seen[-1].text()

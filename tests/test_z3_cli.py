@@ -22,13 +22,13 @@ def test_prove_json_lists_every_property_proved(capsys: pytest.CaptureFixture[st
     rows = json.loads(out)
     assert code == 0 and len(rows) >= 30
     assert all({"property", "result", "seconds"} <= set(row) for row in rows)
-    assert {row["result"] for row in rows} == {"proved"}
+    assert {row["result"] for row in rows} == {"holds"}
 
 
 def test_prove_table_shows_a_failed_property_with_its_model(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = kcm(capsys, "prove", "--only", "proofs", "--brokers", "2", "--set", "unclean_election=true")
     assert code == 1
-    assert "offline election: the leader is in the ISR" in out and "failed" in out
+    assert "offline election: the leader is in the ISR" in out and "violated" in out
     assert "counterexample" in out and '"elected"' in out
 
 
@@ -56,7 +56,7 @@ def test_bmc_writes_the_counterexample_as_a_trace(tmp_path: Path, capsys: pytest
 def test_bmc_without_counterexample_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = kcm(capsys, "prove", "--bmc", "3", "--brokers", "2", "--json")
     row = json.loads(out)[0]
-    assert code == 0 and row["result"] == "proved" and row["depth"] == 3
+    assert code == 0 and row["result"] == "holds to depth 3" and row["depth"] == 3
 
 
 def test_validate_names_the_first_unexplained_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kcm.spec.verdicts import HOLDS, VIOLATED
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.induction import Induction, InductionResult
 
@@ -18,7 +19,7 @@ def steps(result: InductionResult) -> dict[str, str]:
     return {s.step: s.result for s in result.steps}
 
 
-ALL_PROVED = {"IndInit": "proved", "IndNext": "proved", "IndProp": "proved"}
+ALL_PROVED = {"IndInit": HOLDS, "IndNext": HOLDS, "IndProp": HOLDS}
 
 
 def test_the_fences_and_the_controller_epoch_are_inductive_alone(engine: Induction) -> None:
@@ -50,7 +51,7 @@ def test_without_fencing_the_induction_step_fails_with_a_counterexample() -> Non
     engine = Induction(brokers=2, knobs=Knobs(controller_epoch_fencing=False))
     result = engine.prove("StaleControllerFenced")
     assert not result.alone
-    failing = [s for s in result.steps if s.result == "failed"]
+    failing = [s for s in result.steps if s.result == VIOLATED]
     assert [s.step for s in failing] == ["IndProp"]
     cti = failing[0].cti
     assert cti is not None

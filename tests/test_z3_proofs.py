@@ -10,6 +10,7 @@ import pytest
 from kcm.conformance.check.tables import implementation_rules, replica_table
 from kcm.impl import election
 from kcm.impl.states import VALID_PREVIOUS_REPLICA_STATES, ReplicaState
+from kcm.spec.verdicts import HOLDS
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 from kcm.spec.z3 import elections
 from kcm.spec.z3.model import Rules
@@ -18,7 +19,7 @@ from kcm.spec.z3.solver import z3
 
 
 def failed(results: list[ProofResult]) -> dict[str, ProofResult]:
-    return {r.property: r for r in results if r.result != "proved"}
+    return {r.property: r for r in results if r.result != HOLDS}
 
 
 @pytest.fixture(scope="module")

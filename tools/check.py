@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from kcm.spec.tlc.modelcheck import check_model, model_knobs, render_counterexample
-from kcm.spec.tlc.runner import TlcError, TlcSetupError
+from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
 
@@ -28,23 +29,18 @@ def register(subparsers: Any) -> None:
                        help="TLC's heap in MiB (default: KCM_TLC_HEAP_MB, else 4096)")
     check.add_argument("--trace-out", help="where a counterexample is written (trace format v2)")
     check.add_argument("--json", action="store_true")
+    add_option(check)
     html_option(check)
     check.set_defaults(handler=cmd_check)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
     knobs = model_knobs(args.model).with_settings(args.settings)
-    console = Console(stderr=True)
     try:
-        with Progress(TextColumn("TLC {task.description}"), TimeElapsedColumn(), console=console,
-                      transient=True, disable=not console.is_terminal) as progress:
-            task = progress.add_task(f"model {args.model}: starting")
+        with Reporter(args.progress) as reporter, reporter.task(f"tlc {args.model}") as task:
 
-            def show(generated: int, distinct: int) -> None:
-                progress.update(task, description=f"model {args.model}: {distinct:,} distinct states")
+            def show(found: TlcProgress) -> None:
+                task.update(found.text())
 
             outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap,
                                   Path(args.trace_out) if args.trace_out else None, show)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
 from kcm.tools.stages import HOLDS, VIOLATED, StageRow, VerifyContext
@@ -44,6 +44,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--report", default=str(DEFAULT_REPORT),
                         help=f"folder for shrunk failures and the coverage picture (default {DEFAULT_REPORT})")
     parser.add_argument("--json", action="store_true")
+    add_option(parser)
     html_option(parser)
     parser.set_defaults(handler=cmd_conform)
 
@@ -53,8 +54,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
         raise UsageError("conform: --examples and --steps must be at least 1")
     knobs = Knobs().with_settings(args.settings)
     console = Console(stderr=args.json)
-    campaign = _run(knobs, args.examples, args.steps, tuple(args.machine or MACHINES), not args.no_step_check,
-                    console)
+    with Reporter(args.progress) as reporter:
+        campaign = _run(knobs, args.examples, args.steps, tuple(args.machine or MACHINES), not args.no_step_check,
+                        reporter)
     summary = write_report(campaign, Path(args.report))
     if args.html:
         kinds.conform_page(summary, campaign.coverage, Path(args.html))
@@ -66,16 +68,10 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
 
 def _run(knobs: Knobs, examples: int, steps: int, machines: tuple[str, ...], step_check: bool,
-         console: Console) -> Campaign:
-    with Progress(TextColumn("conformance"), BarColumn(), MofNCompleteColumn(), TextColumn("examples"),
-                  TimeElapsedColumn(), console=console, transient=True,
-                  disable=not console.is_terminal) as progress:
-        task = progress.add_task("examples", total=examples)
-
-        def advance() -> None:
-            progress.advance(task)
-
-        return run_campaign(knobs, examples, steps, machines=machines, step_check=step_check, on_example=advance)
+         reporter: Reporter, database: bool = True) -> Campaign:
+    with reporter.task("conformance examples", examples) as task:
+        return run_campaign(knobs, examples, steps, machines=machines, step_check=step_check,
+                            on_example=task.advance, database=database)
 
 
 def write_report(campaign: Campaign, folder: Path) -> dict[str, Any]:
@@ -121,7 +117,7 @@ def print_summary(console: Console, campaign: Campaign, summary: dict[str, Any])
 def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     """The `kcm verify` stage: a bounded campaign on the context's knobs, one row per outcome."""
     started = time.perf_counter()
-    campaign = run_campaign(ctx.knobs, VERIFY_EXAMPLES, VERIFY_STEPS, database=False)
+    campaign = _run(ctx.knobs, VERIFY_EXAMPLES, VERIFY_STEPS, tuple(MACHINES), True, ctx.reporter, database=False)
     seconds = time.perf_counter() - started
     coverage = campaign.coverage.to_json()
     detail = (f"{campaign.tally.examples} examples, {campaign.tally.steps:,} steps; transitions covered: "

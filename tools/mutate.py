@@ -12,16 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kcm.conformance.explore.mutants import CATALOGUE, SUITE_EXAMPLES, SUITE_STEPS, MutantResult, run_mutants
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.progress import Reporter, add_option
 
 TARGET = 0.95
 
@@ -29,11 +30,13 @@ TARGET = 0.95
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("mutate", help="mutation score: the conformance suite against mutants of impl/")
     parser.add_argument("--only", action="append", metavar="NAME", help="run only this mutant (repeatable)")
-    parser.add_argument("--processes", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--processes", type=int, default=min(2, os.cpu_count() or 1),
+                        help="mutants run at once, one process each (default: 2, or 1 on one core)")
     parser.add_argument("--examples", type=int, default=SUITE_EXAMPLES, help="state-machine examples per mutant")
     parser.add_argument("--steps", type=int, default=SUITE_STEPS, help="rules per example at most")
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    add_option(parser)
     # Mutants replace implementation methods, which compiled classes refuse.
     parser.set_defaults(handler=cmd_mutate, needs_sources=True)
 
@@ -50,15 +53,14 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     if args.processes < 1 or args.examples < 1 or args.steps < 1:
         raise UsageError("mutate: --processes, --examples and --steps must be at least 1")
     mutants = tuple(known[name] for name in args.only) if args.only else CATALOGUE
-    console = Console(stderr=args.json)
+    # Written to a file, the table keeps its columns whole instead of wrapping them to 80 characters.
+    stream = sys.stderr if args.json else sys.stdout
+    console = Console(stderr=args.json, width=None if stream.isatty() else 200)
     started = time.perf_counter()
-    with Progress(TextColumn("mutants"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-                  TimeElapsedColumn(), console=console, transient=True,
-                  disable=not console.is_terminal) as progress:
-        task = progress.add_task("mutants", total=len(mutants), last="")
+    with Reporter(args.progress) as reporter, reporter.task("mutants", len(mutants)) as task:
 
         def done(result: MutantResult) -> None:
-            progress.update(task, advance=1, last=f"{result.name}: {'killed' if result.killed else 'SURVIVED'}")
+            task.advance(detail=f"{result.name}: {'killed' if result.killed else 'SURVIVED'}")
 
         results = run_mutants(mutants, args.processes, args.examples, args.steps, on_result=done)
     seconds = time.perf_counter() - started
@@ -79,7 +81,8 @@ def _print(console: Console, results: list[MutantResult], summary: dict[str, Any
     ideas = {m.name: m.idea for m in CATALOGUE}
     table = Table(title="mutants", title_justify="left")
     for column in ("mutant", "idea", "result", "killed by", "s"):
-        table.add_column(column, justify="right" if column == "s" else "left")
+        # Names fold onto a second line on a narrow terminal, never cut.
+        table.add_column(column, justify="right" if column == "s" else "left", overflow="fold")
     for r in results:
         verdict = "killed" if r.killed else "[red]SURVIVED[/]"
         # Names such as `tests/test_x.py::test[broker_failure]` are text, not rich markup.

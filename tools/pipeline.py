@@ -21,14 +21,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED
 from kcm.spec.vocabulary import KnobError, Knobs
 from kcm.tools.errors import EXIT_USAGE, Parser, UsageError
+from kcm.tools.progress import Reporter, Task, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
-from kcm.tools.stages import ERROR, HOLDS, VIOLATED, StageRow, VerifyContext
+from kcm.tools.stages import StageRow, VerifyContext
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,6 +68,7 @@ def add_stages(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--json", action="store_true", help="print summary.json instead of the text")
     html_option(report)
     for stage in (generate, ingest, check, report):
+        add_option(stage)
         stage.add_argument("--master", default=None, help="Spark master (default local[*])")
         stage.add_argument("--shuffle-partitions", type=int, default=None, help=argparse.SUPPRESS)
 
@@ -86,17 +86,27 @@ def _fraction(text: str) -> float:
 
 
 @contextmanager
-def _progress(console: Console) -> Iterator[Callable[[str, int, int], None]]:
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
-        tasks: dict[str, Any] = {}
+def _progress(reporter: Reporter) -> Iterator[Callable[[str, int, int], None]]:
+    """The jobs' progress callback (a Spark stage's tasks done of its total), one reporter task per stage, ended
+    when the stage is complete."""
+    tasks: dict[str, Task] = {}
+    ended: set[str] = set()
 
-        def advance(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
+    def advance(stage: str, done: int, total: int) -> None:
+        if stage in ended:
+            return
+        if stage not in tasks:
+            tasks[stage] = reporter.task(f"spark {stage}", total).__enter__()
+        tasks[stage].update(completed=done)
+        if done >= total:
+            ended.add(stage)
+            tasks.pop(stage).__exit__(None, None, None)
 
+    try:
         yield advance
+    finally:
+        for task in tasks.values():
+            task.__exit__(None, None, None)
 
 
 def _session(args: argparse.Namespace, submitted: bool) -> SparkSession:
@@ -109,7 +119,6 @@ def _session(args: argparse.Namespace, submitted: bool) -> SparkSession:
 def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
     from kcm.conformance.pipeline import jobs as pl
 
-    console = Console(stderr=True)
     if args.stage == "report":
         text, summary = pl.report(Path(args.input))
         print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
@@ -122,7 +131,7 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
     started = time.perf_counter()
     spark = _session(args, submitted)
     try:
-        with _progress(console) as progress:
+        with Reporter(args.progress) as reporter, _progress(reporter) as progress:
             return _run_stage(spark, args, knobs, fraction, progress, started)
     finally:
         spark.stop()
@@ -227,9 +236,10 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     from kcm.conformance.pipeline.session import spark_session
 
     started = time.perf_counter()
-    spark = spark_session("local[2]", shuffle_partitions=4)
+    with ctx.reporter.task("spark session (local[2])"):
+        spark = spark_session("local[2]", shuffle_partitions=4)
     try:
-        with tempfile.TemporaryDirectory(prefix="kcm-pipeline-") as tmp, _progress(ctx.console) as progress:
+        with tempfile.TemporaryDirectory(prefix="kcm-pipeline-") as tmp, _progress(ctx.reporter) as progress:
             corpus, checked = Path(tmp) / "corpus", Path(tmp) / "checked"
             pl.generate(spark, VERIFY_RUNS, VERIFY_STEPS, ctx.knobs, corpus, progress=progress)
             result = pl.check(spark, corpus, checked, validate_sample=0.0, progress=progress)
@@ -241,7 +251,7 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     for name, counts in verdicts.items():
         verdict = VIOLATED if counts.get("violated") else HOLDS
         if result.counts.quarantined:
-            verdict = ERROR
+            verdict = UNKNOWN
         detail = f"{result.runs} runs, {result.counts.checked:,} events on Spark local[2]"
         rows.append(StageRow("pipeline", name, verdict, detail, seconds))
     return rows

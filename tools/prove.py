@@ -4,7 +4,9 @@
     kcm prove --bmc K [--set ...]       bounded model checking up to depth K; a counterexample is written
                                         as a trace (format v2)
 
-Exit codes: 0 all proved, 1 a property fails, 2 a usage error or a result z3 could not decide.
+Results read `holds` (proved for every input, or inductive), `violated` (Z3's model is printed), `unknown`;
+a bounded search that finds nothing `holds to depth K` (docs/verdicts.md).
+Exit codes: 0 all hold, 1 a property is violated, 2 a usage error or a result z3 could not decide.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from kcm.spec.trace.format import TraceError, TraceWriter
+from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED, holds_to_depth, passed, severity, worst
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError
+from kcm.tools.progress import Reporter, add_option
 from kcm.tools.stages import StageRow, VerifyContext
 
 DEFAULT_OUT = "counterexample.jsonl"
@@ -41,6 +46,7 @@ def register(subparsers: Any) -> None:
     prove.add_argument("--controller", type=int, default=1, metavar="B",
                        help="with --bmc: the broker that controls the bootstrapped cluster (default 1, the leader)")
     prove.add_argument("--out", default=DEFAULT_OUT, help=f"with --bmc: counterexample trace (default {DEFAULT_OUT})")
+    add_option(prove)
     prove.set_defaults(handler=cmd_prove)
 
 
@@ -54,60 +60,82 @@ def cmd_prove(args: argparse.Namespace) -> int:
         raise UsageError("--brokers must be at least 2")
     if args.bmc is not None:
         return _bmc(args, knobs)
-    rows: list[dict[str, Any]] = []
     parts = args.only or ["proofs", "induction"]
     targets = _induction_targets(args.invariant)
     if args.invariant and "induction" not in parts:
         raise UsageError("--invariant goes with --bmc or the induction")
-    if "proofs" in parts:
-        from kcm.conformance.check.tables import implementation_rules
-        from kcm.spec.z3.proofs import run_proofs
-
-        rows += [r.to_json() for r in run_proofs(args.brokers or 8, knobs, implementation_rules())]
-    if "induction" in parts:
-        from kcm.spec.z3.induction import run_induction
-
-        for result in run_induction(args.brokers or 3, knobs, targets=targets):
-            note = "inductive alone" if result.alone else "strengthened with " + ", ".join(result.strengthening)
-            for step in result.steps:
-                row: dict[str, Any] = {"property": f"{result.invariant}: {step.step}", "result": step.result,
-                                       "seconds": round(step.seconds, 4), "group": "induction", "detail": note}
-                if step.cti is not None:
-                    row["model"] = step.cti
-                if step.step == "IndNext" and not result.alone and result.alone_cti is not None:
-                    row["alone_cti"] = result.alone_cti
-                rows.append(row)
+    rows: list[dict[str, Any]] = []
+    with Reporter(args.progress) as reporter:
+        if "proofs" in parts:
+            rows += proof_rows(reporter, args.brokers or 8, knobs)
+        if "induction" in parts:
+            rows += induction_rows(reporter, args.brokers or 3, knobs, targets)
     _print_rows(rows, args.json, f"kcm prove ({knobs.describe()})")
     return _exit_code(rows)
 
 
-def verify_stage(ctx: VerifyContext) -> list[StageRow]:
-    """The Z3 rows of `kcm verify`: the universal proofs and the induction, one summary row each."""
+def proof_rows(reporter: Reporter, brokers: int, knobs: Knobs) -> list[dict[str, Any]]:
+    """The universal proofs, one row each, with a progress task over the obligations."""
     from kcm.conformance.check.tables import implementation_rules
-    from kcm.spec.z3.induction import run_induction
-    from kcm.spec.z3.proofs import run_proofs
+    from kcm.spec.z3.proofs import discharge, obligations
 
-    proofs = [r.to_json() for r in run_proofs(8, ctx.knobs, implementation_rules())]
-    induction = run_induction(3, ctx.knobs)
-    steps = [step for result in induction for step in result.steps]
-    strengthened = [r.invariant for r in induction if not r.alone]
+    todo = obligations(brokers, knobs, implementation_rules())
+    rows = []
+    with reporter.task(f"z3 universal proofs ({brokers} brokers)", len(todo)) as task:
+        for obligation in todo:
+            result = discharge(obligation)
+            task.advance(detail=f"{result.property}: {result.result}")
+            rows.append(result.to_json())
+    return rows
+
+
+def induction_rows(reporter: Reporter, brokers: int, knobs: Knobs,
+                   targets: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """The induction, one row per obligation (IndInit, IndNext, IndProp) of each invariant."""
+    from kcm.spec.z3.induction import TARGETS, InductionResult, run_induction
+
+    chosen = targets or TARGETS
+    with reporter.task(f"z3 induction ({brokers} brokers)", len(chosen)) as task:
+
+        def done(result: InductionResult) -> None:
+            task.advance(detail=f"{result.invariant}: {worst([step.result for step in result.steps])}")
+
+        results = run_induction(brokers, knobs, targets=chosen, on_result=done)
+    rows = []
+    for result in results:
+        note = "inductive alone" if result.alone else "strengthened with " + ", ".join(result.strengthening)
+        for step in result.steps:
+            row: dict[str, Any] = {"property": f"{result.invariant}: {step.step}", "result": step.result,
+                                   "seconds": round(step.seconds, 4), "group": "induction", "detail": note}
+            if step.cti is not None:
+                row["model"] = step.cti
+            if step.step == "IndNext" and not result.alone and result.alone_cti is not None:
+                row["alone_cti"] = result.alone_cti
+            rows.append(row)
+    return rows
+
+
+def verify_stage(ctx: VerifyContext) -> list[StageRow]:
+    """The Z3 rows of `kcm verify`: the universal proofs and the induction, one summary row each, timed whole
+    (the induction's search for strengthening lemmas included)."""
+    started = time.perf_counter()
+    proofs = proof_rows(ctx.reporter, 8, ctx.knobs)
+    proved = time.perf_counter()
+    steps = induction_rows(ctx.reporter, 3, ctx.knobs)
+    ended = time.perf_counter()
+    invariants = {row["property"].partition(":")[0] for row in steps}
+    strengthened = {row["property"].partition(":")[0] for row in steps if row["detail"] != "inductive alone"}
     return [
-        StageRow("z3", "universal proofs (8 brokers)", _stage_verdict([r["result"] for r in proofs]),
-         _tally([r["result"] for r in proofs]), sum(r["seconds"] for r in proofs)),
-        StageRow("z3", "inductive invariants (IndInit, IndNext, IndProp)", _stage_verdict([s.result for s in steps]),
-         _tally([s.result for s in steps]) + f"; strengthened: {len(strengthened)} of {len(induction)}",
-         sum(s.seconds for s in steps)),
+        StageRow("z3", "universal proofs (8 brokers)", worst([r["result"] for r in proofs]),
+                 _tally([r["result"] for r in proofs]), proved - started),
+        StageRow("z3", "inductive invariants (IndInit, IndNext, IndProp)", worst([r["result"] for r in steps]),
+                 _tally([r["result"] for r in steps]) + f"; strengthened: {len(strengthened)} of {len(invariants)}",
+                 ended - proved),
     ]
 
 
-def _stage_verdict(results: list[str]) -> str:
-    if "failed" in results:
-        return "violated"
-    return "error" if "unknown" in results else "holds"
-
-
 def _tally(results: list[str]) -> str:
-    return ", ".join(f"{results.count(r)} {r}" for r in ("proved", "failed", "unknown") if r in results)
+    return ", ".join(f"{results.count(r)} {r}" for r in (HOLDS, VIOLATED, UNKNOWN) if r in results)
 
 
 def _induction_targets(names: list[str] | None) -> tuple[str, ...]:
@@ -122,12 +150,7 @@ def _induction_targets(names: list[str] | None) -> tuple[str, ...]:
 
 
 def _exit_code(rows: list[dict[str, Any]]) -> int:
-    results = {row["result"] for row in rows}
-    if "failed" in results:
-        return EXIT_VIOLATED
-    if "unknown" in results:
-        return EXIT_USAGE
-    return EXIT_OK
+    return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(worst([row["result"] for row in rows]))]
 
 
 def _print_rows(rows: list[dict[str, Any]], as_json: bool, title: str) -> None:
@@ -144,12 +167,12 @@ def _print_rows(rows: list[dict[str, Any]], as_json: bool, title: str) -> None:
     table.add_column("seconds", justify="right")
     table.add_column("detail")
     for row in rows:
-        colour = {"proved": "green", "failed": "red"}.get(row["result"], "yellow")
+        colour = {HOLDS: "green", VIOLATED: "red"}.get(row["result"], "yellow")
         table.add_row(row["property"], f"[{colour}]{row['result']}[/{colour}]", f"{row['seconds']:.3f}",
                       row.get("detail", ""))
     console.print(table)
     for row in rows:
-        if row["result"] != "proved" and "model" in row:
+        if not passed(row["result"]) and "model" in row:
             console.print(f"[red]{row['property']}[/red]: {row['result']}; counterexample:")
             console.print(json.dumps(row["model"], indent=2, sort_keys=True), markup=False)
 
@@ -174,12 +197,15 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
         raise UsageError("--bmc needs a depth of at least 1")
     if args.only:
         raise UsageError("--only does not go with --bmc")
-    result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
-                     invariants=args.invariant, actions=_bmc_actions(args.actions), controller=args.controller)
+    with Reporter(args.progress) as reporter, reporter.task("z3 bmc depth", args.bmc) as task:
+        result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
+                         invariants=args.invariant, actions=_bmc_actions(args.actions), controller=args.controller,
+                         on_depth=lambda depth, seconds: task.update(f"depth {depth}: {seconds:.1f} s",
+                                                                     completed=depth))
     name = ", ".join(args.invariant) if args.invariant else "all invariants"
     row: dict[str, Any] = {
         "property": f"bmc: {name} up to depth {args.bmc} ({knobs.describe()})",
-        "result": "failed" if result.found else "proved",
+        "result": VIOLATED if result.found else holds_to_depth(args.bmc),
         "seconds": round(result.seconds, 3),
         "group": "bmc",
         "depth": result.depth,

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-from kcm.spec.tlc.runner import TlcError, TlcSetupError
+from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
 from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.trace.format import load_trace
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
@@ -55,8 +55,8 @@ def cmd_validate_tlc(args: Any) -> int:
                       disable=args.json or not console.is_terminal) as progress:
             task = progress.add_task(f"TLC: validating {len(events)} events")
 
-            def show(generated: int, distinct: int) -> None:
-                progress.update(task, description=f"TLC: validating {len(events)} events, {distinct:,} states")
+            def show(found: TlcProgress) -> None:
+                progress.update(task, description=f"TLC: validating {len(events)} events, {found.text()}")
 
             check = validate_with_tlc(events, on_progress=show)
     except (TlcSetupError, TlcError) as err:

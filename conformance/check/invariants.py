@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
 from kcm.spec.trace.format import Event, empty_state, merge_variable
+from kcm.spec.verdicts import HOLDS, UNOBSERVED, VIOLATED
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES
 
 # Which variables each invariant reads: with a partial trace, an invariant is checked only if the trace
@@ -96,10 +97,10 @@ class CheckReport:
 
     def verdict(self, invariant: str) -> str:
         if any(v.invariant.split("/")[0] == invariant for v in self.violations):
-            return "violated"
+            return VIOLATED
         if not all(var in self.observed for var in READS[invariant]):
-            return "unobserved"
-        return "holds"
+            return UNOBSERVED
+        return HOLDS
 
     def verdicts(self) -> dict[str, str]:
         return {name: self.verdict(name) for name in INVARIANTS}

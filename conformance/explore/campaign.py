@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event
+from kcm.spec.verdicts import HOLDS, VIOLATED
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 
 
@@ -39,7 +40,7 @@ class CampaignResult:
 
     def verdicts(self) -> dict[str, str]:
         broken = {v.invariant.split("/")[0] for s in self.seeds for v in s.violations}
-        return {name: "violated" if name in broken else "holds" for name in INVARIANTS}
+        return {name: VIOLATED if name in broken else HOLDS for name in INVARIANTS}
 
 
 def run_seed(seed: int, knobs: Knobs, config: SimConfig, steps: int, keep_events: bool = False,

@@ -43,6 +43,32 @@ class TlcError(Exception):
     """TLC could not check the model (a parse or evaluation error): a one-line message."""
 
 
+@dataclass(frozen=True)
+class TlcProgress:
+    """Where a running search is: distinct states so far, the BFS depth reached, seconds since the search began."""
+
+    distinct: int
+    depth: int
+    seconds: float
+
+    def text(self) -> str:
+        rate = self.distinct / self.seconds if self.seconds > 0 else 0.0
+        return f"{self.distinct:,} distinct states, depth {self.depth}, {rate:,.0f} states/s"
+
+
+# TLC 2.15 reports progress once a minute (a compiled-in constant), too seldom for a search of seconds; a
+# model may print a heartbeat of its own instead, one line per HEARTBEAT_STATES distinct states.
+HEARTBEAT_STATES: Final = 2000
+HEARTBEAT_OPERATOR: Final = "KcmHeartbeat"
+HEARTBEAT_DEFINITION: Final = (
+    f'{HEARTBEAT_OPERATOR} ==\n'
+    f'    IF TLCGet("distinct") % {HEARTBEAT_STATES} = 0\n'
+    f'    THEN PrintT(<<"kcm-progress", TLCGet("distinct"), TLCGet("level")>>) ELSE TRUE\n'
+)
+_HEARTBEAT = re.compile(r'<<"kcm-progress", (\d+), (\d+)>>')
+_PROGRESS = re.compile(r"Progress\((\d+)\) at [^:]*:[^:]*:[^:]*: [\d,]+ states generated[^,]*, ([\d,]+) distinct")
+
+
 # -- finding the tools ----------------------------------------------------------------------------------
 
 
@@ -285,8 +311,11 @@ def default_heap_mb() -> int:
 
 def tlc_command(java: str, jar: Path, metadir: str, workers: int, heap_mb: int, config: str, module: str,
                 extra_args: tuple[str, ...] = ()) -> list[str]:
-    """The java command line: a bounded heap, TLC's state files in `metadir`, its `-tool` messages."""
-    return [java, f"-Xmx{heap_mb}m", "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-tool",
+    """The java command line: a bounded heap, TLC's state files in `metadir`, its `-tool` messages. TLC
+    unpacks the standard modules (TLC.tla, Naturals.tla, ...) into java.io.tmpdir: a folder of its own keeps
+    two TLC processes started at once from parsing each other's half-written copies."""
+    return [java, f"-Xmx{heap_mb}m", "-XX:+UseParallelGC", f"-Djava.io.tmpdir={metadir}", "-cp", str(jar),
+            "tlc2.TLC", "-tool",
             "-metadir", metadir, "-workers", str(workers), "-config", config, *extra_args, module]
 
 
@@ -295,7 +324,7 @@ def run_tlc(
     config: Path,
     workers: int = 1,
     heap_mb: int | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[TlcProgress], None] | None = None,
     extra_args: tuple[str, ...] = (),
     budget_seconds: float | None = None,
 ) -> TlcResult:
@@ -328,7 +357,7 @@ class _Output:
     search_seconds: float = 0.0
 
 
-def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[int, int], None] | None,
+def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[TlcProgress], None] | None,
                    budget_seconds: float | None = None) -> _Output:
     chunks: list[str] = []
     with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
@@ -343,18 +372,33 @@ def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[int, in
             timer = threading.Timer(budget_seconds, stop)
             timer.start()
         search_started: float | None = None
+        shown = 0
         try:
             for line in proc.stdout:
-                chunks.append(line)
                 if search_started is None and "Finished computing initial states" in line:
                     search_started = time.monotonic()
-                if on_progress is not None and "distinct states found" in line:
-                    stats = _STATS.search(line)
-                    if stats:
-                        on_progress(int(stats.group(1).replace(",", "")), int(stats.group(2).replace(",", "")))
+                heartbeat = _HEARTBEAT.match(line)
+                if heartbeat is None:
+                    chunks.append(line)
+                if on_progress is None or search_started is None:
+                    continue
+                found = _progress(line, heartbeat)
+                if found is not None and found[0] > shown:
+                    shown = found[0]
+                    on_progress(TlcProgress(found[0], found[1], time.monotonic() - search_started))
             code = proc.wait()
         finally:
             if timer is not None:
                 timer.cancel()
     search = time.monotonic() - search_started if search_started is not None else 0.0
     return _Output(code, "".join(chunks), stopped.is_set(), search)
+
+
+def _progress(line: str, heartbeat: re.Match[str] | None) -> tuple[int, int] | None:
+    """(distinct states, depth) from a heartbeat or one of TLC's own progress reports."""
+    if heartbeat is not None:
+        return int(heartbeat.group(1)), int(heartbeat.group(2))
+    report = _PROGRESS.search(line)
+    if report is None:
+        return None
+    return int(report.group(2).replace(",", "")), int(report.group(1))

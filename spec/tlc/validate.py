@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from kcm.spec.tlc.config import bindings, tla
 from kcm.spec.tlc.modelcheck import BROKER_KEYED, spec_dir
-from kcm.spec.tlc.runner import run_tlc
+from kcm.spec.tlc.runner import TlcProgress, run_tlc
 from kcm.spec.trace.format import Event, apply_event
 from kcm.spec.vocabulary import NO_LEADER, VARIABLES, Knobs
 
@@ -262,7 +262,7 @@ def trace_config(knobs: Knobs, constants: dict[str, str], update_metadata: bool)
 
 
 def validate_with_tlc(events: list[Event], heap_mb: int = 2048,
-                      on_progress: Callable[[int, int], None] | None = None) -> TraceCheck:
+                      on_progress: Callable[[TlcProgress], None] | None = None) -> TraceCheck:
     started = time.perf_counter()
     init = events[0]
     if init["action"] != "Init" or not init.get("full"):

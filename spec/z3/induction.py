@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.actions import Effect, Relations, next_relation
 from kcm.spec.z3.invariants import (
@@ -45,7 +46,7 @@ TARGET_LEMMA = {"OneLeaderPerEpoch": "LeadersAreRecorded", "IsrSubsetOfReplicas"
 @dataclass
 class StepResult:
     step: str  # IndInit | IndNext | IndProp
-    result: str  # proved | failed | unknown
+    result: str  # holds | violated | unknown (kcm.spec.verdicts)
     seconds: float
     cti: dict[str, Any] | None = None
 
@@ -61,7 +62,7 @@ class InductionResult:
 
     @property
     def proved(self) -> bool:
-        return all(s.result == "proved" for s in self.steps)
+        return all(s.result == HOLDS for s in self.steps)
 
 
 class Induction:
@@ -112,10 +113,10 @@ class Induction:
         solver.add(not_(goal))
         verdict = solver.check()
         if verdict == z3.unsat:
-            return "proved", None
+            return HOLDS, None
         if verdict == z3.sat:
-            return "failed", solver.model()
-        return "unknown", None
+            return VIOLATED, solver.model()
+        return UNKNOWN, None
 
     def preserved(self, names: list[str], goals: list[str] | None = None) -> tuple[str, Expr | None]:
         """IndNext for `names`: Inv(names) and Next give each of `goals` (default: `names`) afterwards."""
@@ -128,7 +129,7 @@ class Induction:
         """The largest inductive subset of the lemmas that hold initially."""
         if self._houdini is not None:
             return self._houdini
-        kept = [n for n in self.lemmas if self.check([self.init], self.lemmas[n].formula(self.s))[0] == "proved"]
+        kept = [n for n in self.lemmas if self.check([self.init], self.lemmas[n].formula(self.s))[0] == HOLDS]
         while True:
             solver = self._solver()
             solver.add(self._inv(kept, self.s), self.next)
@@ -148,7 +149,7 @@ class Induction:
                 elif not z3.is_true(value):
                     undetermined.append(n)  # a quantified lemma the model does not decide
             if not broken:
-                broken = [n for n in undetermined if self.preserved(kept, [n])[0] != "proved"]
+                broken = [n for n in undetermined if self.preserved(kept, [n])[0] != HOLDS]
             if not broken:
                 raise RuntimeError("no lemma could be dropped, yet the lemmas are not inductive")
             kept = [n for n in kept if n not in broken]
@@ -229,7 +230,7 @@ class Induction:
     def _prove_state(self, target: str, start: float) -> InductionResult:
         lemma = TARGET_LEMMA[target]
         verdict, model = self.preserved([lemma])
-        alone = verdict == "proved"
+        alone = verdict == HOLDS
         cti = None if model is None else self.cti(model)
         names = [lemma]
         if not alone:
@@ -244,7 +245,7 @@ class Induction:
     def _prove_step(self, target: str, start: float) -> InductionResult:
         prop = self._step_property(target)
         verdict, model = self.check([self.next], prop)
-        alone = verdict == "proved"
+        alone = verdict == HOLDS
         cti = None if model is None else self.cti(model)
         names: list[str] = []
         if not alone:
@@ -263,7 +264,7 @@ class Induction:
             if step == "IndInit":
                 verdict, model = self.check([self.init], inv)
             elif step == "IndNext":
-                verdict, model = self.preserved(names) if names else ("proved", None)
+                verdict, model = self.preserved(names) if names else (HOLDS, None)
             else:
                 verdict, model = prop(inv)
             steps.append(StepResult(step, verdict, time.perf_counter() - began,

@@ -20,6 +20,7 @@ from kcm.spec.states import (
     VALID_PREVIOUS_REPLICA_STATES,
     Table,
 )
+from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 from kcm.spec.z3 import elections, tables
 from kcm.spec.z3.actions import Effect, Relations, relation
@@ -31,7 +32,7 @@ from kcm.spec.z3.solver import Expr, and_, and_all, implies, int_const, not_, or
 @dataclass
 class ProofResult:
     property: str
-    result: str  # proved | failed | unknown
+    result: str  # holds | violated | unknown (kcm.spec.verdicts)
     seconds: float
     group: str = ""
     model: dict[str, Any] | None = None
@@ -67,10 +68,10 @@ def discharge(ob: Obligation, timeout_ms: int = 60_000) -> ProofResult:
     verdict = solver.check()
     seconds = time.perf_counter() - start
     if verdict == z3.unsat:
-        return ProofResult(ob.name, "proved", seconds, ob.group)
+        return ProofResult(ob.name, HOLDS, seconds, ob.group)
     if verdict == z3.sat:
-        return ProofResult(ob.name, "failed", seconds, ob.group, model=ob.show(solver.model()))
-    return ProofResult(ob.name, "unknown", seconds, ob.group, detail=str(solver.reason_unknown()))
+        return ProofResult(ob.name, VIOLATED, seconds, ob.group, model=ob.show(solver.model()))
+    return ProofResult(ob.name, UNKNOWN, seconds, ob.group, detail=str(solver.reason_unknown()))
 
 
 # -- the elections ------------------------------------------------------------------------------------------

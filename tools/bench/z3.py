@@ -27,6 +27,7 @@ from kcm.conformance.check.tables import implementation_rules
 from kcm.impl import election
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event
+from kcm.spec.verdicts import HOLDS
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.bmc import KNOWN_BUGS, run_bmc
 from kcm.spec.z3.induction import TARGETS, Induction
@@ -119,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     proofs_table = table("universal proofs, 8 brokers", ["group", "proofs", "proved", "seconds", "slowest"])
     for group in dict.fromkeys(r.group for r in proofs):
         rows = [r for r in proofs if r.group == group]
-        proofs_table.add_row(group, str(len(rows)), str(sum(r.result == "proved" for r in rows)),
+        proofs_table.add_row(group, str(len(rows)), str(sum(r.result == HOLDS for r in rows)),
                              f"{sum(r.seconds for r in rows):.3f}", f"{max(r.seconds for r in rows):.3f}")
     out.print(proofs_table)
     out.print(f"baseline: the implementation's offline election over all {inputs:,} inputs of 4 brokers in "

@@ -11,13 +11,14 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
 from kcm.conformance.check.coverage import MACHINES, Coverage
 from kcm.conformance.check.invariants import Violation
 from kcm.spec.trace.format import Event, read_trace
+from kcm.spec.verdicts import VIOLATED
 from kcm.spec.vocabulary import ACTIONS
 from kcm.tools.report import page
 from kcm.tools.report.timeline import DEFAULT_WINDOW, Timeline, build, build_window, mark_final_state
@@ -25,7 +26,6 @@ from kcm.tools.report.timeline import DEFAULT_WINDOW, Timeline, build, build_win
 if TYPE_CHECKING:
     from kcm.tools.stages import VerifyContext
 
-VIOLATED: Final = "violated"
 
 
 def anchor(*parts: object) -> str:
@@ -86,20 +86,9 @@ def review_page(document: dict[str, Any], folder: Path, out: Path, source: str =
                 mark_final_state(timeline, column)
                 sections.append(timeline)
             cells.append(cell)
-        rows.append({**row, "cells_shown": cells, "verdict": _row_verdict(row)})
+        rows.append({**row, "cells_shown": cells})
     return page.write(out, "review.html", kind="review", title="kcm review: design-review matrix", source=source,
                       document=document, rows=rows, sections=sections)
-
-
-def _row_verdict(row: dict[str, Any]) -> str:
-    """As `kcm review` judges a row: it breaks what it is documented to break (a safe row, nothing)."""
-    results = [cell.get("result") for cell in row["cells"].values()]
-    if "error" in results:
-        return "error"
-    broken = {name for name, cell in row["cells"].items() if cell.get("result") == VIOLATED}
-    expected = set(row.get("expected_violations", []))
-    ok = expected <= broken if expected else not broken
-    return "as expected" if ok else "unexpected"
 
 
 def _found(trace: str | None, folder: Path) -> Path | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from kcm.spec.verdicts import UNOBSERVED, severity
 from kcm.tools.errors import UsageError
 from kcm.tools.report.timeline import epoch_colour
 
@@ -23,6 +24,14 @@ def knob_text(value: Any) -> str:
     return str(value)
 
 
+def verdict_class(verdict: str) -> str:
+    """A verdict's colour by what it means (kcm.spec.verdicts), whatever its words ("holds to depth 6"); an
+    invariant left unobserved was not checked, so it is not shown as passed."""
+    if verdict == UNOBSERVED:
+        return "v-unknown"
+    return ("v-pass", "v-fail", "v-unknown")[severity(verdict)]
+
+
 @cache
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("kcm.tools.report", "templates"),
@@ -30,6 +39,7 @@ def environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.globals["colour"] = epoch_colour
     env.filters["knob"] = knob_text
+    env.filters["verdict_class"] = verdict_class
     return env
 
 

@@ -256,7 +256,7 @@ def test_a_verify_run_without_the_simulation_has_no_campaign_section(tmp_path: P
                "stages": [{"engine": "z3", "check": "elections", "verdict": "holds", "detail": "8 brokers",
                            "seconds": 3.5}]}
     page = read_page(kinds.verify_page(summary, tmp_path / "v.html"))
-    assert "Simulation campaign" not in page.text and "elections" in page.text and "z3 3.5 s" in page.text
+    assert "Simulation campaign" not in page.text and "elections" in page.text and "3.5" in page.text
 
 
 def _write(path: Path, text: str) -> Path:

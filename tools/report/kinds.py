@@ -105,15 +105,10 @@ def _found(trace: str | None, folder: Path) -> Path | None:
 
 
 def verify_page(summary: dict[str, Any], out: Path, first: Timeline | None = None, source: str = "") -> Path:
-    """The rows, the verdict, the time per engine, and the simulation campaign's first violation (its
-    timeline when the run is at hand: `kcm verify --html` simulates the seed again)."""
-    seconds: Counter[str] = Counter()
-    for row in summary["stages"]:
-        # A stage's rows share its time: count it once per engine.
-        seconds[row["engine"]] = max(seconds[row["engine"]], row["seconds"])
+    """The rows, the verdict, the run's time, and the simulation campaign's first violation (its timeline
+    when the run is at hand: `kcm verify --html` simulates the seed again)."""
     return page.write(out, "verify.html", kind="verify", title="kcm verify", source=source, summary=summary,
-                      engine_seconds=dict(seconds), first=first,
-                      reproduce=_reproduce(summary) if summary.get("first_violation") else "")
+                      first=first, reproduce=_reproduce(summary) if summary.get("first_violation") else "")
 
 
 def _reproduce(summary: dict[str, Any]) -> str:

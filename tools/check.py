@@ -13,6 +13,8 @@ from kcm.spec.tlc.modelcheck import check_invariant_names, check_model, model_kn
 from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.progress import Reporter, add_option
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 
 
 def register(subparsers: Any) -> None:
@@ -28,6 +30,7 @@ def register(subparsers: Any) -> None:
     check.add_argument("--trace-out", help="where a counterexample is written (trace format v2)")
     check.add_argument("--json", action="store_true")
     add_option(check)
+    html_option(check)
     check.set_defaults(handler=cmd_check)
 
 
@@ -45,6 +48,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     except (TlcSetupError, TlcError) as err:
         raise UsageError(str(err)) from err
     summary = outcome.to_json()
+    if args.html:
+        kinds.check_page(Path(args.html), summary, outcome.trace_path)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

@@ -22,6 +22,8 @@ from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 
 
 def register(subparsers: Any) -> None:
@@ -39,6 +41,7 @@ def register(subparsers: Any) -> None:
                             f"{default_out('check', '<model>-counterexample.jsonl')})")
     check.add_argument("--json", action="store_true")
     add_option(check)
+    html_option(check)
     check.set_defaults(handler=cmd_check)
 
 
@@ -56,6 +59,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     except (TlcSetupError, TlcError) as err:
         raise UsageError(str(err)) from err
     summary = outcome.to_json()
+    if args.html:
+        kinds.check_page(Path(args.html), summary, outcome.trace_path)
     violated = vocabulary_name(outcome.result.violated) if outcome.result.violated else None
     explained = with_controllers(outcome.events) if violated == "StaleControllerFenced" else outcome.events
     if args.json:

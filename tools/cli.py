@@ -27,9 +27,11 @@ from kcm.tools import (
     verify,
 )
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, Parser, UsageError
+from kcm.tools.report import command as report
 
 # In the order `kcm --help` lists them.
-COMMANDS = (sim, check_trace, check, verify, prove, validate, review, conform, trace, replay, mutate, pipeline)
+COMMANDS = (sim, check_trace, check, verify, prove, validate, review, conform, trace, replay, mutate, pipeline,
+            report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,8 @@ from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 from kcm.tools.stages import HOLDS, VIOLATED, StageRow, VerifyContext
 
 DEFAULT_REPORT = default_out("conform")
@@ -45,6 +47,7 @@ def register(subparsers: Any) -> None:
                         help=f"folder for shrunk failures and the coverage picture (default {DEFAULT_REPORT})")
     parser.add_argument("--json", action="store_true")
     add_option(parser)
+    html_option(parser)
     parser.set_defaults(handler=cmd_conform)
 
 
@@ -57,6 +60,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
         campaign = _run(knobs, args.examples, args.steps, tuple(args.machine or MACHINES), not args.no_step_check,
                         reporter)
     summary = write_report(campaign, Path(args.out), args.examples)
+    if args.html:
+        kinds.conform_page(summary, campaign.coverage, Path(args.html))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

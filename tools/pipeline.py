@@ -25,6 +25,8 @@ from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED
 from kcm.spec.vocabulary import KnobError, Knobs
 from kcm.tools.errors import EXIT_USAGE, Parser, UsageError
 from kcm.tools.progress import Reporter, Task, add_option
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 from kcm.tools.stages import StageRow, VerifyContext
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ def add_stages(parser: argparse.ArgumentParser) -> None:
     report = stages.add_parser("report", help="the summary of a checked directory")
     report.add_argument("--in", dest="input", required=True, help="a directory `kcm pipeline check` wrote")
     report.add_argument("--json", action="store_true", help="print summary.json instead of the text")
+    html_option(report)
     for stage in (generate, ingest, check, report):
         add_option(stage)
         stage.add_argument("--master", default=None, help="Spark master (default local[*])")
@@ -119,6 +122,8 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
     if args.stage == "report":
         text, summary = pl.report(Path(args.input))
         print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
+        if args.html:
+            kinds.pipeline_page(Path(args.input), Path(args.html))
         return _exit_code(summary)
     knobs = Knobs().with_settings(args.settings) if args.stage == "generate" else Knobs()
     fraction = _fraction(args.validate_sample) if args.stage == "check" else 0.0

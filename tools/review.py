@@ -34,6 +34,8 @@ from kcm.spec.vocabulary import INVARIANTS, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 from kcm.tools.stages import StageRow, VerifyContext
 
 DEFAULT_OUT: Final = default_out("review")
@@ -289,6 +291,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--heap", type=int, default=None,
                         help=f"each TLC's heap in MiB (default KCM_TLC_HEAP_MB or {DEFAULT_HEAP_MB})")
     add_option(parser)
+    html_option(parser)
     parser.set_defaults(handler=cmd_review)
 
 
@@ -306,6 +309,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     document = to_json(rows, seconds)
     (Path(args.out) / "review.json").write_text(json.dumps(document, indent=2) + "\n")
     (Path(args.out) / "review.md").write_text(markdown(rows) + "\n")
+    if args.html:
+        kinds.review_page(document, Path(args.out), Path(args.html))
     if args.json:
         print(json.dumps(document, indent=2))
     else:

@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -24,6 +25,8 @@ from kcm.spec.verdicts import severity
 from kcm.tools import conform, pipeline, prove, review
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED
 from kcm.tools.progress import Reporter, add_option
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 from kcm.tools.sim import cluster_config, cluster_options
 from kcm.tools.stages import Stage, StageRow, VerifyContext, verdict
 
@@ -42,6 +45,7 @@ def register(subparsers: Any) -> None:
                         help="leave this engine out (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     add_option(parser)
+    html_option(parser)
     parser.set_defaults(handler=cmd_verify)
 
 
@@ -55,7 +59,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with Reporter(args.progress) as reporter:
         ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full)
         rows = run(ctx, engines)
-    report(console, ctx, rows, args.json, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    report(console, ctx, rows, args.json, seconds)
+    if args.html:
+        kinds.verify_page(summary(ctx, rows, seconds), Path(args.html), kinds.first_violation_timeline(ctx))
     return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(verdict(rows))]
 
 
@@ -103,11 +110,7 @@ def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:
 def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: bool, seconds: float) -> None:
     campaign = ctx.campaigns[0] if ctx.campaigns else None
     if as_json:
-        summary: dict[str, Any] = {"knobs": ctx.knobs.to_dict(), "result": verdict(rows), "full": ctx.full,
-                                   "seconds": round(seconds, 1), "stages": [asdict(row) for row in rows]}
-        if campaign is not None:
-            summary.update(_campaign_json(campaign))
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary(ctx, rows, seconds), indent=2))
         return
     table = Table(title=f"kcm verify ({ctx.knobs.describe()}{', full' if ctx.full else ''})")
     # Names and verdicts are never cut: on a narrow terminal the details wrap instead.
@@ -124,6 +127,15 @@ def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: 
     console.print(f"verdict: {verdict(rows)} ({len(rows)} rows, {seconds:.0f} s)", highlight=False)
     if campaign is not None:
         _print_campaign_footer(console, campaign)
+
+
+def summary(ctx: VerifyContext, rows: list[StageRow], seconds: float) -> dict[str, Any]:
+    """The run as JSON: what --json prints and the HTML report shows."""
+    document: dict[str, Any] = {"knobs": ctx.knobs.to_dict(), "result": verdict(rows), "full": ctx.full,
+                                "seconds": round(seconds, 1), "stages": [asdict(row) for row in rows]}
+    if ctx.campaigns:
+        document.update(_campaign_json(ctx.campaigns[0]))
+    return document
 
 
 def _campaign_json(result: CampaignResult) -> dict[str, Any]:

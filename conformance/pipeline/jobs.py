@@ -487,8 +487,9 @@ def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
 
 
 def _violations_text(summary: dict[str, Any]) -> list[str]:
-    """Each run with a violation and its first violating event, as far as the summary lists them."""
-    listed = summary["first_violations"]
+    """Each run with a violation and its first violating event, as far as the summary lists them (a summary
+    an earlier kcm wrote lists none)."""
+    listed = summary.get("first_violations", [])
     if not listed:
         return []
     lines = ["first violation of each run (run, step, invariant: explanation):"]
@@ -502,14 +503,17 @@ def _violations_text(summary: dict[str, Any]) -> list[str]:
 
 def _validation_text(summary: dict[str, Any]) -> list[str]:
     validation = summary["validation"]
-    sample = validation["sample"]
+    sample = validation.get("sample")  # None in a summary an earlier kcm wrote
     if not validation["runs"]:
+        if sample is None:
+            return ["Z3 step validation: no run validated"]
         if not sample:
             return ["Z3 step validation: not asked (--validate-sample 0)"]
         return [f"Z3 step validation: no run drawn: --validate-sample {sample} draws each of the "
                 f"{summary['runs']:,} runs by a hash of its name (about {sample * summary['runs']:.1f} expected); "
                 "--validate-sample all validates every run"]
-    lines = [f"Z3 step validation: {validation['ok']}/{validation['runs']} runs drawn (--validate-sample {sample}) "
-             f"explained, {validation['steps']:,} steps"]
+    drawn = "" if sample is None else f" drawn (--validate-sample {sample})"
+    lines = [f"Z3 step validation: {validation['ok']}/{validation['runs']} runs{drawn} explained, "
+             f"{validation['steps']:,} steps"]
     return lines + [f"  unexplained: {u}" for u in validation["unexplained"]]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
@@ -109,7 +110,7 @@ def print_summary(console: Console, campaign: Campaign, summary: dict[str, Any])
         console.print(table)
     coverage = summary["coverage"]
     console.print(f"knobs: {campaign.knobs.describe()}")
-    console.print(_examples_text(summary))
+    console.print(_examples_text(summary), soft_wrap=True)
     console.print(f"commands: {summary['commands']:,}, steps: {summary['steps']:,} in {summary['seconds']:.1f} s "
                   f"({summary['steps_per_second']:,.0f} steps/s)")
     console.print(f"coverage: actions {coverage['actions_covered']}, partition transitions "
@@ -118,8 +119,9 @@ def print_summary(console: Console, campaign: Campaign, summary: dict[str, Any])
     if not summary["violations"]:
         console.print("[green]violations: none[/]")
     for v in summary["violations"]:
+        # The explanation whole on one line, its brackets (logs, ISRs) as text, not markup
         console.print(f"[red]VIOLATION {v['invariant']}[/] at event {v['seq']} ({v['commands']} commands after "
-                      f"shrinking): {v['message']}")
+                      f"shrinking): {escape(v['message'])}", soft_wrap=True)
         console.print(f"  scenario: {v['scenario']}\n  trace:    {v['trace']}")
 
 

@@ -1,6 +1,6 @@
 """Where commands write files by default: one folder, `kcm-out/` in the working directory (or the folder
 named by KCM_OUT), one subfolder per command. Every command that writes a file takes `--out` and prints the
-path it wrote; docs/cli.md gives the reasons for this convention."""
+path it wrote; README.md ("Files a command writes") gives the reasons for this convention."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kcm.conformance.check.invariants import InvariantChecker, Violation
-from kcm.spec.trace.format import load_trace
+from kcm.spec.trace.format import load_trace, read_trace
 from kcm.tools.cli import main
 from kcm.tools.report import kinds
 from kcm.tools.report.timeline import build, mark_final_state
@@ -283,18 +283,23 @@ def test_review_and_check_write_their_pages_from_tlc(tmp_path: Path) -> None:
     assert kcm("check", "--model", "kafka1211", "--trace-out", str(tmp_path / "cex.jsonl"), "--html",
                str(check_page)) == 1
     assert read_page(check_page).marked
+    # TLC's steps name no controller: the zombie's write is still explained, as kcm check explains it.
+    zombie_page = tmp_path / "zombie.html"
+    assert kcm("check", "--model", "zombie", "--trace-out", str(tmp_path / "zombie.jsonl"), "--html",
+               str(zombie_page)) == 1
+    assert "deposed controller 1" in zombie_page.read_text()
 
 
 def test_a_counterexample_the_checker_does_not_flag_is_marked_in_its_last_state(tmp_path: Path) -> None:
     trace = tmp_path / "fine.jsonl"
     assert kcm("sim", "--seed", "5", "--steps", "10", "--out", str(trace)) == 0
     timeline = kinds.trace_timeline(trace, "t", window=20)
-    mark_final_state(timeline, "StaleControllerFenced")
+    mark_final_state(timeline, "StaleControllerFenced", read_trace(trace))
     last = timeline.steps[-1]
     assert timeline.first is not None and timeline.first.seq == last.seq == 11
     assert [v.invariant for v in last.violations] == ["StaleControllerFenced"]
     assert "kcm's invariant checker does not flag this trace" in timeline.first.message
     flagged = kinds.trace_timeline(violating_trace(tmp_path), "t")
     first = flagged.first
-    mark_final_state(flagged, "StaleControllerFenced")
+    mark_final_state(flagged, "StaleControllerFenced", [])
     assert flagged.first is first

@@ -47,7 +47,7 @@ def trace_page(trace: Path, out: Path, window: int = DEFAULT_WINDOW, intro: list
     """A trace's page; `final` names the invariant a model checker found broken in the trace's last state."""
     timeline = trace_timeline(trace, f"Timeline of {trace.name}", window=window)
     if final is not None:
-        mark_final_state(timeline, final)
+        mark_final_state(timeline, final, read_trace(trace))
     verdict = f"{timeline.first.invariant} violated" if timeline.first else "all invariants hold"
     figures = [("events", f"{timeline.events:,}"), ("result", verdict), *(intro or [])]
     return page.write(out, "trace.html", kind="trace", title=title or f"Trace {trace.name}", source=str(trace),
@@ -83,7 +83,7 @@ def review_page(document: dict[str, Any], folder: Path, out: Path, source: str =
                 # The whole counterexample: TLC's violation is in its last state.
                 window = max(DEFAULT_WINDOW, cell.get("trace_length", 0))
                 timeline = trace_timeline(trace, title, cell["anchor"], window, row["knobs"]["truncation"])
-                mark_final_state(timeline, column)
+                mark_final_state(timeline, column, read_trace(trace))
                 sections.append(timeline)
             cells.append(cell)
         rows.append({**row, "cells_shown": cells})

@@ -17,8 +17,9 @@ from typing import Any, Final
 
 from markupsafe import Markup
 
-from kcm.conformance.check.invariants import InvariantChecker, Violation
+from kcm.conformance.check.invariants import InvariantChecker, Violation, explain
 from kcm.conformance.check.svg import Svg
+from kcm.spec.tlc.modelcheck import with_controllers
 from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.trace.render import ARG_KEYS, render_delta
 from kcm.spec.vocabulary import NO_LEADER
@@ -253,13 +254,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def mark_final_state(timeline: Timeline, invariant: str, engine: str = "TLC") -> None:
-    """A model checker's counterexample ends in a state that breaks `invariant`. Where kcm's checker does
-    not flag the trace, its last step is marked with the engine's word for it, and the checker's silence said."""
+def mark_final_state(timeline: Timeline, invariant: str, events: Iterable[Event], engine: str = "TLC") -> None:
+    """A model checker's counterexample ends in a state that breaks `invariant`. Where the trace as written
+    does not show it to the checker (TLC's steps name no controller), the last step is marked with the
+    checker's explanation of the steps with their controllers worked out (`with_controllers`, as `kcm check`
+    explains it), or, failing that, with the engine's word and the checker's silence said."""
     if timeline.first is not None or not timeline.steps:
         return
     last = timeline.steps[-1]
-    mark = Violation(invariant, last.seq, f"{engine} reports that this state breaks {invariant}; kcm's invariant "
-                                          "checker does not flag this trace")
-    last.violations.append(mark)
-    timeline.first = mark
+    found = explain(with_controllers(list(events)), invariant)
+    marks = [Violation(v.invariant, last.seq, v.message) for v in found] or [
+        Violation(invariant, last.seq, f"{engine} reports that this state breaks {invariant}; kcm's invariant "
+                                       "checker does not flag this trace (a disagreement: please report it)")]
+    last.violations.extend(marks)
+    timeline.first = marks[0]

@@ -259,6 +259,18 @@ def test_a_verify_run_without_the_simulation_has_no_campaign_section(tmp_path: P
     assert "Simulation campaign" not in page.text and "elections" in page.text and "3.5" in page.text
 
 
+def test_a_verify_row_with_a_counterexample_links_to_its_timeline(tmp_path: Path) -> None:
+    trace = violating_trace(tmp_path)
+    row = {"engine": "tlc", "check": "review unclean_election=true (unclean)", "verdict": "as expected",
+           "detail": "breaks NoCommittedDataLoss", "seconds": 3.0, "trace": str(trace),
+           "invariant": "NoCommittedDataLoss"}
+    summary = {"knobs": {"truncation": "kip320"}, "result": "holds", "stages": [row, {**row, "trace": ""}]}
+    page = read_page(kinds.verify_page(summary, tmp_path / "v.html"))
+    link = "#cex-tlc-review-unclean-election-true-unclean"
+    assert page.links.count(link) == 1 and link[1:] in page.ids
+    assert page.marked and "NoCommittedDataLoss violated" in page.text
+
+
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kcm.conformance.explore.campaign import CampaignResult
 from kcm.impl.sim.simulator import SimConfig
 from kcm.spec.verdicts import HOLDS, VIOLATED, worst
 from kcm.spec.vocabulary import Knobs
+from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter
 
 __all__ = ["HOLDS", "VIOLATED", "Stage", "StageRow", "VerifyContext", "verdict"]
@@ -25,6 +27,9 @@ class StageRow:
     verdict: str  # a word of kcm.spec.verdicts
     detail: str
     seconds: float
+    # A counterexample the row found, in trace format v2, and the invariant it breaks (its last state).
+    trace: str = ""
+    invariant: str = ""
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class VerifyContext:
     steps: int
     reporter: Reporter
     full: bool = False
+    # Where the stages keep what they write (counterexamples): `kcm verify --out`.
+    out: Path = field(default_factory=lambda: default_out("verify"))
     # The campaign is also reported in full (first violation, reproduce line), beyond its rows.
     campaigns: list[CampaignResult] = field(default_factory=list)
 

@@ -24,6 +24,7 @@ from kcm.conformance.explore.campaign import CampaignResult, SeedResult, run_cam
 from kcm.spec.verdicts import severity
 from kcm.tools import conform, pipeline, prove, review
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED
+from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
@@ -44,6 +45,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--skip", action="append", choices=list(STAGES), default=[], metavar="ENGINE",
                         help="leave this engine out (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help=f"folder for the counterexamples the run finds (default {default_out('verify')}/)")
     add_option(parser)
     html_option(parser)
     parser.set_defaults(handler=cmd_verify)
@@ -57,7 +60,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     engines = [e for e in (args.only or STAGES) if e not in args.skip]
     started = time.perf_counter()
     with Reporter(args.progress) as reporter:
-        ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full)
+        ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full,
+                            Path(args.out) if args.out else default_out("verify"))
         rows = run(ctx, engines)
     seconds = time.perf_counter() - started
     report(console, ctx, rows, args.json, seconds)
@@ -125,6 +129,10 @@ def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: 
                       f"{row.seconds:.1f}")
     console.print(table)
     console.print(f"verdict: {verdict(rows)} ({len(rows)} rows, {seconds:.0f} s)", highlight=False)
+    traces = [row for row in rows if row.trace]
+    if traces:
+        console.print(f"counterexamples: {len(traces)} in {ctx.out}/ (kcm report TRACE draws one; --html the whole "
+                      "run)", highlight=False, soft_wrap=True)
     if campaign is not None:
         _print_campaign_footer(console, campaign)
 

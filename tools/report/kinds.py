@@ -107,8 +107,21 @@ def _found(trace: str | None, folder: Path) -> Path | None:
 def verify_page(summary: dict[str, Any], out: Path, first: Timeline | None = None, source: str = "") -> Path:
     """The rows, the verdict, the run's time, and the simulation campaign's first violation (its timeline
     when the run is at hand: `kcm verify --html` simulates the seed again)."""
+    rows, sections = [], []
+    for row in summary["stages"]:
+        trace = _found(row.get("trace"), Path("."))
+        if trace is None:
+            rows.append(row)
+            continue
+        ref = anchor("cex", row["engine"], row["check"])
+        # The whole counterexample: the model checker's violation is in its last state.
+        timeline = trace_timeline(trace, f"{row['check']}: {row['invariant']}", ref, max(DEFAULT_WINDOW, 200))
+        mark_final_state(timeline, row["invariant"], read_trace(trace))
+        sections.append(timeline)
+        rows.append({**row, "anchor": ref})
     return page.write(out, "verify.html", kind="verify", title="kcm verify", source=source, summary=summary,
-                      first=first, reproduce=_reproduce(summary) if summary.get("first_violation") else "")
+                      rows=rows, sections=sections, first=first,
+                      reproduce=_reproduce(summary) if summary.get("first_violation") else "")
 
 
 def _reproduce(summary: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
-"""`kcm sim` on long runs: the simulated operator keeps the partition count bounded (so are the lines that
-list every partition), a line above the threshold gets a note naming its step and field, progress goes to
-stderr as timestamped lines when stderr is no terminal, and running in chunks writes the same bytes."""
+"""`kcm sim` on long runs: the simulated operator keeps the partition count bounded and the clients each
+log's length (so are the lines that list every partition or hold a log); a line above the threshold gets a
+note naming its step and field; progress goes to stderr as timestamped lines when stderr is no terminal;
+running in chunks writes the same bytes."""
 
 from __future__ import annotations
 
@@ -41,6 +42,20 @@ def test_the_operator_creates_partitions_only_up_to_the_bound() -> None:
         most = max(most, partitions(sim.cluster))
     assert most == 4  # reached, never passed
     assert len(created) > 3  # deletions made room again
+
+
+def test_clients_write_to_a_log_only_up_to_the_bound() -> None:
+    longest = 0
+
+    def sink(event: Event) -> None:
+        nonlocal longest
+        for logs in event["state"].get("log", {}).values():
+            longest = max([longest, *(len(log) for log in logs.values() if log is not None)])
+
+    sim = Simulator(2, Knobs(), SimConfig(partitions=1, max_partitions=1, max_records=20), sink)
+    sim.bootstrap()
+    sim.run(5_000)
+    assert longest == 20
 
 
 def test_a_large_line_is_noted_with_its_step_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

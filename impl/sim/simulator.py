@@ -31,6 +31,10 @@ class SimConfig:
     # The operator creates topics and partitions only while the cluster has fewer partitions (or fewer
     # than `partitions`, when more): see `Simulator._room`.
     max_partitions: int = 32
+    # Clients write to a partition only while its leader's log holds fewer records. The model has no
+    # retention, and a trace writes a changed log whole (docs/trace-format.md): unbounded, every step
+    # that changes a log writes a line as long as the log (100 KB at 1.2M steps).
+    max_records: int = 1000
 
     def __post_init__(self) -> None:
         if self.brokers < 1 or self.partitions < 1:
@@ -124,7 +128,8 @@ class Simulator:
         return self.cluster.send_fetch(broker, partition)
 
     def _produce(self) -> Event | None:
-        leaders = self._leaders()
+        managers, limit = self.cluster.managers, self.config.max_records
+        leaders = [(b, p) for b, p in self._leaders() if len(managers[b].replicas[p].log) < limit]
         if not leaders:
             return None
         broker, partition = self.rng.choice(leaders)

@@ -224,7 +224,8 @@ class Encoding:
         key = (param.get_id(), value)
         found = self._eq_param.get(key)
         if found is None:
-            found = self._eq_param[key] = param == (z3.BoolVal(value) if isinstance(value, bool) else z3.IntVal(value))
+            found = param == (z3.BoolVal(value) if isinstance(value, bool) else z3.IntVal(value))
+            _memo(self._eq_param, key, found)
         return found
 
     def eq(self, post: bool, leaf: str, value: int | bool) -> Expr:
@@ -234,8 +235,19 @@ class Encoding:
         if found is None:
             var = (self.t if post else self.s)[leaf]
             found = var == (z3.BoolVal(value) if isinstance(value, bool) else z3.IntVal(value))
-            cache[key] = found
+            _memo(cache, key, found)
         return found
+
+
+# Entries a memo of the encoding keeps. Their keys hold a step's observed values (epochs, log lengths),
+# which keep changing over a run, so a long trace would fill memory: a full memo starts afresh.
+MEMO_LIMIT: Final = 10_000
+
+
+def _memo(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
 
 
 _ENCODINGS: dict[tuple[Knobs, tuple[int, ...]], Encoding] = {}
@@ -630,7 +642,7 @@ class Validator:
                 action = next(e.action for e, sel in zip(check.effects, check.selectors, strict=True)
                               if z3.is_true(model.eval(sel)))
             report.explained_by[action] = report.explained_by.get(action, 0) + 1
-            enc.verdicts[key] = True
+            _memo(enc.verdicts, key, True)
         solver.pop()
         if verdict == z3.sat:
             return None

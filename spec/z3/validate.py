@@ -241,7 +241,7 @@ class Encoding:
 
 # Entries a memo of the encoding keeps. Their keys hold a step's observed values (epochs, log lengths),
 # which keep changing over a run, so a long trace would fill memory: a full memo starts afresh.
-MEMO_LIMIT: Final = 10_000
+MEMO_LIMIT: Final = 2_000
 
 
 def _memo(memo: dict[Any, Any], key: Any, value: Any) -> None:

@@ -59,7 +59,7 @@ MAX_BACKTRACKS: Final = 1000
 # How far back a divergence may return: to one of the latest choice points, none more than HORIZON events
 # back. Each keeps a copy of the cluster and the events since it, so these bound the replay's memory
 # whatever the trace's length.
-MAX_CHOICES: Final = 128
+MAX_CHOICES: Final = 32
 HORIZON: Final = 2000
 # How many events ahead a dropped or duplicated message is looked for among later deliveries.
 LOOKAHEAD: Final = 2000

@@ -5,7 +5,7 @@
 
 The same seed and knobs write the same file, byte for byte. `kcm verify` shares the cluster options.
 A long run shows its progress on stderr: a bar on a terminal, else a timestamped line every few seconds. A
-line above LARGE_LINE bytes gets a note naming its step and its largest field (docs/conformance.md).
+line above LARGE_LINE bytes gets a note naming its step and its largest field (docs/performance.md, Memory).
 """
 
 from __future__ import annotations

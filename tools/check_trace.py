@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from collections import deque
+from typing import Any, Final
 
 from kcm.conformance.check.invariants import InvariantChecker
-from kcm.spec.trace.format import load_trace
+from kcm.spec.trace.format import Event, read_trace
 from kcm.spec.trace.render import render_excerpt
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
+
+EXCERPT_BEFORE: Final = 6  # events shown before the first violating one
 
 
 def register(subparsers: Any) -> None:
@@ -21,8 +24,17 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_check_trace(args: argparse.Namespace) -> int:
-    events = load_trace(args.trace)
-    report = InvariantChecker().check_all(events)
+    """The trace is read as a stream: only the events the first violation's excerpt shows are kept, so memory
+    does not grow with the trace's length."""
+    checker = InvariantChecker()
+    recent: deque[Event] = deque(maxlen=EXCERPT_BEFORE + 1)
+    excerpt = ""
+    for event in read_trace(args.trace):
+        recent.append(event)
+        found = checker.step(event)
+        if found and not excerpt:
+            excerpt = render_excerpt(list(recent), found[0].seq, EXCERPT_BEFORE)
+    report = checker.report
     first = report.violations[0] if report.violations else None
     if args.json:
         print(json.dumps({
@@ -39,7 +51,7 @@ def cmd_check_trace(args: argparse.Namespace) -> int:
             print(f"  {name:<28} {verdict}")
     else:
         print(f"{args.trace}: {first.invariant} violated at step {first.seq}")
-        print(render_excerpt(events, first.seq))
+        print(excerpt)
         print(f"why: {first.message}")
         if len(report.violations) > 1:
             print(f"({len(report.violations) - 1} more violations; --json lists them all)")

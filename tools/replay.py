@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kcm.conformance.check.replay import Replayer, ReplayReport
-from kcm.spec.trace.format import load_trace
+from kcm.spec.trace.format import TraceFile
 from kcm.spec.vocabulary import INVARIANTS
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
 
@@ -33,14 +33,15 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    events = load_trace(args.trace)
     if args.invariant is not None and args.invariant.split("/")[0] not in INVARIANTS:
         raise ValueError(f"--invariant {args.invariant}: unknown invariant (known: {', '.join(INVARIANTS)})")
-    replayer = Replayer(events, args.invariant)
+    # Read as a stream, twice: a survey of the whole trace (a format error anywhere stops the replay before
+    # its first step), then step by step.
+    replayer = Replayer(TraceFile(args.trace), args.invariant)
     console = Console(stderr=True)
     with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=args.json or not console.is_terminal) as progress:
-        task = progress.add_task("replay", total=len(events) - 1)
+        task = progress.add_task("replay", total=replayer.count - 1)
         report = replayer.run(lambda steps: progress.update(task, completed=steps))
     if args.json:
         print(json.dumps({"trace": args.trace, "knobs": replayer.knobs.to_dict(), **report.to_json()}, indent=2))

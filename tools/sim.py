@@ -4,17 +4,26 @@
             [--first-broker-id I] --out FILE
 
 The same seed and knobs write the same file, byte for byte. `kcm verify` shares the cluster options.
+A long run shows its progress on stderr: a bar on a terminal, else a timestamped line every few seconds. A
+line above LARGE_LINE bytes gets a note naming its step and its largest field (docs/performance.md, Memory).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any
+import io
+import json
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any, Final
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kcm.impl.sim.cluster import FIRST_BROKER_ID
 from kcm.impl.sim.simulator import SimConfig, Simulator, check_fits
-from kcm.spec.trace.format import TraceWriter
+from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, UsageError
 
@@ -54,17 +63,110 @@ def cluster_config(args: argparse.Namespace) -> tuple[Knobs, SimConfig]:
     return knobs, config
 
 
+# Steps simulated between two looks at the clock: milliseconds of simulation.
+CHUNK: Final = 1000
+# Seconds between two progress lines when stderr is no terminal (a log, CI).
+PLAIN_EVERY: Final = 5.0
+# A trace line longer than this gets a note: lines grow with the partitions an event lists.
+LARGE_LINE: Final = 64 * 1024
+
+
+class _Metered(io.TextIOWrapper):
+    """The trace file, counting the characters written (bytes: the writer escapes non-ASCII) and the
+    length of the last write, which is one line: the writer writes each line at once."""
+
+    total = 0
+    last = 0
+
+    def write(self, text: str) -> int:
+        count = super().write(text)
+        self.total += count
+        self.last = count
+        return count
+
+
+class _LargeLines:
+    """Notes the first line above LARGE_LINE at once, the others in one summary at the end."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.count = 0
+        self.largest: tuple[int, int] = (0, 0)  # (size, seq)
+
+    def saw(self, event: Event, size: int) -> None:
+        self.count += 1
+        self.largest = max(self.largest, (size, event["seq"]))
+        if self.count == 1:
+            self._note(large_line_note(event, size))
+
+    def summary(self) -> None:
+        if self.count > 1:
+            size, seq = self.largest
+            self._note(f"note: {self.count - 1:,} more lines above {LARGE_LINE // 1024} KB, the largest "
+                       f"{size / 1024:,.0f} KB at seq {seq}")
+
+    def _note(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def large_line_note(event: Event, size: int) -> str:
+    """Why a line is large: its step, and the field of its arguments or state delta that weighs most."""
+    weights = {f"{part}.{key}": len(json.dumps(value, separators=(",", ":")))
+               for part in ("args", "state") for key, value in event[part].items()}
+    field, weight = max(weights.items(), key=lambda item: item[1])
+    return (f"note: seq {event['seq']} ({event['action']} by {event['actor']}) is a line of {size / 1024:,.0f} KB, "
+            f"{weight / 1024:,.0f} KB of it {field}: events that list every partition grow with the partitions")
+
+
+def plain_progress(now: float, done: int, total: int, written: int) -> str:
+    """A progress line for a log: `12:01:03 sim: 120,000/620,000 steps, 310 MB written`."""
+    clock = time.strftime("%H:%M:%S", time.localtime(now))
+    return f"{clock} sim: {done:,}/{total:,} steps, {written / 1e6:,.0f} MB written"
+
+
+def _chunks(sim: Simulator, steps: int) -> Iterator[int]:
+    """Runs the simulation CHUNK steps at a time (the same trace as in one go), yielding the steps done."""
+    done = 0
+    while done < steps:
+        done += sim.run(min(CHUNK, steps - done))
+        yield done
+
+
+def _run(sim: Simulator, steps: int, out: _Metered, console: Console) -> None:
+    if console.is_terminal:
+        with Progress(TextColumn("sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps, {task.fields[mb]} MB"),
+                      TimeElapsedColumn(), console=console, transient=True) as progress:
+            task = progress.add_task("sim", total=steps, mb="0")
+            for done in _chunks(sim, steps):
+                progress.update(task, completed=done, mb=f"{out.total / 1e6:,.0f}")
+        return
+    last = time.monotonic()
+    for done in _chunks(sim, steps):
+        now = time.monotonic()
+        if now - last >= PLAIN_EVERY:
+            print(plain_progress(time.time(), done, steps, out.total), file=sys.stderr, flush=True)
+            last = now
+
+
 def cmd_sim(args: argparse.Namespace) -> int:
     knobs, config = cluster_config(args)
+    console = Console(stderr=True)
+    large = _LargeLines(console)
     try:
-        with TraceWriter(Path(args.out)) as writer:
-            sim = Simulator(args.seed, knobs, config, writer.write)
+        with _Metered(open(args.out, "wb"), encoding="utf-8", newline="\n") as out:
+            writer = TraceWriter(out)
+
+            def write(event: Event) -> None:
+                writer.write(event)
+                if out.last > LARGE_LINE:
+                    large.saw(event, out.last)
+
+            sim = Simulator(args.seed, knobs, config, write)
             sim.bootstrap()
-            sim.run(args.steps)
+            _run(sim, args.steps, out, console)
             events = sim.cluster.seq
     except OSError as err:
         raise UsageError(f"{args.out}: cannot write: {err.strerror}") from err
+    large.summary()
     print(f"wrote {events} events to {args.out} (seed {args.seed}, {knobs.describe()})")
     return EXIT_OK
-
-

@@ -13,7 +13,7 @@ from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
 from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
 from kcm.spec.tlc.validate import validate_with_tlc
-from kcm.spec.trace.format import load_trace
+from kcm.spec.trace.format import TraceFile, load_trace
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
 
 
@@ -31,8 +31,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return cmd_validate_tlc(args)
     from kcm.spec.z3.validate import validate_events  # z3 takes a tenth of a second to load
 
-    events = load_trace(args.trace)
-    report = validate_events(events)
+    # Read twice as a stream (brokers and variables first, then step by step): memory stays that of a step.
+    report = validate_events(TraceFile(args.trace))
     if args.json:
         print(json.dumps({"trace": args.trace, **report.to_json()}, indent=2))
     elif report.failure is None:
@@ -47,7 +47,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_tlc(args: Any) -> int:
-    """`kcm validate --tlc TRACE [--json]`: exit 0 the specification explains the whole trace, 1 not."""
+    """`kcm validate --tlc TRACE [--json]`: exit 0 the specification explains the whole trace, 1 not. The
+    trace is loaded whole: TLC reads it as one TLA+ module of its states (spec/tlc/validate.py)."""
     events = load_trace(args.trace)
     console = Console(stderr=True)
     try:

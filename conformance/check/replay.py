@@ -22,16 +22,17 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kcm.conformance.check.invariants import InvariantChecker
+from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.impl.messages import ACTION_OF, Envelope
 from kcm.impl.replica_manager import FOLLOWER, LEADER, REPLICA_LAG_TICKS, REQUEST_TIMEOUT_TICKS
 from kcm.impl.sim.cluster import Cluster, message_args
 from kcm.impl.sim.simulator import SimConfig
-from kcm.spec.trace.format import Event, actor_kind, apply_event
+from kcm.spec.trace.format import Event, Events, actor_kind, apply_event
 from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES, Knobs
 
 Step = Callable[[Cluster], object]
@@ -55,6 +56,13 @@ _TOPIC_PARTITION: Final = re.compile(r"^(.+)-(\d+)$")
 _MAX_TICKS: Final = REQUEST_TIMEOUT_TICKS + 1
 # Returns to earlier choice points before the first divergence is reported.
 MAX_BACKTRACKS: Final = 1000
+# How far back a divergence may return: to one of the latest choice points, none more than HORIZON events
+# back. Each keeps a copy of the cluster and the events since it, so these bound the replay's memory
+# whatever the trace's length.
+MAX_CHOICES: Final = 32
+HORIZON: Final = 2000
+# How many events ahead a dropped or duplicated message is looked for among later deliveries.
+LOOKAHEAD: Final = 2000
 
 
 class ReplayError(ValueError):
@@ -169,7 +177,8 @@ def differences(expected: dict[str, Any], actual: dict[str, Any], variables: lis
 
 
 class _Sink:
-    """Collects the cluster's own events; copied with the cluster when a step is searched for."""
+    """The cluster's own events not yet folded into its world; copied with the cluster when a step is
+    searched for."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
@@ -178,8 +187,7 @@ class _Sink:
         self.events.append(event)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Sink:
-        # Events are never changed once recorded: a copy of the cluster shares them (copying the whole
-        # history at every choice point would make a replay quadratic).
+        # Events are never changed once recorded: a copy of the cluster shares them.
         copied = _Sink()
         copied.events = list(self.events)
         return copied
@@ -190,18 +198,77 @@ class _World:
     cluster: Cluster
     sink: _Sink
     state: dict[str, Any]  # the implementation's abstract state, in the trace's partition names
-    folded: int = 0  # how many of sink.events are folded into state
+    # The implementation's events, checked as they are folded: a world keeps no history of them.
+    checker: InvariantChecker
+    folded: int = 0  # how many events are folded into state
     # Variables the folded events changed since the last comparison (None: all, after a snapshot).
     touched: set[str] | None = None
 
     def fold(self, names: dict[str, str]) -> None:
-        for event in self.sink.events[self.folded:]:
+        for event in self.sink.events:
             apply_event(self.state, {**event, "state": _renamed(event["state"], names)})
             if event.get("full"):
                 self.touched = None
             elif self.touched is not None:
                 self.touched.update(event["state"])
-        self.folded = len(self.sink.events)
+            self.checker.step(event)
+        self.folded += len(self.sink.events)
+        self.sink.events.clear()
+
+
+_DeliveryKey = tuple[int, str, str]
+
+
+def _delivery_of(event: Event) -> _DeliveryKey | None:
+    """The message an implementation event delivers, as receiver, kind and fields; None for other events."""
+    args = event["args"]
+    if event["action"] not in _MESSAGE_ACTIONS or "from" not in args or ":" not in event["actor"]:
+        return None
+    fields = {k: v for k, v in args.items() if k not in _DELIVERY_NOTES}
+    return _delivery_key(int(event["actor"].partition(":")[2]), event["action"], fields)
+
+
+class _Window:
+    """The events of the trace the replay may still read, by index: from the oldest choice point it may
+    return to, up to LOOKAHEAD events past the one it asked for, with the deliveries among them."""
+
+    def __init__(self, events: Iterable[Event]) -> None:
+        self._source = iter(events)
+        self._events: deque[Event] = deque()
+        self._start = 0  # the index of _events[0]
+        self._deliveries: dict[_DeliveryKey, deque[int]] = {}
+
+    def get(self, index: int) -> Event | None:
+        """The event at `index` (not yet released), None past the trace's end."""
+        self._read(index + LOOKAHEAD)
+        offset = index - self._start
+        return self._events[offset] if offset < len(self._events) else None
+
+    def _read(self, last: int) -> None:
+        events = self._events
+        while self._start + len(events) <= last:
+            event = next(self._source, None)
+            if event is None:
+                return
+            key = _delivery_of(event)
+            if key is not None:
+                self._deliveries.setdefault(key, deque()).append(self._start + len(events))
+            events.append(event)
+
+    def release(self, below: int) -> None:
+        """Events before `below` will not be read again."""
+        while self._start < below and self._events:
+            key = _delivery_of(self._events.popleft())
+            if key is not None:
+                kept = self._deliveries[key]
+                kept.popleft()
+                if not kept:
+                    del self._deliveries[key]
+            self._start += 1
+
+    def later_deliveries(self, key: _DeliveryKey, index: int) -> int:
+        """Deliveries of the message after `index`, among those read (LOOKAHEAD events ahead)."""
+        return sum(1 for at in self._deliveries.get(key, ()) if at > index)
 
 
 @dataclass
@@ -209,6 +276,7 @@ class _Choice:
     """An event and the implementation steps it may still be, with the worlds before it."""
 
     index: int
+    event: Event
     world: _World
     expected: dict[str, Any]
     steps: list[Step]
@@ -236,34 +304,53 @@ def _brokers(init: Event) -> list[int]:
 
 
 class Replayer:
-    def __init__(self, events: list[Event], invariant: str | None = None) -> None:
-        if not events or events[0]["action"] != "Init" or not events[0].get("full"):
+    """Replays a trace read twice: once for what it observes (and the invariant it breaks), then step by
+    step through a window of its events (_Window); a TraceFile is never held whole."""
+
+    def __init__(self, events: Events, invariant: str | None = None) -> None:
+        iterator = iter(events)
+        init = next(iterator, None)
+        if init is None or init["action"] != "Init" or not init.get("full"):
             raise ReplayError("the trace must begin with a full Init event")
         self.events = events
-        self.init = events[0]
-        self.knobs = _knobs(self.init)
-        self.variables = [v for v in VARIABLES if any(v in e["state"] for e in events)]
-        self.searched = any(e["actor"] == "observer" for e in events[1:])
-        self.names: dict[str, str] = {}
-        self.expected: dict[str, Any] = {}
-        # Event indexes delivering each message (by receiver, kind and fields), built when first needed.
-        self.deliveries: dict[tuple[int, str, str], list[int]] | None = None
+        self.init = init
+        self.knobs = _knobs(init)
         # The invariant the trace is known to break (TLC's verdict), when the checker cannot see it.
         self.invariant = invariant
+        self._survey(itertools.chain([init], iterator))
+        self.names: dict[str, str] = {}
+        self.expected: dict[str, Any] = {}
+        self.window = _Window(())
+
+    def _survey(self, events: Iterable[Event]) -> None:
+        """The variables the trace observes, whether any step must be searched for, its length, and (unless
+        given) the first invariant it breaks."""
+        checker = InvariantChecker(self.knobs.truncation) if self.invariant is None else None
+        observed: set[str] = set()
+        self.searched = False
+        self.violation: Violation | None = None
+        self.count = 0
+        for self.count, event in enumerate(events, start=1):
+            observed.update(event["state"])
+            self.searched = self.searched or (self.count > 1 and event["actor"] == "observer")
+            if checker is not None and self.violation is None:
+                found = checker.step(event)
+                self.violation = found[0] if found else None
+        self.variables = [v for v in VARIABLES if v in observed]
 
     def run(self, on_step: Callable[[int], None] | None = None) -> ReplayReport:
         started = time.perf_counter()
         report = ReplayReport(searched=self.searched)
         self._trace_invariant(report)
+        self.window = _Window(self.events)
         world = self._start()
         apply_event(self.expected, self.init)
         report.divergence = self._compare(self.init, world)
         if report.divergence is None:
             world, report.divergence = self._follow(world, on_step)
-        report.steps = len(self.events) - 1 if report.divergence is None else report.divergence.seq - self.init["seq"]
-        report.impl_steps = len(world.sink.events)
-        checker = InvariantChecker(self.knobs.truncation)
-        broken = {v.invariant: None for v in checker.check_all(world.sink.events).violations}
+        report.steps = self.count - 1 if report.divergence is None else report.divergence.seq - self.init["seq"]
+        report.impl_steps = world.folded
+        broken = {v.invariant: None for v in world.checker.report.violations}
         report.impl_invariants = list(broken)
         report.seconds = time.perf_counter() - started
         return report
@@ -278,12 +365,11 @@ class Replayer:
         furthest: tuple[_World, Divergence] | None = None
         backtracks = 0
         index = 1
-        while index < len(self.events):
-            event = self.events[index]
+        while (event := self.window.get(index)) is not None:
             steps = self._candidates(world.cluster, event, index)
             before = copy.deepcopy(self.expected) if len(steps) > 1 else {}
             apply_event(self.expected, event)
-            choice = _Choice(index, world, before, steps)
+            choice = _Choice(index, event, world, before, steps)
             while True:
                 world, divergence = self._take(choice, event)
                 if divergence is None:
@@ -294,19 +380,26 @@ class Replayer:
                     return furthest
                 backtracks += 1
                 choice = self._backjump(choices, event["action"])
-                event = self.events[choice.index]
+                event = choice.event
                 self.expected = copy.deepcopy(choice.expected)
                 apply_event(self.expected, event)
             if choice.steps:
                 choices.append(choice)
             index = choice.index + 1
+            self._forget(choices, index)
             if on_step is not None:
                 on_step(index - 1)
         return world, None
 
+    def _forget(self, choices: list[_Choice], index: int) -> None:
+        """Choice points past the horizon are no longer returned to, nor the events before them read."""
+        while choices and (len(choices) > MAX_CHOICES or choices[0].index < index - HORIZON):
+            choices.pop(0)
+        self.window.release(choices[0].index if choices else index)
+
     def _backjump(self, choices: list[_Choice], action: str) -> _Choice:
         for at in range(len(choices) - 1, -1, -1):
-            event = self.events[choices[at].index]
+            event = choices[at].event
             if action in (event["action"], event["args"].get("message")):
                 del choices[at + 1:]
                 break
@@ -334,17 +427,15 @@ class Replayer:
     def _trace_invariant(self, report: ReplayReport) -> None:
         if self.invariant is not None:
             report.trace_invariant = self.invariant
-            return
-        violations = InvariantChecker(self.knobs.truncation).check_all(self.events).violations
-        if violations:
-            report.trace_invariant, report.trace_invariant_seq = violations[0].invariant, violations[0].seq
+        elif self.violation is not None:
+            report.trace_invariant, report.trace_invariant_seq = self.violation.invariant, self.violation.seq
 
     def _start(self) -> _World:
         """A cluster in the trace's first state: fresh, or (a model's InitStable) with its topics created
         and the cluster run to quiescence."""
         sink = _Sink()
         cluster = Cluster(_brokers(self.init), self.knobs, sink, run=f"replay-{self.init['run']}")
-        world = _World(cluster, sink, {})
+        world = _World(cluster, sink, {}, InvariantChecker(self.knobs.truncation))
         assignment: dict[str, list[int]] = self.init["state"].get("assignment", {})
         topics: dict[str, dict[int, tuple[int, ...]]] = {}
         for name, replicas in sorted(assignment.items()):
@@ -410,17 +501,9 @@ class Replayer:
         return _direct(action, actor_id, args)
 
     def _later_deliveries(self, envelope: Envelope, index: int) -> int:
-        if self.deliveries is None:
-            self.deliveries = {}
-            for at, event in enumerate(self.events):
-                args = event["args"]
-                if event["action"] in _MESSAGE_ACTIONS and "from" in args and ":" in event["actor"]:
-                    fields = {k: v for k, v in args.items() if k not in _DELIVERY_NOTES}
-                    key = _delivery_key(int(event["actor"].partition(":")[2]), event["action"], fields)
-                    self.deliveries.setdefault(key, []).append(at)
         message = envelope.message
         key = _delivery_key(envelope.dst, ACTION_OF[type(message)], {"from": envelope.src, **message_args(message)})
-        return sum(1 for at in self.deliveries.get(key, ()) if at > index)
+        return self.window.later_deliveries(key, index)
 
     def _searched(self, cluster: Cluster, tla_action: str, action: str) -> list[Step]:
         """Every way the implementation can take a step the model names without its parameters."""
@@ -537,7 +620,7 @@ def _network_faults(cluster: Cluster, args: dict[str, Any]) -> list[int]:
     return _distinct(cluster, lambda e: (e.src, e.dst, ACTION_OF[type(e.message)]) == wanted)
 
 
-def _delivery_key(dst: int, action: str, fields: dict[str, Any]) -> tuple[int, str, str]:
+def _delivery_key(dst: int, action: str, fields: dict[str, Any]) -> _DeliveryKey:
     return dst, action, json.dumps(fields, sort_keys=True)
 
 
@@ -591,6 +674,6 @@ def _direct(action: str, actor: int, args: dict[str, Any]) -> list[Step]:
         return []
 
 
-def replay(events: list[Event], invariant: str | None = None,
+def replay(events: Events, invariant: str | None = None,
            on_step: Callable[[int], None] | None = None) -> ReplayReport:
     return Replayer(events, invariant).run(on_step)

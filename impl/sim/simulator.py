@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kcm.impl import zk_paths
 from kcm.impl.replica_manager import LEADER
 from kcm.impl.sim.cluster import FIRST_BROKER_ID, Cluster, Event, EventSink, broker_ids
 from kcm.spec.vocabulary import NO_LEADER, Knobs
@@ -27,6 +28,13 @@ class SimConfig:
     max_delay: int = 2
     rebalance_every: int = 25
     first_broker_id: int = FIRST_BROKER_ID  # brokers are first_broker_id .. first_broker_id + brokers - 1
+    # The operator creates topics and partitions only while the cluster has fewer partitions (or fewer
+    # than `partitions`, when more): see `Simulator._room`.
+    max_partitions: int = 32
+    # Clients write to a partition only while its leader's log holds fewer records. The model has no
+    # retention, and a trace writes a changed log whole (docs/trace-format.md): unbounded, every step
+    # that changes a log writes a line as long as the log (100 KB at 1.2M steps).
+    max_records: int = 1000
 
     def __post_init__(self) -> None:
         if self.brokers < 1 or self.partitions < 1:
@@ -74,7 +82,7 @@ class Simulator:
 
     def bootstrap(self) -> None:
         """Elect a controller and create the first topic, so that the random walk has work to do."""
-        self._create_topic(self.config.partitions)
+        self._new_topic(self.config.partitions)
 
     def run(self, steps: int) -> int:
         """Take `steps` steps (the Init event not counted); returns the number taken."""
@@ -120,7 +128,8 @@ class Simulator:
         return self.cluster.send_fetch(broker, partition)
 
     def _produce(self) -> Event | None:
-        leaders = self._leaders()
+        managers, limit = self.cluster.managers, self.config.max_records
+        leaders = [(b, p) for b, p in self._leaders() if len(managers[b].replicas[p].log) < limit]
         if not leaders:
             return None
         broker, partition = self.rng.choice(leaders)
@@ -180,7 +189,20 @@ class Simulator:
         brokers = sorted(self.cluster.managers)
         return tuple(self.rng.sample(brokers, self.config.replication_factor))
 
-    def _create_topic(self, partitions: int = 1) -> Event:
+    def _room(self) -> bool:
+        """Whether the cluster may grow by a partition. A deletion completes only once every replica of the
+        topic is deleted, so with all of a topic's brokers rarely alive at once under faults, topics are
+        created faster than they go: unbounded, the partition count grows with the run, and with it every
+        event that lists each partition (a controller failover's transitions, UpdateMetadata), which
+        reached 215 KB a line at 620,000 steps."""
+        partitions = sum(len(zk_paths.topic_assignment(self.cluster.store.get(zk_paths.topic_path(topic))[0]))
+                         for topic in self.cluster.store.children(zk_paths.TOPICS))
+        return partitions < max(self.config.max_partitions, self.config.partitions)
+
+    def _create_topic(self) -> Event | None:
+        return self._new_topic(1) if self._room() else None
+
+    def _new_topic(self, partitions: int) -> Event:
         topic = f"t{self.topics}"
         self.topics += 1
         return self.cluster.create_topic(topic, {i: self._assignment() for i in range(partitions)})
@@ -190,7 +212,7 @@ class Simulator:
 
     def _create_partitions(self) -> Event | None:
         topics = self._existing_topics()
-        if not topics:
+        if not topics or not self._room():
             return None
         topic = self.rng.choice(topics)
         count = sum(1 for p in self.cluster.partitions if p.rpartition("-")[0] == topic)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final
@@ -301,6 +301,22 @@ def read_trace(path: str | Path) -> Iterator[Event]:
 
 def load_trace(path: str | Path) -> list[Event]:
     return list(read_trace(path))
+
+
+class TraceFile:
+    """A trace file read as a stream each time it is iterated: engines that look at a trace twice (first
+    for its brokers or variables, then step by step) take it in place of a list, so that no more than a
+    step's events are held at once."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[Event]:
+        return read_trace(self.path)
+
+
+# What the engines that read a trace more than once take: a list, or a file read again for each pass.
+Events = Sequence[Event] | TraceFile
 
 
 def empty_value(name: str) -> Any:

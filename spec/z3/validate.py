@@ -15,13 +15,14 @@ relation's labelled conditions.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
-from kcm.spec.trace.format import SYNTHESIZED, Event, apply_event, empty_state
+from kcm.spec.trace.format import SYNTHESIZED, Event, Events, apply_event, empty_state
 from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES, Knobs
 from kcm.spec.z3 import tables
 from kcm.spec.z3.actions import ERR_NONE, ERR_OTHER, ERR_OUT_OF_RANGE, Effect, Relations
@@ -223,7 +224,8 @@ class Encoding:
         key = (param.get_id(), value)
         found = self._eq_param.get(key)
         if found is None:
-            found = self._eq_param[key] = param == (z3.BoolVal(value) if isinstance(value, bool) else z3.IntVal(value))
+            found = param == (z3.BoolVal(value) if isinstance(value, bool) else z3.IntVal(value))
+            _memo(self._eq_param, key, found)
         return found
 
     def eq(self, post: bool, leaf: str, value: int | bool) -> Expr:
@@ -233,8 +235,19 @@ class Encoding:
         if found is None:
             var = (self.t if post else self.s)[leaf]
             found = var == (z3.BoolVal(value) if isinstance(value, bool) else z3.IntVal(value))
-            cache[key] = found
+            _memo(cache, key, found)
         return found
+
+
+# Entries a memo of the encoding keeps. Their keys hold a step's observed values (epochs, log lengths),
+# which keep changing over a run, so a long trace would fill memory: a full memo starts afresh.
+MEMO_LIMIT: Final = 2_000
+
+
+def _memo(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
 
 
 _ENCODINGS: dict[tuple[Knobs, tuple[int, ...]], Encoding] = {}
@@ -405,39 +418,35 @@ def _common_prefix(a: list[Any] | None, b: list[Any] | None) -> int:
 
 
 class Validator:
-    def __init__(self, events: list[Event]) -> None:
-        if not events:
+    """Validates a trace in two passes over it: the first learns its brokers, partitions and observed
+    variables (sets as small as the cluster), the second checks each step holding only the state before
+    it. Given a TraceFile, neither pass holds more than one event of the file."""
+
+    def __init__(self, events: Events) -> None:
+        iterator = iter(events)
+        first = next(iterator, None)
+        if first is None:
             raise ValidationError("empty trace")
-        first = events[0]
         args = first.get("args", {})
         knobs = Knobs.from_dict(args["knobs"]) if isinstance(args.get("knobs"), dict) else Knobs()
         self.knobs = knobs
         # A run parsed from a Kafka log: its lines are fragments of actions seen across gaps (fragments.py).
         from_log = args.get(SYNTHESIZED) is True
-        if from_log:
-            events = [init_observations(first), *events[1:]]
+        self.first = init_observations(first) if from_log else first
         observed: set[str] = set()
         partitions: set[str] = set()
         brokers: set[int] = set(int(b) for b in args.get("brokers", []) if isinstance(b, int))
-        if from_log:
-            brokers |= brokers_named(events)
-        for event in events:
-            for var, value in event["state"].items():
-                observed.add(var)
-                if var in ("assignment", "leader", "leader_epoch", "isr", "partition_controller_epoch",
-                           "partition_version"):
-                    partitions.update(value)
-                elif var in ("alive", "broker_controller_epoch", "acting_controller_epoch"):
-                    brokers.update(int(k) for k in value)
-                elif isinstance(value, dict):
-                    brokers.update(int(k) for k in value if k.isdigit())
-                    for inner in value.values():
-                        if isinstance(inner, dict):
-                            partitions.update(inner)
+        count = 0
+        for event in itertools.chain([self.first], iterator):
+            count += 1
+            if from_log:
+                brokers |= brokers_named([event])
+            _survey(event, observed, partitions, brokers)
         # A log none of whose lines became an event has no step to explain.
-        if not brokers and not (from_log and len(events) == 1):
+        if not brokers and not (from_log and count == 1):
             raise ValidationError("the trace names no brokers (no Init args.brokers and no per-broker variable)")
         self.events = events
+        self.count = count
         self.brokers = sorted(brokers)
         self.partitions = sorted(partitions)
         self.observed = observed
@@ -449,11 +458,13 @@ class Validator:
         self.gap = LogGap(self.projection.index) if from_log else None
 
     def run(self, stop_at_first: bool = True) -> ValidationReport:
-        report = ValidationReport(events=len(self.events), partitions=self.partitions,
+        report = ValidationReport(events=self.count, partitions=self.partitions,
                                   observed=sorted(self.observed), unobserved=sorted(set(VARIABLES) - self.observed))
         start = time.perf_counter()
         state = empty_state()
         for index, event in enumerate(self.events):
+            if index == 0:
+                event = self.first
             before = state
             state = copy_state(state)
             apply_event(state, event)
@@ -631,7 +642,7 @@ class Validator:
                 action = next(e.action for e, sel in zip(check.effects, check.selectors, strict=True)
                               if z3.is_true(model.eval(sel)))
             report.explained_by[action] = report.explained_by.get(action, 0) + 1
-            enc.verdicts[key] = True
+            _memo(enc.verdicts, key, True)
         solver.pop()
         if verdict == z3.sat:
             return None
@@ -853,6 +864,22 @@ def copy_state(state: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def validate_events(events: Iterable[Event], stop_at_first: bool = True) -> ValidationReport:
-    return Validator(list(events)).run(stop_at_first)
+def _survey(event: Event, observed: set[str], partitions: set[str], brokers: set[int]) -> None:
+    """Adds the variables an event observes and the partitions and brokers its delta names."""
+    for var, value in event["state"].items():
+        observed.add(var)
+        if var in ("assignment", "leader", "leader_epoch", "isr", "partition_controller_epoch",
+                   "partition_version"):
+            partitions.update(value)
+        elif var in ("alive", "broker_controller_epoch", "acting_controller_epoch"):
+            brokers.update(int(k) for k in value)
+        elif isinstance(value, dict):
+            brokers.update(int(k) for k in value if k.isdigit())
+            for inner in value.values():
+                if isinstance(inner, dict):
+                    partitions.update(inner)
+
+
+def validate_events(events: Events, stop_at_first: bool = True) -> ValidationReport:
+    return Validator(events).run(stop_at_first)
 

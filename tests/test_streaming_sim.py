@@ -15,10 +15,10 @@ from kcm.impl.sim.cluster import Cluster, Event
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import TraceWriter
 from kcm.spec.vocabulary import Knobs
-from kcm.tools import sim as sim_command
+from kcm.tools import progress
 from kcm.tools.cli import main
 
-PLAIN = re.compile(r"^\d\d:\d\d:\d\d sim: [\d,]+/[\d,]+ steps, [\d,]+ MB written$")
+PLAIN = re.compile(r"^\d\d:\d\d:\d\d sim steps: (done in [\d.]+ s, )?[\d,]+/[\d,]+, [\d,]+ MB written$")
 
 
 def partitions(cluster: Cluster) -> int:
@@ -71,16 +71,13 @@ def test_a_large_line_is_noted_with_its_step_and_field(tmp_path: Path, capsys: p
 
 def test_progress_is_plain_lines_on_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sim_command, "PLAIN_EVERY", 0.0)
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
     assert main(["sim", "--steps", "3000", "--out", str(tmp_path / "t.jsonl")]) == 0
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 3 and all(PLAIN.match(line) for line in lines)
-    assert lines[-1].split(" sim: ")[1].startswith("3,000/3,000 steps")
-
-
-def test_plain_progress_line() -> None:
-    line = sim_command.plain_progress(0.0, 120_000, 620_000, 310_000_000)
-    assert PLAIN.match(line) and line.endswith(" sim: 120,000/620,000 steps, 310 MB written")
+    # A line per chunk of steps, then the end.
+    assert len(lines) == 4 and all(PLAIN.match(line) for line in lines)
+    assert lines[0].split(" sim steps: ")[1].startswith("1,000/3,000, ")
+    assert re.search(r" sim steps: done in [\d.]+ s, 3,000/3,000, \d+ MB written$", lines[-1])
 
 
 def test_chunked_run_writes_the_bytes_of_one_run(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 `--progress auto` (the default) picks bars when stderr is a terminal and plain lines otherwise; `rich` and
 `plain` force one, `none` shows nothing. A plain line reads `13:02:07 tlc ci: 41,230 distinct states, depth 12,
-3,410 states/s`; each task prints one when it starts, at most one every PLAIN_INTERVAL seconds while it runs,
-and one when it ends, so a CI log shows a sign of life at least that often during any engine's work.
+3,410 states/s`. A task prints one at most every PLAIN_INTERVAL seconds while it reports, and one when it ends
+if it took that long: a CI log shows a sign of life that often during long work, and a short task stays quiet
+(a command's output is not buried under the progress of its seconds of work).
 """
 
 from __future__ import annotations
@@ -94,18 +95,16 @@ class Task:
     def __enter__(self) -> Task:
         self._started = self._last_line = time.monotonic()
         self._id = self.reporter._add(self.name, self.total)
-        if self.reporter.mode == "plain":
-            self.reporter.line(f"{self.name}: started")
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         self.reporter._remove(self._id)
-        if self.reporter.mode == "plain":
+        took = time.monotonic() - self._started
+        if self.reporter.mode == "plain" and (took >= PLAIN_INTERVAL or self._last_line > self._started):
             outcome = "stopped" if error is not None else "done"
             state = self._state()
-            self.reporter.line(f"{self.name}: {outcome} in {time.monotonic() - self._started:.1f} s"
-                               + (f",{state}" if state else ""))
+            self.reporter.line(f"{self.name}: {outcome} in {took:.1f} s" + (f",{state}" if state else ""))
 
     def update(self, detail: str | None = None, completed: int | None = None) -> None:
         if detail is not None:

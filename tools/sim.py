@@ -4,7 +4,8 @@
             [--first-broker-id I] --out FILE
 
 The same seed and knobs write the same file, byte for byte. `kcm verify` shares the cluster options.
-A long run shows its progress on stderr: a bar on a terminal, else a timestamped line every few seconds. A
+A long run shows its progress on stderr: a bar on a terminal, else a timestamped line every few seconds
+(kcm.tools.progress). A
 line above LARGE_LINE bytes gets a note naming its step and its largest field (docs/performance.md, Memory).
 """
 
@@ -13,19 +14,17 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any, Final
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kcm.impl.sim.cluster import FIRST_BROKER_ID
 from kcm.impl.sim.simulator import SimConfig, Simulator, check_fits
 from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, UsageError
+from kcm.tools.progress import Reporter, add_option
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +33,7 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--steps", type=int, default=1000, help="steps to simulate after bootstrap (default 1000)")
     cluster_options(sim)
     sim.add_argument("--out", required=True, help="trace file to write (JSON Lines, trace format v2)")
+    add_option(sim)
     sim.set_defaults(handler=cmd_sim)
 
 
@@ -63,10 +63,8 @@ def cluster_config(args: argparse.Namespace) -> tuple[Knobs, SimConfig]:
     return knobs, config
 
 
-# Steps simulated between two looks at the clock: milliseconds of simulation.
+# Steps simulated between two progress reports: milliseconds of simulation.
 CHUNK: Final = 1000
-# Seconds between two progress lines when stderr is no terminal (a log, CI).
-PLAIN_EVERY: Final = 5.0
 # A trace line longer than this gets a note: lines grow with the partitions an event lists.
 LARGE_LINE: Final = 64 * 1024
 
@@ -118,12 +116,6 @@ def large_line_note(event: Event, size: int) -> str:
             f"{weight / 1024:,.0f} KB of it {field}: events that list every partition grow with the partitions")
 
 
-def plain_progress(now: float, done: int, total: int, written: int) -> str:
-    """A progress line for a log: `12:01:03 sim: 120,000/620,000 steps, 310 MB written`."""
-    clock = time.strftime("%H:%M:%S", time.localtime(now))
-    return f"{clock} sim: {done:,}/{total:,} steps, {written / 1e6:,.0f} MB written"
-
-
 def _chunks(sim: Simulator, steps: int) -> Iterator[int]:
     """Runs the simulation CHUNK steps at a time (the same trace as in one go), yielding the steps done."""
     done = 0
@@ -132,20 +124,10 @@ def _chunks(sim: Simulator, steps: int) -> Iterator[int]:
         yield done
 
 
-def _run(sim: Simulator, steps: int, out: _Metered, console: Console) -> None:
-    if console.is_terminal:
-        with Progress(TextColumn("sim"), BarColumn(), MofNCompleteColumn(), TextColumn("steps, {task.fields[mb]} MB"),
-                      TimeElapsedColumn(), console=console, transient=True) as progress:
-            task = progress.add_task("sim", total=steps, mb="0")
-            for done in _chunks(sim, steps):
-                progress.update(task, completed=done, mb=f"{out.total / 1e6:,.0f}")
-        return
-    last = time.monotonic()
-    for done in _chunks(sim, steps):
-        now = time.monotonic()
-        if now - last >= PLAIN_EVERY:
-            print(plain_progress(time.time(), done, steps, out.total), file=sys.stderr, flush=True)
-            last = now
+def _run(sim: Simulator, steps: int, out: _Metered, reporter: Reporter) -> None:
+    with reporter.task("sim steps", steps) as task:
+        for done in _chunks(sim, steps):
+            task.update(f"{out.total / 1e6:,.0f} MB written", completed=done)
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
@@ -163,7 +145,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
             sim = Simulator(args.seed, knobs, config, write)
             sim.bootstrap()
-            _run(sim, args.steps, out, console)
+            with Reporter(args.progress) as reporter:
+                _run(sim, args.steps, out, reporter)
             events = sim.cluster.seq
     except OSError as err:
         raise UsageError(f"{args.out}: cannot write: {err.strerror}") from err

@@ -247,7 +247,8 @@ def review(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | 
     def fill(variant: Variant) -> RowResult:
         if reporter is None:
             return review_row(variant, out, heap_mb, quick=quick)
-        with reporter.task(f"tlc {variant.label} ({variant.model})") as task:
+        named = variant.label.startswith(variant.model)
+        with reporter.task(f"tlc {variant.label}" + ("" if named else f" ({variant.model})")) as task:
             row = review_row(variant, out, heap_mb, lambda _, what: task.update(what), quick)
             task.update(f"{row.verdict}, {row.runs} TLC run{'s' if row.runs > 1 else ''}")
             return row

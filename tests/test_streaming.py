@@ -20,6 +20,7 @@ from kcm.spec.trace.format import load_trace
 from kcm.spec.trace.render import render_excerpt
 from kcm.tools.check_trace import EXCERPT_BEFORE
 from kcm.tools.cli import main
+from kcm.tools.interpreted import compiled
 
 # A run under the unsafe HW truncation that loses a committed record at step 88 of its 1,502 events.
 SEED, STEPS, EVENTS = "7", "1500", 1502
@@ -51,7 +52,10 @@ class Census:
 @pytest.fixture
 def census(monkeypatch: pytest.MonkeyPatch) -> Census:
     """Every event any reader of trace files parses is counted while it lives: the readers hand on the
-    object `parse_line` returns, so an engine that keeps events keeps these."""
+    object `parse_line` returns, so an engine that keeps events keeps these. Compiled modules call the
+    reader directly, past the patch: the census counts the interpreted modules (the default suite's)."""
+    if compiled():
+        pytest.skip("the census patches the trace reader, which compiled modules call directly")
     counted = Census()
     parse: Callable[[bytes, str, int], Any] = trace_format.parse_line
 
@@ -134,7 +138,10 @@ def broken_deep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace
 
 
-@pytest.mark.parametrize("command", ["check-trace", "validate", "replay"])
+# Replay copies implementation objects, which compiled classes refuse: the compiled suite leaves it out.
+@pytest.mark.parametrize("command", ["check-trace", "validate",
+                                     pytest.param("replay", marks=pytest.mark.skipif(
+                                         compiled(), reason="replay runs on the sources, not compiled modules"))])
 def test_a_malformed_line_deep_in_the_trace_is_the_only_output(
         broken_deep: Path, command: str, capsys: pytest.CaptureFixture[str]) -> None:
     # The violation at line 3 is not printed: a trace with a format error is rejected whole, as when it

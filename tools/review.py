@@ -337,7 +337,7 @@ def _stage_row(row: RowResult, is_ci: bool, full: bool) -> StageRow:
     if row.errors:
         return StageRow("tlc", _check_name(row, is_ci), UNKNOWN, row.errors[0], row.seconds)
     shown = min(row.violated, default="")
-    trace = row.cells[shown].trace or "" if shown else ""
+    trace = (row.cells[shown].trace or "") if shown else ""
     if is_ci:
         detail = (f"{_states(row):,} distinct states, exhaustive" if not row.violated else
                   f"violates {', '.join(sorted(row.violated))}: kcm check --model ci "

@@ -293,6 +293,75 @@ class Cluster:
                 self.controllers[broker].enqueue(ControllerEvent("AutoPreferredReplicaElection"))
         return self._commit("clock", "Tick", {"now": self.now})
 
+    # -- calm phases: the fair schedule ----------------------------------------------------------------
+
+    def quiesce(self, bounds: dict[str, int]) -> Event:
+        """A calm phase starts: from here to its end nothing but `fair_round` steps the cluster, and each
+        progress property must hold within its bound of rounds (one Tick per round; `bounds` from
+        `quiescence.progress_bounds`)."""
+        return self._commit("env", "Quiesce", {"bounds": dict(bounds)})
+
+    def fair_round(self) -> int:
+        """One round of the fair schedule of a calm phase; returns the events it took. In order: every
+        controller event queued at the round's start (brokers in id order), every message in flight at the
+        start of delivery that is ready (connections stay FIFO), one fetch per follower with one to send
+        (`behind`), a shrink per leader with lagging followers, a controlled shutdown retried by each broker
+        leaving whose last attempt is answered (or lost), and last the Tick that ends the round. A step
+        that schedules another (a request sent, an event queued) is served in a later round, which is what
+        makes a bound of rounds derivable (docs/invariants.md, "Progress properties")."""
+        taken = 0
+        for broker, count in [(b, len(self.controllers[b].queue)) for b in self.live_brokers()]:
+            for _ in range(count):
+                if not (self.managers[broker].alive and self.controllers[broker].queue):
+                    break
+                self.process_controller_event(broker)
+                taken += 1
+        taken += self._deliver_ready()
+        for broker, partition in [(b, p) for b in self.live_brokers() for p in sorted(self.managers[b].replicas)]:
+            if self.behind(broker, partition):
+                self.send_fetch(broker, partition)
+                taken += 1
+        for broker, partition in self._lagging():
+            self.shrink_isr(broker, partition)
+            taken += 1
+        for broker in self._shutdowns_to_retry():
+            self.request_controlled_shutdown(broker)
+            taken += 1
+        # No automatic preferred election: its timer moves leaders by policy, like an operator's command.
+        self.tick()
+        return taken + 1
+
+    def _deliver_ready(self) -> int:
+        network = self.network
+        waiting = {id(m) for m in network.in_flight if m.ready_at <= self.now}
+        delivered = 0
+        while waiting:
+            index = next((i for i in network.ready(self.now) if id(network.in_flight[i]) in waiting), None)
+            if index is None:
+                break
+            waiting.discard(id(network.in_flight[index]))
+            self.deliver(index)
+            delivered += 1
+        return delivered
+
+    def _lagging(self) -> list[tuple[int, str]]:
+        return [
+            (b, p)
+            for b in self.live_brokers()
+            for p, r in sorted(self.managers[b].replicas.items())
+            if r.role == LEADER and self.managers[b].lagging_followers(p, self.now)
+        ]
+
+    def _shutdowns_to_retry(self) -> list[int]:
+        """Brokers in a controlled shutdown with no attempt under way: Kafka's broker sends its next attempt
+        once the last one is answered or has failed (2.3.0 KafkaServer.scala controlledShutdown)."""
+        busy = {
+            e.src if isinstance(e.message, ControlledShutdownRequest) else e.dst
+            for e in (m.envelope for m in self.network.in_flight)
+            if isinstance(e.message, ControlledShutdownRequest | ControlledShutdownResponse)
+        }
+        return [b for b in self.live_brokers() if self.managers[b].shutting_down and b not in busy]
+
     # -- running to quiescence --------------------------------------------------------------------------
 
     def stabilize(self, max_steps: int = 100_000) -> list[Event]:

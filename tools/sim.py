@@ -1,7 +1,7 @@
 """`kcm sim`: one seeded simulation of a cluster under faults, written as a trace (format v2).
 
     kcm sim --seed S --steps N [--set knob=value ...] [--brokers B --partitions P] [--faults F]
-            [--first-broker-id I] --out FILE
+            [--first-broker-id I] [--calm-every N] --out FILE
 
 The same seed and knobs write the same file, byte for byte. `kcm verify` shares the cluster options.
 A long run shows its progress on stderr: a bar on a terminal, else a timestamped line every few seconds
@@ -27,6 +27,10 @@ from kcm.tools.errors import EXIT_OK, UsageError
 from kcm.tools.progress import Reporter, add_option
 
 
+# Storm steps between two calm phases by default: a run of the default 1,000 steps ends in one.
+CALM_EVERY: Final = 1000
+
+
 def register(subparsers: Any) -> None:
     sim = subparsers.add_parser("sim", help="simulate a cluster under faults and write its trace")
     sim.add_argument("--seed", type=int, default=0, help="the run's random seed: the same seed, the same trace")
@@ -46,16 +50,22 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
                              "Kafka's sample server.properties numbers from 0)")
     parser.add_argument("--partitions", type=int, default=2, help="partitions of the first topic (default 2)")
     parser.add_argument("--faults", type=float, default=1.0, help="fault intensity (0 = none)")
+    parser.add_argument("--calm-every", type=int, default=CALM_EVERY, metavar="N",
+                        help=f"storm steps between calm phases, where the progress properties are checked "
+                             f"(default {CALM_EVERY}; 0 = never calm)")
 
 
 def cluster_config(args: argparse.Namespace) -> tuple[Knobs, SimConfig]:
     knobs = Knobs().with_settings(args.settings)
+    if args.calm_every < 0:
+        raise UsageError("--calm-every must not be negative (0: never calm)")
     config = SimConfig(
         brokers=args.brokers,
         partitions=args.partitions,
         replication_factor=min(3, args.brokers),
         faults=args.faults,
         first_broker_id=args.first_broker_id,
+        calm_every=args.calm_every,
     )
     if args.steps < 0:
         raise UsageError("--steps must not be negative")

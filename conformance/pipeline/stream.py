@@ -190,7 +190,7 @@ class _Checking:
         result = self.result
         if result.checked or result.synthesized:
             report = self.checker.report
-            result.verdicts = {name: report.verdict(name) for name in INVARIANTS}
+            result.verdicts = report.verdicts()
         if self.events:
             result.validation = _validation(result.run, self.events)
 

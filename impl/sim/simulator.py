@@ -110,7 +110,9 @@ class Simulator:
             taken += 1
             self.storm += 1
             if self.storm >= calm_every:
-                taken += calm_phase(self.cluster)
+                before = self.cluster.seq
+                calm_phase(self.cluster)
+                taken += self.cluster.seq - before
                 self.storm = 0
         return taken
 

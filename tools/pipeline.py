@@ -25,9 +25,9 @@ from kcm.spec.verdicts import HOLDS, UNKNOWN, UNOBSERVED, VIOLATED
 from kcm.spec.vocabulary import KnobError, Knobs
 from kcm.tools.errors import EXIT_USAGE, Parser, UsageError
 from kcm.tools.progress import Reporter, Task, add_option
-from kcm.tools.sim import CALM_EVERY
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
+from kcm.tools.sim import CALM_EVERY
 from kcm.tools.stages import StageRow, VerifyContext
 
 if TYPE_CHECKING:

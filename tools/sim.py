@@ -26,7 +26,6 @@ from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, UsageError
 from kcm.tools.progress import Reporter, add_option
 
-
 # Storm steps between two calm phases by default: a run of the default 1,000 steps ends in one.
 CALM_EVERY: Final = 1000
 

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from kcm.conformance.check.coverage import Coverage
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.spec.trace.format import FORMAT_VERSION, OBSERVER, SYNTHESIZED, V1, Event
-from kcm.spec.vocabulary import ACTIONS, INVARIANTS, VARIABLES
+from kcm.spec.vocabulary import ACTIONS, VARIABLES
 
 COLUMNS: Final = ("v", "seq", "actor", "action", "args", "state", "full")
 BATCH_ROWS: Final = 16_384

@@ -96,14 +96,16 @@ class ProgressMonitor:
                 self.shutting_down.add(broker)
             return found
         self.phase = None
+        # Read with care: a malformed event is the invariants' to report, never a crash of the monitor.
         if action in ("BrokerCrash", "ControllerCrash", "BrokerRestart"):
-            self.shutting_down.discard(str(args["broker"]))
-        elif action == "DeleteTopic" and not args.get("error"):
+            self.shutting_down.discard(str(args.get("broker")))
+        elif action == "DeleteTopic" and not args.get("error") and isinstance(args.get("topic"), str):
             self.deleting.add(args["topic"])
-        elif action == "ReassignPartitions" and not args.get("error"):
+        elif action == "ReassignPartitions" and not args.get("error") and isinstance(args.get("targets"), dict):
             # The controller refuses to reassign a partition of a topic being deleted.
             self.reassigning.update({p: t for p, t in args["targets"].items()
-                                     if p.rpartition("-")[0] not in self.deleting})
+                                     if isinstance(p, str) and isinstance(t, list)
+                                     and p.rpartition("-")[0] not in self.deleting})
         return found
 
     # -- deadlines ---------------------------------------------------------------------------------------

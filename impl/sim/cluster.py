@@ -307,13 +307,13 @@ class Cluster:
         return self._commit("env", "Quiesce", {"bounds": dict(bounds)})
 
     def fair_round(self) -> None:
-        """One round of the fair schedule of a calm phase. In order: every
-        controller event queued at the round's start (brokers in id order), every message in flight at the
-        start of delivery that is ready (connections stay FIFO), a fetch by each follower without one in
-        flight to a live leader of its epoch, a shrink per leader with lagging followers, a controlled shutdown retried by each broker
-        leaving whose last attempt is answered (or lost), and last the Tick that ends the round. A step
-        that schedules another (a request sent, an event queued) is served in a later round, which is what
-        makes a bound of rounds derivable (docs/invariants.md, "Progress properties")."""
+        """One round of the fair schedule of a calm phase. In order: every controller event queued at the
+        round's start (brokers in id order), every message in flight at the start of delivery that is ready
+        (connections stay FIFO), a fetch by each follower without one in flight to a live leader of its
+        epoch, a shrink per leader with lagging followers, a controlled shutdown retried by each broker
+        leaving whose last attempt is answered (or lost), and last the Tick that ends the round. A step that
+        schedules another (a request sent, an event queued) is served in a later round, which is what makes a
+        bound of rounds derivable (docs/invariants.md, "Progress properties")."""
         for broker, count in [(b, len(self.controllers[b].queue)) for b in self.live_brokers()]:
             for _ in range(count):
                 if not (self.managers[broker].alive and self.controllers[broker].queue):

@@ -4,6 +4,7 @@ after quiescence, and each is flagged on a cluster with a bug that breaks it and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 from kcm.conformance.check.invariants import CheckReport, InvariantChecker
 from kcm.conformance.check.progress import STORM_ACTIONS
 from kcm.conformance.explore.campaign import run_seed
+from kcm.conformance.scenario.environment import Environment
+from kcm.conformance.scenario.language import parse
 from kcm.impl import election
 from kcm.impl.controller import Controller
 from kcm.impl.replica_manager import ReplicaManager
@@ -188,3 +191,28 @@ def test_the_bounds_grow_with_the_network_delay_and_the_longest_log() -> None:
     assert all(progress_bounds(2, 0)[name] > base[name] for name in PROPERTIES)
     assert progress_bounds(0, 400)["HighWatermarkCatchesUp"] > base["HighWatermarkCatchesUp"]
     assert progress_bounds(0, 400)["ControllerElected"] == base["ControllerElected"]
+
+
+def run_commands(commands: list[str], bug_after: int, monkeypatch: pytest.MonkeyPatch) -> Environment:
+    """Runs scenario commands one by one, the controller's election broken after the first `bug_after`."""
+    environment = Environment()
+    text = "".join(f"{command}\n----\n\n" for command in commands)
+    for number, case in enumerate(parse(Path("progress.txt"), text).cases):
+        if number == bug_after:
+            never_elect(monkeypatch)
+        environment(case)
+    return environment
+
+
+COMMANDS = ["cluster brokers=3 truncation=hw", "stabilize", "crash-controller", "quiesce"]
+
+
+def test_expect_violation_names_a_progress_property_on_an_unsafe_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    environment = run_commands([*COMMANDS, "expect-violation ControllerElected"], 2, monkeypatch)
+    environment.finish()
+
+
+def test_a_progress_violation_not_expected_fails_the_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
+    environment = run_commands(COMMANDS, 2, monkeypatch)
+    with pytest.raises(AssertionError, match="unexpected VIOLATION ControllerElected: no controller"):
+        environment.finish()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kcm.conformance.check.invariants import CheckReport, InvariantChecker
+from kcm.conformance.check.replay import replay
 from kcm.conformance.check.progress import STORM_ACTIONS
 from kcm.conformance.explore.campaign import run_seed
 from kcm.conformance.scenario.environment import Environment
@@ -22,8 +23,10 @@ from kcm.impl.sim.cluster import Cluster, Event, broker_ids
 from kcm.impl.sim.quiescence import calm_phase, progress_bounds
 from kcm.impl.sim.simulator import SimConfig
 from kcm.impl.topic_deletion import TopicDeletionManager
+from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.trace.format import make_event
 from kcm.spec.vocabulary import INVARIANTS, PROPERTIES, Knobs
+from kcm.spec.z3.validate import Validator
 
 
 def calm_steps(events: Iterable[Event]) -> int:
@@ -216,3 +219,29 @@ def test_a_progress_violation_not_expected_fails_the_scenario(monkeypatch: pytes
     environment = run_commands(COMMANDS, 2, monkeypatch)
     with pytest.raises(AssertionError, match="unexpected VIOLATION ControllerElected: no controller"):
         environment.finish()
+
+
+# -- every consumer takes a calm phase --------------------------------------------------------------------
+
+CALM_SMALL = SimConfig(brokers=2, partitions=1, replication_factor=2, admin=0.0, calm_every=20)
+
+
+def calm_trace() -> list[Event]:
+    result = run_seed(1, Knobs(), CALM_SMALL, 60, keep_events=True)
+    assert [e["action"] for e in result.events].count("Quiesce") >= 1
+    return result.events
+
+
+def test_replay_and_the_z3_validator_follow_a_calm_phase() -> None:
+    events = calm_trace()
+    report = replay(events)
+    assert report.divergence is None and report.steps == len(events) - 1, report.divergence
+    assert Validator(events).run().ok
+
+
+@pytest.mark.tlc
+def test_tlc_explains_a_calm_phase_by_its_stutter_step() -> None:
+    events = calm_trace()
+    check = validate_with_tlc(events)
+    assert check.accepted, check.to_json()
+    assert check.matched == len(events)

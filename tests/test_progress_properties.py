@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from kcm.conformance.check.invariants import CheckReport, InvariantChecker
-from kcm.conformance.check.replay import replay
 from kcm.conformance.check.progress import STORM_ACTIONS
+from kcm.conformance.check.replay import replay
 from kcm.conformance.explore.campaign import run_seed
 from kcm.conformance.scenario.environment import Environment
 from kcm.conformance.scenario.language import parse

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -41,8 +41,7 @@ def calm_steps(events: Iterable[Event]) -> int:
     return count
 
 
-def assert_safe_design_holds(seeds: range, steps: int, calm_every: int, at_least: int) -> None:
-    config = SimConfig(calm_every=calm_every)
+def assert_safe_design_holds(seeds: range, steps: int, config: SimConfig, at_least: int) -> None:
     calm = 0
     for seed in seeds:
         result = run_seed(seed, Knobs(), config, steps, keep_events=True)
@@ -52,13 +51,19 @@ def assert_safe_design_holds(seeds: range, steps: int, calm_every: int, at_least
     assert calm >= at_least
 
 
-def test_the_safe_design_passes_every_property_after_quiescence() -> None:
-    assert_safe_design_holds(range(3), 3000, 1000, at_least=1500)
+def test_the_safe_design_passes_every_property_on_ten_thousand_steps_after_quiescence() -> None:
+    assert_safe_design_holds(range(20), 5000, SimConfig(calm_every=1000), at_least=10_000)
+
+
+# Four brokers under three times the faults; no network delay; the longest delay with four partitions.
+WIDER: Final = (SimConfig(brokers=4, faults=3.0, calm_every=700), SimConfig(max_delay=0, calm_every=500),
+                SimConfig(max_delay=4, partitions=4, calm_every=1500))
 
 
 @pytest.mark.long
-def test_the_safe_design_passes_every_property_on_ten_thousand_steps_after_quiescence() -> None:
-    assert_safe_design_holds(range(20), 5000, 1000, at_least=10_000)
+@pytest.mark.parametrize("config", WIDER, ids=["stormy", "no-delay", "long-delay"])
+def test_the_safe_design_passes_every_property_on_wider_clusters(config: SimConfig) -> None:
+    assert_safe_design_holds(range(100, 150), 6000, config, at_least=100_000)
 
 
 def test_a_trace_without_a_calm_phase_leaves_the_properties_unobserved() -> None:

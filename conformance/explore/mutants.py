@@ -147,6 +147,27 @@ CATALOGUE: Final[tuple[Mutant, ...]] = (
        "partitions led by a failed broker are not moved offline and re-elected"),
     _m("reassign-without-isr-wait", CTL, "Controller._reassign", "if not set(target) <= set(leadership.isr):",
        "if False:", "write the final assignment before the new replicas have joined the ISR"),
+    # -- progress: bugs that break no safety invariant, only availability (docs/invariants.md, progress)
+    _m("hw-over-assignment", RM, "ReplicaManager._maybe_advance_hw",
+       "for r in replica.isr if r != self.broker_id", "for r in replica.replicas if r != self.broker_id",
+       "the HW waits for every assigned replica, not the ISR: a dead replica outside the ISR freezes commits"),
+    _m("shutdown-broker-electable", PSM, "PartitionStateMachine._decide", "live = ctx.live_not_shutting_down()",
+       "live = set(ctx.live_brokers)",
+       "elections count a broker in controlled shutdown as live: leadership lands on the broker leaving"),
+    _m("shutdown-leaves-broker-untold", PSM, "PartitionStateMachine._decide",
+       "return Decision(leader, isr, frozenset(r for r in assignment if r in everyone))",
+       "return Decision(leader, isr, frozenset(r for r in assignment if r in everyone and r != current.leader))",
+       "a controlled shutdown's new leadership is not sent to the leaving broker: it stops still acting as "
+       "leader of the old epoch"),
+    _m("controller-isr-write-unconditional", CS, "ControllerStore.update_leader_isr",
+       "SetData(zk_paths.partition_state_path(partition), data, new.version)",
+       "SetData(zk_paths.partition_state_path(partition), data)",
+       "the controller's leader/ISR write ignores the node's version: a leader's concurrent ISR change is lost"),
+    _m("reassign-retires-leader-unelected", CTL, "Controller._reassign",
+       'psm.handle([partition], P.OnlinePartition, "reassign")',
+       "rsm.handle([(partition, leadership.leader)], R.OfflineReplica)",
+       "a reassignment retires the old leader instead of electing one from the target: the partition stays "
+       "leaderless until some later election"),
     # -- the implementation's valid-previous-state tables (the oracles judge by the model's, kcm.spec.states)
     _m("partition-table-drops-offline-to-online", "kcm.impl.states", "valid_partition_transition",
        "in _VALID_PARTITION_PAIRS", 'in _VALID_PARTITION_PAIRS - {("OfflinePartition", "OnlinePartition")}',

@@ -1,8 +1,9 @@
 """Mutation testing of the implementation: a catalogue of small, plausible bugs, each applied alone to a
-fresh process (by recompiling one function from its patched source), and the conformance suite run
-against it: the scenario files of the checkout's tests/scenarios/ (read as data, run by the scenario library)
-and a bounded campaign of the state machines with safe knobs (every invariant and the Z3 step check). A
-mutant is killed when the suite fails."""
+fresh process (by recompiling one function from its patched source), and every oracle run against it
+(`oracles`: the scenario files of the checkout's tests/scenarios/, seeded simulator runs, a replay of the
+unmutated implementation's runs, and a bounded campaign of the state machines with safe knobs). A mutant is
+killed when any oracle fails; the result says which oracles did, so a bug caught only by a golden file's
+expected output shows apart from one a named invariant or property catches."""
 
 from __future__ import annotations
 
@@ -17,15 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.conformance.scenario.environment import run_scenario
-from kcm.conformance.scenario.language import scenario_files
-from kcm.spec.vocabulary import Knobs
+from kcm.conformance.explore.oracles import NAMED, ORACLES, Suite, reference_traces, run_oracles
+from kcm.spec.trace.format import Event
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS: Final = ROOT / "tests" / "scenarios"
 RM, EL, PSM, CTL, CS, CC = ("kcm.impl.replica_manager", "kcm.impl.election", "kcm.impl.partition_state_machine",
                             "kcm.impl.controller", "kcm.impl.controller_store", "kcm.impl.controller_context")
-SUITE_EXAMPLES, SUITE_STEPS = 40, 30
 
 
 @dataclass(frozen=True)
@@ -148,6 +147,27 @@ CATALOGUE: Final[tuple[Mutant, ...]] = (
        "partitions led by a failed broker are not moved offline and re-elected"),
     _m("reassign-without-isr-wait", CTL, "Controller._reassign", "if not set(target) <= set(leadership.isr):",
        "if False:", "write the final assignment before the new replicas have joined the ISR"),
+    # -- progress: bugs that break no safety invariant, only availability (docs/invariants.md, progress)
+    _m("hw-over-assignment", RM, "ReplicaManager._maybe_advance_hw",
+       "for r in replica.isr if r != self.broker_id", "for r in replica.replicas if r != self.broker_id",
+       "the HW waits for every assigned replica, not the ISR: a dead replica outside the ISR freezes commits"),
+    _m("shutdown-broker-electable", PSM, "PartitionStateMachine._decide", "live = ctx.live_not_shutting_down()",
+       "live = set(ctx.live_brokers)",
+       "elections count a broker in controlled shutdown as live: leadership lands on the broker leaving"),
+    _m("shutdown-leaves-broker-untold", PSM, "PartitionStateMachine._decide",
+       "return Decision(leader, isr, frozenset(r for r in assignment if r in everyone))",
+       "return Decision(leader, isr, frozenset(r for r in assignment if r in everyone and r != current.leader))",
+       "a controlled shutdown's new leadership is not sent to the leaving broker: it stops still acting as "
+       "leader of the old epoch"),
+    _m("controller-isr-write-unconditional", CS, "ControllerStore.update_leader_isr",
+       "SetData(zk_paths.partition_state_path(partition), data, new.version)",
+       "SetData(zk_paths.partition_state_path(partition), data)",
+       "the controller's leader/ISR write ignores the node's version: a leader's concurrent ISR change is lost"),
+    _m("reassign-retires-leader-unelected", CTL, "Controller._reassign",
+       'psm.handle([partition], P.OnlinePartition, "reassign")',
+       "rsm.handle([(partition, leadership.leader)], R.OfflineReplica)",
+       "a reassignment retires the old leader instead of electing one from the target: the partition stays "
+       "leaderless until some later election"),
     # -- the implementation's valid-previous-state tables (the oracles judge by the model's, kcm.spec.states)
     _m("partition-table-drops-offline-to-online", "kcm.impl.states", "valid_partition_transition",
        "in _VALID_PARTITION_PAIRS", 'in _VALID_PARTITION_PAIRS - {("OfflinePartition", "OnlinePartition")}',
@@ -167,14 +187,28 @@ CATALOGUE: Final[tuple[Mutant, ...]] = (
 @dataclass
 class MutantResult:
     name: str
-    killed: bool
-    by: str  # what killed it: the failing test or invariant, or "" for a survivor
+    kills: dict[str, str]  # oracle (kcm.conformance.explore.oracles.ORACLES) -> its first evidence
     seconds: float
     cpu_seconds: float  # of its own process: what the run costs on an idle core
 
+    @property
+    def killed(self) -> bool:
+        return bool(self.kills)
+
+    @property
+    def named(self) -> bool:
+        """Killed by a named invariant or progress property, not only by outputs, steps or replay."""
+        return any(oracle in NAMED for oracle in self.kills)
+
+    @property
+    def by(self) -> str:
+        """The strongest oracle that killed it (in the order of ORACLES), with its evidence; "" if none."""
+        return next((f"{oracle}: {self.kills[oracle]}" for oracle in ORACLES if oracle in self.kills), "")
+
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "killed": self.killed, "by": self.by, "seconds": round(self.seconds, 2),
-                "cpu_seconds": round(self.cpu_seconds, 2)}
+        return {"name": self.name, "killed": self.killed, "named": self.named, "by": self.by,
+                "oracles": {oracle: self.kills[oracle] for oracle in ORACLES if oracle in self.kills},
+                "seconds": round(self.seconds, 2), "cpu_seconds": round(self.cpu_seconds, 2)}
 
 
 class MutationError(ValueError):
@@ -216,55 +250,40 @@ def apply(mutant: Mutant) -> None:
 
 # -- the suite ----------------------------------------------------------------------------------------------
 
-
-def run_suite(examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> str:
-    """The conformance suite on the implementation as loaded: what failed first, or "" if all passed."""
-    failed = failing_scenario()
-    if failed:
-        return f"scenario: {failed}"
-    from kcm.conformance.explore.stateful import run_campaign
-
-    campaign = run_campaign(Knobs(), examples, steps, database=False)
-    if campaign.found:
-        found = campaign.found[0]
-        return f"conform: {found.invariant} ({len(found.commands)} commands)"
-    return ""
+# The unmutated implementation's traces for the replay oracle: written in the parent, inherited by each fork.
+_REFERENCES: list[list[Event]] = []
 
 
-def failing_scenario() -> str:
-    """The first scenario file that fails, or "" (also when the checkout's scenario files are not at hand)."""
-    for path in scenario_files(SCENARIOS):
-        try:
-            run_scenario(path, rewrite=False)  # never rewrite the suite with a mutant's outputs
-        except Exception:  # whatever the mutant breaks: an output, an expectation, a crash
-            return path.stem
-    return ""
-
-
-def evaluate(mutant: Mutant, examples: int = SUITE_EXAMPLES, steps: int = SUITE_STEPS) -> MutantResult:
-    """Applies the mutant in this process and runs the suite; meant for a process of its own."""
+def evaluate(mutant: Mutant, suite: Suite) -> MutantResult:
+    """Applies the mutant in this process and runs every oracle; meant for a process of its own."""
     started, cpu = time.perf_counter(), time.process_time()
     apply(mutant)
-    by = run_suite(examples, steps)
-    return MutantResult(mutant.name, bool(by), by, time.perf_counter() - started, time.process_time() - cpu)
+    kills = run_oracles(suite, _REFERENCES, SCENARIOS)
+    return MutantResult(mutant.name, kills, time.perf_counter() - started, time.process_time() - cpu)
 
 
-def _evaluate_args(args: tuple[Mutant, int, int]) -> MutantResult:
+def _evaluate_args(args: tuple[Mutant, Suite]) -> MutantResult:
     return evaluate(*args)
 
 
-def run_mutants(mutants: tuple[Mutant, ...] = CATALOGUE, processes: int = 2, examples: int = SUITE_EXAMPLES,
-                steps: int = SUITE_STEPS, on_result: Callable[[MutantResult], None] | None = None
-                ) -> list[MutantResult]:
+def run_mutants(mutants: tuple[Mutant, ...] = CATALOGUE, processes: int = 2, suite: Suite | None = None,
+                on_result: Callable[[MutantResult], None] | None = None) -> list[MutantResult]:
     """Every mutant in a fresh process (forked, one task per process, so no patch outlives its mutant)."""
     for mutant in mutants:
         mutated_source(mutant)  # fails fast on a mutant that no longer applies
+    suite = suite or Suite()
+    _REFERENCES[:] = reference_traces(suite)
     context = multiprocessing.get_context("fork")
     results: list[MutantResult] = []
     with context.Pool(processes, maxtasksperchild=1) as pool:
-        for result in pool.imap_unordered(_evaluate_args, [(m, examples, steps) for m in mutants]):
+        for result in pool.imap_unordered(_evaluate_args, [(m, suite) for m in mutants]):
             results.append(result)
             if on_result is not None:
                 on_result(result)
     order = {m.name: i for i, m in enumerate(mutants)}
     return sorted(results, key=lambda r: order[r.name])
+
+
+def kill_counts(results: list[MutantResult]) -> dict[str, int]:
+    """Per oracle, how many mutants it killed (a mutant killed by several counts for each)."""
+    return {oracle: sum(oracle in r.kills for r in results) for oracle in ORACLES}

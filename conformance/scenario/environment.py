@@ -73,6 +73,8 @@ class Environment:
         self.pending_at = ""
         self.location = ""
         self.failures: list[str] = []
+        self.broken: list[Violation] = []  # violations that failed the run, for the mutants' oracles
+        self.missed: list[str] = []  # violations a file expected and the run did not show
         self.commands: dict[str, Callable[[Case], list[str]]] = {
             "cluster": self.cmd_cluster,
             "create-topic": self.cmd_create_topic,
@@ -126,6 +128,7 @@ class Environment:
     def _settle(self) -> None:
         for v in self.pending:
             self.failures.append(f"{self.pending_at}: unexpected VIOLATION {v.invariant}: {v.message}")
+            self.broken.append(v)
         self.pending = []
 
     @property
@@ -156,6 +159,7 @@ class Environment:
             self.pending = fresh
             self.pending_at = self.location
         elif fresh:
+            self.broken.extend(fresh)
             self.failures.extend(
                 f"{self.location}: VIOLATION {v.invariant} with safe knobs: {v.message}" for v in fresh
             )
@@ -411,7 +415,8 @@ class Environment:
             return []
         for name in names:
             if not any(_names(name, v) for v in self.latest):
-                self.failures.append(f"{self.location}: expected a {name} violation from the previous command")
+                self.missed.append(f"{self.location}: expected a {name} violation from the previous command")
+                self.failures.append(self.missed[-1])
             self.tolerated.add(name)
             self.pending = [v for v in self.pending if not _names(name, v)]
         return []

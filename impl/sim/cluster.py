@@ -188,10 +188,14 @@ class Cluster:
 
     # -- the controller queue ---------------------------------------------------------------------------
 
-    def process_controller_event(self, broker: int) -> Event:
+    def process_controller_event(self, broker: int, delivered: dict[str, Any] | None = None) -> Event:
+        """The controller's next event; `delivered`: the arguments of the message just handed to it, which
+        the step names beside its own (replay needs to know which of the messages in flight it was)."""
         controller = self.controllers[broker]
         epoch = controller.epoch
         result = controller.process(self.now)
+        for key, value in (delivered or {}).items():
+            result.args.setdefault(key, value)
         for dead in result.args.get("dead", ()):
             self.network.forget(broker, dead)  # removeBroker: the queue to a dead broker goes
         self._send(result.out)
@@ -242,7 +246,7 @@ class Cluster:
             return self._commit(f"controller:{envelope.dst}", action, args)
         kind = "ControlledShutdown" if action == "ControlledShutdownRequest" else action
         controller.queue.appendleft(ControllerEvent(kind, payload=envelope.message))
-        return self.process_controller_event(envelope.dst)
+        return self.process_controller_event(envelope.dst, args)
 
     def drop(self, index: int) -> Event:
         envelope = self.network.take(index)

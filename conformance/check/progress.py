@@ -32,7 +32,7 @@ PROGRESS_READS: Final[dict[str, tuple[str, ...]]] = {
     "ControllerElected": ("controller", "controller_epoch", "alive", "acting_controller_epoch"),
     "LeaderElected": ("leader", "leader_epoch", "isr", "alive", "role", "local_leader_epoch"),
     "HighWatermarkCatchesUp": ("leader", "leader_epoch", "isr", "alive", "role", "local_leader_epoch", "log", "hw"),
-    "ControlledShutdownCompletes": ("leader", "isr", "alive", "role"),
+    "ControlledShutdownCompletes": ("leader", "isr", "alive", "role", "controller_epoch"),
     "ReassignmentCompletes": ("assignment", "alive"),
     "TopicDeletionCompletes": ("assignment", "alive", "replica_state"),
 }
@@ -90,7 +90,7 @@ class ProgressMonitor:
                 self.phase = None  # a new controlled shutdown: the storm's doing
             if args.get("stopped"):
                 if self.phase is not None and action == "ControlledShutdownResponse":
-                    found.extend(self._clean_stop(broker, seq))
+                    found.extend(self._clean_stop(broker, args.get("controller_epoch"), seq))
                 self.shutting_down.discard(broker)
             else:
                 self.shutting_down.add(broker)
@@ -207,10 +207,17 @@ class ProgressMonitor:
                 out.append(f"broker {b} is still in controlled shutdown (leading {', '.join(led) or 'nothing'})")
         return out
 
-    def _clean_stop(self, broker: str, seq: int) -> list[tuple[str, str]]:
+    def _clean_stop(self, broker: str, answered_in: Any, seq: int) -> list[tuple[str, str]]:
         """A broker that completes its controlled shutdown in a calm phase leads nothing another live ISR member
-        could lead, neither in the store nor by its own role."""
+        could lead, neither in the store nor by its own role; unless a deposed controller answered it. Kafka's
+        broker takes any answer without an error or a remaining partition (2.3.0 KafkaServer.scala
+        controlledShutdown), yet may refuse that controller's LeaderAndIsr as stale (ReplicaManager.scala:
+        "since its controller epoch ... is old"), and the new controller's failover redoes its moves: the broker
+        may stop still leading what the deposed controller moved."""
         state = self._state()
+        current = state["controller_epoch"]
+        if isinstance(answered_in, int) and isinstance(current, int) and answered_in < current:
+            return []
         found = []
         for p, role in sorted(state["role"].get(broker, _NONE).items()):
             leader = str(state["leader"].get(p, NO_LEADER))

@@ -217,6 +217,8 @@ class InvariantChecker:
         if action in WATCHED:
             for name, message in self.progress.observe(event, self.seq):
                 self._violate(found, name, message)
+        elif self.progress.reassigning and "writes" in args:
+            self.progress.note_writes(args["writes"])
         transitions = args.get("transitions")
         refused = args.get("invalid_transitions")
         if refused:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kcm.impl.zk_paths import REASSIGN
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import ACTIONS, NO_LEADER, PROPERTIES
 
@@ -107,6 +108,19 @@ class ProgressMonitor:
                                      if isinstance(p, str) and isinstance(t, list)
                                      and p.rpartition("-")[0] not in self.deleting})
         return found
+
+    def note_writes(self, writes: Any) -> None:
+        """A controller's store writes (`args.writes`): a reassignment is over, done or dropped, once its
+        partition leaves the request's node. Its assignment alone cannot tell: a target that reorders the
+        replicas is the assignment from the reassignment's first step on."""
+        for write in writes if isinstance(writes, list) else ():
+            if not (isinstance(write, list) and len(write) == 3 and write[1] == REASSIGN):
+                continue
+            op, _, data = write
+            if op == "Delete":
+                self.reassigning.clear()
+            elif op == "SetData" and isinstance(data, dict):
+                self.reassigning = {p: t for p, t in self.reassigning.items() if p in data}
 
     # -- deadlines ---------------------------------------------------------------------------------------
 
@@ -237,7 +251,7 @@ class ProgressMonitor:
         assignment, alive = state["assignment"], state["alive"]
         for p, target in sorted(self.reassigning.items()):
             current = assignment.get(p)
-            if current is None or list(current) == list(target):
+            if current is None:
                 del self.reassigning[p]
                 continue
             # A reassignment of a topic being deleted may be dropped (2.3.0 KafkaController.scala

@@ -57,6 +57,9 @@ class _Phase:
 
 
 class ProgressMonitor:
+    """What the progress properties need beyond the state (brokers shutting down, topics being deleted,
+    reassignments requested, the calm phase under way), and their checks at the deadlines."""
+
     def __init__(
         self, state: Callable[[], dict[str, Any]], observed: set[str], count: Callable[[str], None]
     ) -> None:
@@ -80,8 +83,9 @@ class ProgressMonitor:
             self._reset()
             return []
         if action == "Quiesce":
-            bounds = args.get("bounds", _NONE)
-            self.phase = _Phase(seq, 0, sorted((int(n), name) for name, n in bounds.items() if name in PROPERTIES))
+            bounds = args.get("bounds")
+            due = bounds.items() if isinstance(bounds, dict) else ()
+            self.phase = _Phase(seq, 0, sorted((n, name) for name, n in due if name in PROPERTIES and type(n) is int))
             return []
         if action == "Tick":
             return self._tick(seq)
@@ -103,10 +107,8 @@ class ProgressMonitor:
         elif action == "DeleteTopic" and not args.get("error") and isinstance(args.get("topic"), str):
             self.deleting.add(args["topic"])
         elif action == "ReassignPartitions" and not args.get("error") and isinstance(args.get("targets"), dict):
-            # The controller refuses to reassign a partition of a topic being deleted.
-            self.reassigning.update({p: t for p, t in args["targets"].items()
-                                     if isinstance(p, str) and isinstance(t, list)
-                                     and p.rpartition("-")[0] not in self.deleting})
+            self.reassigning.update({p: t for p, t in args["targets"].items() if isinstance(p, str)
+                                     and isinstance(t, list)})
         return found
 
     def note_writes(self, writes: Any) -> None:

@@ -27,6 +27,18 @@ INVARIANTS: Final[tuple[str, ...]] = (
     "ValidReplicaTransitions",
 )
 
+# Progress properties: what must eventually hold once faults stop (docs/invariants.md, "Progress
+# properties"). A trace checks each within a bound of rounds after a `Quiesce` event; TLC checks them as
+# temporal properties under the fairness each states.
+PROPERTIES: Final[tuple[str, ...]] = (
+    "ControllerElected",
+    "LeaderElected",
+    "HighWatermarkCatchesUp",
+    "ControlledShutdownCompletes",
+    "ReassignmentCompletes",
+    "TopicDeletionCompletes",
+)
+
 # HighWatermarkMonotonic has two readings; violations name the reading after a slash.
 HW_PER_LEADER: Final = "HighWatermarkMonotonic/PerLeaderEpoch"
 HW_ACROSS_LEADERS: Final = "HighWatermarkMonotonic/AcrossLeaders"
@@ -177,6 +189,8 @@ ACTIONS: Final[dict[str, str]] = {
     "SessionExpire": "env",
     "DropMessage": "network",
     "DuplicateMessage": "network",
+    # a calm phase starts: no fault, drop, duplicate, operator command or client write until it ends
+    "Quiesce": "env",
     # controller: one action per event taken off its queue
     "ControllerElect": "broker",
     "ControllerResign": "controller",

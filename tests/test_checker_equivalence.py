@@ -24,6 +24,7 @@ import pytest
 
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.spec.trace.format import Event, apply_event, empty_state, make_event
+from kcm.spec.vocabulary import INVARIANTS
 
 DATA = Path(__file__).parent / "data" / "checker"
 TRACES = DATA / "traces.jsonl.gz"
@@ -126,7 +127,8 @@ def outcome(events: list[Event], truncation: str) -> dict[str, Any]:
         "events": report.events,
         "checks": dict(sorted(report.checks.items())),
         "observed": sorted(report.observed),
-        "verdicts": report.verdicts(),
+        # The frozen reports predate the progress properties (these traces have no calm phase).
+        "verdicts": {name: report.verdict(name) for name in INVARIANTS},
         "violations": by_invariant,
         "first": violations[:3],
         "digest": hashlib.sha256(json.dumps(violations).encode()).hexdigest(),

@@ -19,7 +19,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_sim_then_check_trace_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "t.jsonl"
-    code, out, _ = run(capsys, "sim", "--seed", "5", "--steps", "800", "--out", str(trace))
+    code, out, _ = run(capsys, "sim", "--seed", "5", "--steps", "800", "--calm-every", "400", "--out", str(trace))
     assert code == 0 and "wrote 802 events" in out
     code, out, _ = run(capsys, "check-trace", str(trace))
     assert code == 0

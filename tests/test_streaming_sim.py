@@ -17,6 +17,7 @@ from kcm.spec.trace.format import TraceWriter
 from kcm.spec.vocabulary import Knobs
 from kcm.tools import progress
 from kcm.tools.cli import main
+from kcm.tools.sim import CALM_EVERY
 
 PLAIN = re.compile(r"^\d\d:\d\d:\d\d sim steps: (done in [\d.]+ s, )?[\d,]+/[\d,]+, [\d,]+ MB written$")
 
@@ -72,7 +73,8 @@ def test_a_large_line_is_noted_with_its_step_and_field(tmp_path: Path, capsys: p
 def test_progress_is_plain_lines_on_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
-    assert main(["sim", "--steps", "3000", "--out", str(tmp_path / "t.jsonl")]) == 0
+    # No calm phase: one would end a chunk past its thousand steps.
+    assert main(["sim", "--steps", "3000", "--calm-every", "0", "--out", str(tmp_path / "t.jsonl")]) == 0
     lines = capsys.readouterr().err.splitlines()
     # A line per chunk of steps, then the end.
     assert len(lines) == 4 and all(PLAIN.match(line) for line in lines)
@@ -85,7 +87,7 @@ def test_chunked_run_writes_the_bytes_of_one_run(tmp_path: Path) -> None:
     assert main(["sim", "--seed", "3", "--steps", "2500", "--out", str(chunked)]) == 0
     whole = tmp_path / "whole.jsonl"
     with TraceWriter(whole) as writer:
-        sim = Simulator(3, Knobs(), SimConfig(), writer.write)
+        sim = Simulator(3, Knobs(), SimConfig(calm_every=CALM_EVERY), writer.write)
         sim.bootstrap()
         sim.run(2500)
     assert chunked.read_bytes() == whole.read_bytes()

@@ -1,6 +1,6 @@
 """`kcm pipeline`: the trace pipeline on Spark (docs/pipeline.md).
 
-    kcm pipeline generate --runs N --steps M [--set knob=value ...] --out DIR
+    kcm pipeline generate --runs N --steps M [--set knob=value ...] [--calm-every N] --out DIR
     kcm pipeline ingest --kafka-log PATH... [--log-pattern PATTERN] [--trace PATH...] --out DIR
     kcm pipeline check --in DIR --out DIR [--validate-sample FRACTION|all]
     kcm pipeline report --in DIR [--json]
@@ -21,12 +21,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED
+from kcm.spec.verdicts import HOLDS, UNKNOWN, UNOBSERVED, VIOLATED
 from kcm.spec.vocabulary import KnobError, Knobs
 from kcm.tools.errors import EXIT_USAGE, Parser, UsageError
 from kcm.tools.progress import Reporter, Task, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
+from kcm.tools.sim import CALM_EVERY
 from kcm.tools.stages import StageRow, VerifyContext
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ def add_stages(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--seed", type=int, default=0, help="base of the derived seeds (default 0)")
     generate.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
                           help="a design knob, as in kcm sim (repeatable)")
+    generate.add_argument("--calm-every", type=int, default=CALM_EVERY, metavar="N",
+                          help=f"storm steps between calm phases, as in kcm sim (default {CALM_EVERY}; 0 = never)")
     generate.add_argument("--out", required=True, help="pipeline directory to write (events/, manifest.json)")
     ingest = stages.add_parser("ingest", help="Kafka state-change logs and v1 JSON Lines into the layout")
     ingest.add_argument("--kafka-log", nargs="+", default=[], metavar="PATH",
@@ -146,6 +149,8 @@ def _writable_out(out: str) -> None:
 
 
 def _generate_inputs(args: argparse.Namespace) -> None:
+    if args.calm_every < 0:
+        raise UsageError("--calm-every must not be negative (0: never calm)")
     _writable_out(args.out)
 
 
@@ -191,7 +196,8 @@ def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, frac
 
     out = Path(args.out)
     if args.stage == "generate":
-        counts = pl.generate(spark, args.runs, args.steps, knobs, out, args.seed, progress=progress)
+        counts = pl.generate(spark, args.runs, args.steps, knobs, out, args.seed,
+                             config={"calm_every": args.calm_every}, progress=progress)
         print(f"generated {args.runs} runs, {counts.read:,} events into {out / pl.EVENTS} "
               f"({time.perf_counter() - started:.1f} s)")
         return pl.EXIT_CLEAN
@@ -241,7 +247,8 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     try:
         with tempfile.TemporaryDirectory(prefix="kcm-pipeline-") as tmp, _progress(ctx.reporter) as progress:
             corpus, checked = Path(tmp) / "corpus", Path(tmp) / "checked"
-            pl.generate(spark, VERIFY_RUNS, VERIFY_STEPS, ctx.knobs, corpus, progress=progress)
+            pl.generate(spark, VERIFY_RUNS, VERIFY_STEPS, ctx.knobs, corpus,
+                        config={"calm_every": ctx.config.calm_every}, progress=progress)
             result = pl.check(spark, corpus, checked, validate_sample=0.0, progress=progress)
     finally:
         spark.stop()
@@ -249,7 +256,8 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     verdicts = result.summary["verdicts"]
     rows = []
     for name, counts in verdicts.items():
-        verdict = VIOLATED if counts.get("violated") else HOLDS
+        # A progress property no run judged (no calm phase reached its deadline) is unobserved.
+        verdict = VIOLATED if counts.get("violated") else HOLDS if counts.get("holds") else UNOBSERVED
         if result.counts.quarantined:
             verdict = UNKNOWN
         detail = f"{result.runs} runs, {result.counts.checked:,} events on Spark local[2]"

@@ -1,7 +1,7 @@
 """`kcm sim`: one seeded simulation of a cluster under faults, written as a trace (format v2).
 
     kcm sim --seed S --steps N [--set knob=value ...] [--brokers B --partitions P] [--faults F]
-            [--first-broker-id I] --out FILE
+            [--first-broker-id I] [--calm-every N] --out FILE
 
 The same seed and knobs write the same file, byte for byte. `kcm verify` shares the cluster options.
 A long run shows its progress on stderr: a bar on a terminal, else a timestamped line every few seconds
@@ -26,6 +26,9 @@ from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, UsageError
 from kcm.tools.progress import Reporter, add_option
 
+# Storm steps between two calm phases by default: a run of the default 1,000 steps ends in one.
+CALM_EVERY: Final = 1000
+
 
 def register(subparsers: Any) -> None:
     sim = subparsers.add_parser("sim", help="simulate a cluster under faults and write its trace")
@@ -46,16 +49,22 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
                              "Kafka's sample server.properties numbers from 0)")
     parser.add_argument("--partitions", type=int, default=2, help="partitions of the first topic (default 2)")
     parser.add_argument("--faults", type=float, default=1.0, help="fault intensity (0 = none)")
+    parser.add_argument("--calm-every", type=int, default=CALM_EVERY, metavar="N",
+                        help=f"storm steps between calm phases, where the progress properties are checked "
+                             f"(default {CALM_EVERY}; 0 = never calm)")
 
 
 def cluster_config(args: argparse.Namespace) -> tuple[Knobs, SimConfig]:
     knobs = Knobs().with_settings(args.settings)
+    if args.calm_every < 0:
+        raise UsageError("--calm-every must not be negative (0: never calm)")
     config = SimConfig(
         brokers=args.brokers,
         partitions=args.partitions,
         replication_factor=min(3, args.brokers),
         faults=args.faults,
         first_broker_id=args.first_broker_id,
+        calm_every=args.calm_every,
     )
     if args.steps < 0:
         raise UsageError("--steps must not be negative")
@@ -127,7 +136,8 @@ def _chunks(sim: Simulator, steps: int) -> Iterator[int]:
 def _run(sim: Simulator, steps: int, out: _Metered, reporter: Reporter) -> None:
     with reporter.task("sim steps", steps) as task:
         for done in _chunks(sim, steps):
-            task.update(f"{out.total / 1e6:,.0f} MB written", completed=done)
+            # A calm phase is taken whole: the last chunk may end past the steps asked for.
+            task.update(f"{out.total / 1e6:,.0f} MB written", completed=min(done, steps))
 
 
 def cmd_sim(args: argparse.Namespace) -> int:

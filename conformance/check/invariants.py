@@ -21,10 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kcm.conformance.check.progress import WATCHED, ProgressMonitor
 from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
 from kcm.spec.trace.format import Event, empty_state, merge_variable
 from kcm.spec.verdicts import HOLDS, UNOBSERVED, VIOLATED
-from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, PROPERTIES, VARIABLES
 
 # Which variables each invariant reads: with a partial trace, an invariant is checked only if the trace
 # observes all of them.
@@ -96,14 +97,18 @@ class CheckReport:
     observed: set[str] = field(default_factory=set)
 
     def verdict(self, invariant: str) -> str:
+        """An invariant's or a progress property's: a property holds once judged at a deadline without a
+        violation, and stays unobserved while no calm phase of the trace reached its deadline."""
         if any(v.invariant.split("/")[0] == invariant for v in self.violations):
             return VIOLATED
+        if invariant in PROPERTIES:
+            return HOLDS if self.checks[invariant] else UNOBSERVED
         if not all(var in self.observed for var in READS[invariant]):
             return UNOBSERVED
         return HOLDS
 
     def verdicts(self) -> dict[str, str]:
-        return {name: self.verdict(name) for name in INVARIANTS}
+        return {name: self.verdict(name) for name in (*INVARIANTS, *PROPERTIES)}
 
     @property
     def ok(self) -> bool:
@@ -124,6 +129,7 @@ class InvariantChecker:
         self._actors: dict[str, tuple[str, str]] = {}
         self._reset_history()
         self._reset_state()
+        self.progress = ProgressMonitor(lambda: self.state, self._report.observed, self._count)
 
     def _reset_history(self) -> None:
         """A new run starts (its Init event): nothing an earlier run did is history for it.
@@ -208,6 +214,9 @@ class InvariantChecker:
             self._reset_history()
         if event.get("full"):
             self._reset_state()
+        if action in WATCHED:
+            for name, message in self.progress.observe(event, self.seq):
+                self._violate(found, name, message)
         transitions = args.get("transitions")
         refused = args.get("invalid_transitions")
         if refused:

@@ -637,9 +637,11 @@ def _distinct(cluster: Cluster, wanted: Callable[[Envelope], bool]) -> list[int]
 
 
 def _tick(args: dict[str, Any]) -> Step:
-    # The simulator's rule (impl.simulator): a rebalance is due every `rebalance_every` ticks.
-    rebalance = int(args["now"]) % SimConfig().rebalance_every == 0
-    return lambda c: c.tick(rebalance)
+    # The simulator's rule (impl.simulator): a rebalance is due every `rebalance_every` ticks, but in a calm
+    # phase (Cluster.fair_round), whose ticks say so.
+    calm = bool(args.get("calm"))
+    rebalance = not calm and int(args["now"]) % SimConfig().rebalance_every == 0
+    return lambda c: c.tick(rebalance, calm)
 
 
 def _assignment(args: dict[str, Any]) -> dict[int, tuple[int, ...]]:
@@ -659,6 +661,7 @@ def _direct(action: str, actor: int, args: dict[str, Any]) -> list[Step]:
         "HwCheckpoint": lambda: _call("checkpoint_hw", actor),
         "RequestControlledShutdown": lambda: _call("request_controlled_shutdown", actor),
         "Tick": lambda: _tick(args),
+        "Quiesce": lambda: _call("quiesce", dict(args["bounds"])),
         "CreateTopic": lambda: _call("create_topic", args["topic"], _assignment(args)),
         "CreatePartitions": lambda: _call("create_partitions", args["topic"], _assignment(args)),
         "DeleteTopic": lambda: _call("delete_topic", args["topic"]),

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event
-from kcm.spec.verdicts import HOLDS, VIOLATED
-from kcm.spec.vocabulary import INVARIANTS, Knobs
+from kcm.spec.verdicts import HOLDS, UNOBSERVED, VIOLATED
+from kcm.spec.vocabulary import INVARIANTS, PROPERTIES, Knobs
 
 
 @dataclass
@@ -39,8 +39,12 @@ class CampaignResult:
         return None
 
     def verdicts(self) -> dict[str, str]:
+        """Invariants hold unless violated; a progress property holds once judged at a calm phase's deadline."""
         broken = {v.invariant.split("/")[0] for s in self.seeds for v in s.violations}
-        return {name: VIOLATED if name in broken else HOLDS for name in INVARIANTS}
+        verdicts = {name: VIOLATED if name in broken else HOLDS for name in INVARIANTS}
+        for name in PROPERTIES:
+            verdicts[name] = VIOLATED if name in broken else HOLDS if self.checks[name] else UNOBSERVED
+        return verdicts
 
 
 def run_seed(seed: int, knobs: Knobs, config: SimConfig, steps: int, keep_events: bool = False,

@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 from kcm.conformance.check.coverage import Coverage
 from kcm.spec.trace.format import Event
 from kcm.spec.trace.parquet import ARROW_SCHEMA, write_parquet
-from kcm.spec.vocabulary import ACTIONS, INVARIANTS, Knobs
+from kcm.spec.vocabulary import ACTIONS, INVARIANTS, PROPERTIES, Knobs
 
 EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
 EVENTS: Final = "events"
@@ -146,7 +146,7 @@ def generate(spark: SparkSession, runs: int, steps: int, knobs: Knobs, out: Path
                                                                     progress))
     write_quarantine(out, [], counts)
     write_json(out / MANIFEST, {"stage": "generate", "runs": runs, "steps": steps, "base_seed": base_seed,
-                                "knobs": knobs.to_dict(), "counts": counts.to_json()})
+                                "knobs": knobs.to_dict(), "config": config or {}, "counts": counts.to_json()})
     return counts
 
 
@@ -438,7 +438,7 @@ def _summary(in_dir: Path, counts: Counts, tables: _Tables, carried: int, valida
         "first_violations": _first_violations(tables.violations),
         "records": counts.to_json(),
         "quarantined_upstream": carried,
-        "verdicts": {name: by_invariant.get(name, {}) for name in INVARIANTS},
+        "verdicts": {name: by_invariant.get(name, {}) for name in (*INVARIANTS, *PROPERTIES)},
         "coverage": {"actions_seen": sum(1 for n in coverage.actions.values() if n), "actions": len(ACTIONS),
                      "transitions_seen": sum(len(c) for c in coverage.transitions.values())},
         "validation": {"sample": validate_sample, "runs": len(checked), "ok": sum(1 for r in checked if r["ok"]),

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from kcm.conformance.check.coverage import Coverage
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.spec.trace.format import FORMAT_VERSION, OBSERVER, SYNTHESIZED, V1, Event
-from kcm.spec.vocabulary import ACTIONS, INVARIANTS, VARIABLES
+from kcm.spec.vocabulary import ACTIONS, VARIABLES
 
 COLUMNS: Final = ("v", "seq", "actor", "action", "args", "state", "full")
 BATCH_ROWS: Final = 16_384
@@ -190,7 +190,7 @@ class _Checking:
         result = self.result
         if result.checked or result.synthesized:
             report = self.checker.report
-            result.verdicts = {name: report.verdict(name) for name in INVARIANTS}
+            result.verdicts = report.verdicts()
         if self.events:
             result.validation = _validation(result.run, self.events)
 

@@ -16,6 +16,10 @@ Commands (a broker may be given bare or as `broker=N`):
     crash B   restart B   crash-controller   expire-session B   controlled-shutdown B
     tick [N]   rebalance   shrink-isr broker=B partition=P   checkpoint B
     stabilize [verbose]                     Cluster.stabilize(); replication chatter hidden unless verbose
+    quiesce [verbose]                       a calm phase: the Quiesce marker, then the fair schedule
+                                            (Cluster.fair_round) until every progress property's bound has
+                                            passed; prints each property's verdict (a violation of one fails
+                                            the run as an invariant's does)
     replicate [verbose]                     deliver messages and follower fetches (never controller queues)
                                             until quiet, including the fetch a leader needs to learn a
                                             follower's log end (see `Cluster.behind`)
@@ -26,7 +30,7 @@ Commands (a broker may be given bare or as `broker=N`):
     process-controller B                    take one event off broker B's controller queue
     messages   queues   state   log P       inspect: in-flight messages, controller queues, summary, logs
     expect-violation NAME [NAME ...]        the previous command's new violations include each NAME
-                                            (NAME is an invariant, or invariant/reading)
+                                            (NAME is an invariant, invariant/reading, or progress property)
 
 `run_scenario` runs a file (and rewrites its expectations under KCM_REWRITE=1, see `language`);
 `fill_expectations` writes the expected outputs of a scenario held in memory.
@@ -43,9 +47,10 @@ from kcm.conformance.scenario.language import Case, fill, parse, run_file
 from kcm.conformance.scenario.rendering import render_event, render_logs, render_state, shows_when_quiet
 from kcm.impl.messages import ACTION_OF
 from kcm.impl.sim.cluster import Cluster, Event, broker_ids
-from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, Knobs
+from kcm.impl.sim.quiescence import calm_phase
+from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, PROPERTIES, Knobs
 
-VIOLATION_NAMES: Final = frozenset({*INVARIANTS, HW_PER_LEADER, HW_ACROSS_LEADERS})
+VIOLATION_NAMES: Final = frozenset({*INVARIANTS, HW_PER_LEADER, HW_ACROSS_LEADERS, *PROPERTIES})
 MAX_REPLICATE_STEPS: Final = 10_000
 
 
@@ -88,6 +93,7 @@ class Environment:
             "shrink-isr": self.cmd_shrink_isr,
             "checkpoint": self.cmd_checkpoint,
             "stabilize": self.cmd_stabilize,
+            "quiesce": self.cmd_quiesce,
             "replicate": self.cmd_replicate,
             "deliver": self.cmd_deliver,
             "drop": self.cmd_drop,
@@ -297,6 +303,18 @@ class Environment:
     def cmd_stabilize(self, case: Case) -> list[str]:
         self.cluster.stabilize()
         return self._drain(quiet="verbose" not in case.bare_words())
+
+    def cmd_quiesce(self, case: Case) -> list[str]:
+        before = dict(self.checker.report.checks)
+        bounds = calm_phase(self.cluster)
+        lines = self._drain(quiet="verbose" not in case.bare_words())
+        checks = self.checker.report.checks
+        violated = {v.invariant for v in self.latest}
+        for name in PROPERTIES:
+            verdict = "violated" if name in violated else "holds" if checks[name] > before.get(name, 0) else \
+                "unobserved"
+            lines.append(f"{name} {verdict} (bound {bounds[name]} rounds)")
+        return lines
 
     def cmd_replicate(self, case: Case) -> list[str]:
         cluster = self.cluster

@@ -287,7 +287,9 @@ class Cluster:
             args["stopped"] = True
         return self._commit(f"broker:{broker}", "RequestControlledShutdown", args)
 
-    def tick(self, rebalance: bool = False) -> Event:
+    def tick(self, rebalance: bool = False, calm: bool = False) -> Event:
+        """The clock moves; a `calm` tick (a calm phase's) says so in the trace, since it never rebalances
+        whatever the time: replay reads it off the event."""
         self.now += 1
         for manager in self.managers.values():
             if manager.alive:
@@ -295,7 +297,70 @@ class Cluster:
         if rebalance:
             for broker in self.live_brokers():
                 self.controllers[broker].enqueue(ControllerEvent("AutoPreferredReplicaElection"))
-        return self._commit("clock", "Tick", {"now": self.now})
+        args: dict[str, Any] = {"now": self.now}
+        if calm:
+            args["calm"] = True
+        return self._commit("clock", "Tick", args)
+
+    # -- calm phases: the fair schedule ----------------------------------------------------------------
+
+    def quiesce(self, bounds: dict[str, int]) -> Event:
+        """A calm phase starts: from here to its end nothing but `fair_round` steps the cluster, and each
+        progress property must hold within its bound of rounds (one Tick per round; `bounds` from
+        `quiescence.progress_bounds`)."""
+        return self._commit("env", "Quiesce", {"bounds": dict(bounds)})
+
+    def fair_round(self) -> None:
+        """One round of the fair schedule of a calm phase. In order: every
+        controller event queued at the round's start (brokers in id order), every message in flight at the
+        start of delivery that is ready (connections stay FIFO), one fetch per follower with one to send
+        (`behind`), a shrink per leader with lagging followers, a controlled shutdown retried by each broker
+        leaving whose last attempt is answered (or lost), and last the Tick that ends the round. A step
+        that schedules another (a request sent, an event queued) is served in a later round, which is what
+        makes a bound of rounds derivable (docs/invariants.md, "Progress properties")."""
+        for broker, count in [(b, len(self.controllers[b].queue)) for b in self.live_brokers()]:
+            for _ in range(count):
+                if not (self.managers[broker].alive and self.controllers[broker].queue):
+                    break
+                self.process_controller_event(broker)
+        self._deliver_ready()
+        for broker, partition in [(b, p) for b in self.live_brokers() for p in sorted(self.managers[b].replicas)]:
+            if self.behind(broker, partition):
+                self.send_fetch(broker, partition)
+        for broker, partition in self._lagging():
+            self.shrink_isr(broker, partition)
+        for broker in self._shutdowns_to_retry():
+            self.request_controlled_shutdown(broker)
+        # No automatic preferred election: its timer moves leaders by policy, like an operator's command.
+        self.tick(calm=True)
+
+    def _deliver_ready(self) -> None:
+        network = self.network
+        waiting = {id(m) for m in network.in_flight if m.ready_at <= self.now}
+        while waiting:
+            index = next((i for i in network.ready(self.now) if id(network.in_flight[i]) in waiting), None)
+            if index is None:
+                break
+            waiting.discard(id(network.in_flight[index]))
+            self.deliver(index)
+
+    def _lagging(self) -> list[tuple[int, str]]:
+        return [
+            (b, p)
+            for b in self.live_brokers()
+            for p, r in sorted(self.managers[b].replicas.items())
+            if r.role == LEADER and self.managers[b].lagging_followers(p, self.now)
+        ]
+
+    def _shutdowns_to_retry(self) -> list[int]:
+        """Brokers in a controlled shutdown with no attempt under way: Kafka's broker sends its next attempt
+        once the last one is answered or has failed (2.3.0 KafkaServer.scala controlledShutdown)."""
+        busy = {
+            e.src if isinstance(e.message, ControlledShutdownRequest) else e.dst
+            for e in (m.envelope for m in self.network.in_flight)
+            if isinstance(e.message, ControlledShutdownRequest | ControlledShutdownResponse)
+        }
+        return [b for b in self.live_brokers() if self.managers[b].shutting_down and b not in busy]
 
     # -- running to quiescence --------------------------------------------------------------------------
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kcm.impl import zk_paths
 from kcm.impl.replica_manager import LEADER
 from kcm.impl.sim.cluster import FIRST_BROKER_ID, Cluster, Event, EventSink, broker_ids
+from kcm.impl.sim.quiescence import calm_phase
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 
 
@@ -35,12 +37,18 @@ class SimConfig:
     # retention, and a trace writes a changed log whole (docs/trace-format.md): unbounded, every step
     # that changes a log writes a line as long as the log (100 KB at 1.2M steps).
     max_records: int = 1000
+    # Storm steps between calm phases (0: never calm). A calm phase marks itself with a `Quiesce` event and runs
+    # the fair schedule (`Cluster.fair_round`) for the largest progress bound: no fault, drop, duplicate,
+    # operator command or client write in it (`quiescence.calm_phase`).
+    calm_every: int = 0
 
     def __post_init__(self) -> None:
         if self.brokers < 1 or self.partitions < 1:
             raise ValueError("a cluster needs at least one broker and one partition")
         if self.first_broker_id < 0:
             raise ValueError(f"broker ids are non-negative, got a first broker id of {self.first_broker_id}")
+        if self.calm_every < 0:
+            raise ValueError(f"calm_every counts steps between calm phases, got {self.calm_every}")
         if not 1 <= self.replication_factor <= self.brokers:
             raise ValueError(f"replication factor {self.replication_factor} needs 1..{self.brokers} brokers")
 
@@ -72,6 +80,7 @@ class Simulator:
         self.cluster = Cluster(broker_ids(config.brokers, config.first_broker_id), knobs, sink, run=f"seed-{seed}",
                                rng=self.rng, max_delay=config.max_delay)
         self.topics = 0
+        self.storm = 0  # steps since the last calm phase
         self.weights = dict(PROTOCOL_WEIGHTS)
         self.weights.update({k: w * config.faults for k, w in FAULT_WEIGHTS.items()})
         self.weights.update({k: w * config.admin for k, w in ADMIN_WEIGHTS.items()})
@@ -85,19 +94,26 @@ class Simulator:
         self._new_topic(self.config.partitions)
 
     def run(self, steps: int) -> int:
-        """Take `steps` steps (the Init event not counted); returns the number taken."""
+        """Take `steps` steps (the Init event not counted); returns the number taken, more when a calm phase,
+        taken whole, ends past `steps`."""
         # Bound once: this loop draws about twice per step, so its lookups weigh on every step.
         draw, pick, cum_weights, total_weight = self.rng.random, bisect.bisect, self.cum_weights, self.total_weight
         by_index = [self.steps[kind] for kind in self.kinds]
+        calm_every = self.config.calm_every or sys.maxsize
         taken = 0
         while taken < steps:
             for _ in range(32):
                 if by_index[pick(cum_weights, draw() * total_weight)]() is not None:
-                    taken += 1
                     break
             else:
                 self._tick()
-                taken += 1
+            taken += 1
+            self.storm += 1
+            if self.storm >= calm_every:
+                before = self.cluster.seq
+                calm_phase(self.cluster)
+                taken += self.cluster.seq - before
+                self.storm = 0
         return taken
 
     # -- the protocol's own steps ---------------------------------------------------------------------

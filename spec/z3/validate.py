@@ -33,7 +33,7 @@ from kcm.spec.z3.solver import Expr, and_all, implies, int_const, or_all, z3
 ROLE_CODE: Final = {"leader": ROLE_LEADER, "follower": ROLE_FOLLOWER}
 STUTTERS: Final = frozenset({
     "Tick", "DropMessage", "DuplicateMessage", "SendFetch", "OffsetsForLeaderEpoch",
-    "DeleteTopic", "ReassignPartitions", "PreferredElection",
+    "DeleteTopic", "ReassignPartitions", "PreferredElection", "Quiesce",
 })
 CONTEXT_LOADS: Final = frozenset({"ControllerElect", "BrokerReregister"})
 # Trace variables and the leaves they bind.

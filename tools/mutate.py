@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kcm.conformance.explore.mutants import CATALOGUE, MutantResult, kill_counts, run_mutants
+from kcm.conformance.explore.mutants import CATALOGUE, PROGRESS_MUTANTS, MutantResult, kill_counts, run_mutants
 from kcm.conformance.explore.oracles import ORACLES, Suite
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.progress import Reporter, add_option
@@ -81,6 +81,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                "cpu_seconds": round(sum(r.cpu_seconds for r in results), 1),
                "survivors": [r.name for r in results if not r.killed],
                "unnamed": [r.name for r in results if r.killed and not r.named],
+               "progress_unnamed": [r.name for r in results if r.name in PROGRESS_MUTANTS and not r.named],
                "mutants": [r.to_json() for r in results]}
     if args.json:
         print(json.dumps(summary, indent=2))

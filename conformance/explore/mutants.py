@@ -183,6 +183,11 @@ CATALOGUE: Final[tuple[Mutant, ...]] = (
 )
 
 
+# The bugs that break no safety invariant, only progress: each must be killed by a named oracle.
+PROGRESS_MUTANTS: Final = ("hw-over-assignment", "shutdown-broker-electable", "shutdown-leaves-broker-untold",
+                           "controller-isr-write-unconditional", "reassign-retires-leader-unelected")
+
+
 @dataclass
 class MutantResult:
     name: str

@@ -75,7 +75,9 @@ def census(monkeypatch: pytest.MonkeyPatch) -> Census:
 @pytest.fixture(scope="module")
 def long_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     trace = tmp_path_factory.mktemp("streaming") / "hw.jsonl"
-    assert main(["sim", "--seed", SEED, "--steps", STEPS, "--set", "truncation=hw", "--out", str(trace)]) == 0
+    # Storm only (--calm-every 0): the trace these tests were sized on.
+    assert main(["sim", "--seed", SEED, "--steps", STEPS, "--calm-every", "0", "--set", "truncation=hw",
+                 "--out", str(trace)]) == 0
     return trace
 
 

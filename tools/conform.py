@@ -151,6 +151,6 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
               f"partition {coverage['partition_transitions_covered']}, replica "
               f"{coverage['replica_transitions_covered']}")
     if not campaign.found:
-        return [StageRow("conformance", "invariants and Z3 step check", HOLDS, detail, seconds)]
+        return [StageRow("conformance", "invariants, progress properties and Z3 step check", HOLDS, detail, seconds)]
     return [StageRow("conformance", found.invariant, VIOLATED, f"{found.message} ({len(found.commands)} commands)",
                      seconds) for found in campaign.found]

@@ -134,7 +134,7 @@ def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: 
         console.print(f"counterexamples: {len(traces)} in {ctx.out}/ (kcm report TRACE draws one; --html the whole "
                       "run)", highlight=False, soft_wrap=True)
     if campaign is not None:
-        _print_campaign_footer(console, campaign)
+        _print_campaign_footer(console, campaign, ctx.config.calm_every)
 
 
 def summary(ctx: VerifyContext, rows: list[StageRow], seconds: float) -> dict[str, Any]:
@@ -160,7 +160,7 @@ def _campaign_json(result: CampaignResult) -> dict[str, Any]:
     }
 
 
-def _print_campaign_footer(console: Console, result: CampaignResult) -> None:
+def _print_campaign_footer(console: Console, result: CampaignResult, calm_every: int) -> None:
     broken = sum(1 for s in result.seeds if s.violations)
     console.print(f"seeds: {len(result.seeds)}  steps: {result.steps:,}  seeds with a violation: {broken}")
     first = result.first_violation()
@@ -169,7 +169,7 @@ def _print_campaign_footer(console: Console, result: CampaignResult) -> None:
     seed, violation = first
     console.print(f"[red]{violation.invariant}[/red] at seed {seed.seed}, step {violation.seq}: {violation.message}")
     # One line however narrow the terminal: a command cut in the middle cannot be pasted.
-    console.print(f"reproduce: kcm sim --seed {seed.seed} --steps {seed.steps} "
+    console.print(f"reproduce: kcm sim --seed {seed.seed} --steps {seed.steps} --calm-every {calm_every} "
                   + " ".join(f"--set {k}={v}" for k, v in result.knobs.to_dict().items())
                   + " --out trace.jsonl && kcm check-trace trace.jsonl", soft_wrap=True, markup=False)
 

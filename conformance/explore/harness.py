@@ -67,6 +67,7 @@ class Harness:
         self.tolerated: set[str] = set()
         self.validator: StepValidator | None = None
         self.checked = 0
+        self.failed = False
         # Numbered as the scenario language numbers `cluster brokers=N`, so a finding replays as written.
         self.cluster = Cluster(broker_ids(config.brokers), config.knobs, self.events.append)
         self.run(" ".join([f"cluster brokers={config.brokers}", *config.knobs.settings()]), lambda: None)
@@ -122,5 +123,6 @@ class Harness:
 
     def _fail(self, invariant: str, message: str, seq: int) -> None:
         self.tally.first_failure = self.tally.first_failure or self.tally.examples
+        self.failed = True
         raise ConformanceFailure(Found(invariant, message, seq, self.config.knobs, list(self.commands),
                                        list(self.events)))

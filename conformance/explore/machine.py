@@ -26,6 +26,7 @@ from kcm.conformance.explore.config import MachineConfig
 from kcm.conformance.explore.harness import Harness, Tally
 from kcm.impl.replica_manager import FOLLOWER
 from kcm.impl.sim.cluster import Cluster
+from kcm.impl.sim.quiescence import calm_phase
 
 PICK: Final = st.integers(0, 31)
 
@@ -94,6 +95,10 @@ class Machine(RuleBasedStateMachine):
             self.danger[label] = max(self.danger[label], score)
 
     def teardown(self) -> None:
+        # Where the example left the cluster, the faults stop: a calm phase judges the progress properties
+        # (docs/invariants.md); a violation of one fails the example like an invariant's, as `quiesce`.
+        if not self.h.failed:
+            self.h.run("quiesce", lambda: calm_phase(self.cluster))
         # Once per example, the run's peak: hypothesis then mutates the examples that came closest.
         for label, score in self.danger.items():
             target(score, label=label)

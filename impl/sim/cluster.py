@@ -22,7 +22,7 @@ from kcm.impl.messages import (
     PartitionLeaderState,
     StopReplicaResponse,
 )
-from kcm.impl.replica_manager import LEADER, ReplicaManager
+from kcm.impl.replica_manager import LEADER, Replica, ReplicaManager
 from kcm.impl.sim.network import Network
 from kcm.impl.store import InMemoryStore, NodeExistsError, NoNodeError
 from kcm.spec.trace.format import FORMAT_VERSION
@@ -311,21 +311,23 @@ class Cluster:
         return self._commit("env", "Quiesce", {"bounds": dict(bounds)})
 
     def fair_round(self) -> None:
-        """One round of the fair schedule of a calm phase. In order: every
-        controller event queued at the round's start (brokers in id order), every message in flight at the
-        start of delivery that is ready (connections stay FIFO), one fetch per follower with one to send
-        (`behind`), a shrink per leader with lagging followers, a controlled shutdown retried by each broker
-        leaving whose last attempt is answered (or lost), and last the Tick that ends the round. A step
-        that schedules another (a request sent, an event queued) is served in a later round, which is what
-        makes a bound of rounds derivable (docs/invariants.md, "Progress properties")."""
+        """One round of the fair schedule of a calm phase. In order: every controller event queued at the
+        round's start (brokers in id order), every message in flight at the start of delivery that is ready
+        (connections stay FIFO), a fetch by each follower without one in flight to a live leader of its
+        epoch, a shrink per leader with lagging followers, a controlled shutdown retried by each broker
+        leaving whose last attempt is answered (or lost), and last the Tick that ends the round. A step that
+        schedules another (a request sent, an event queued) is served in a later round, which is what makes a
+        bound of rounds derivable (docs/invariants.md, "Progress properties")."""
         for broker, count in [(b, len(self.controllers[b].queue)) for b in self.live_brokers()]:
             for _ in range(count):
                 if not (self.managers[broker].alive and self.controllers[broker].queue):
                     break
                 self.process_controller_event(broker)
         self._deliver_ready()
+        # Every follower keeps a fetch outstanding, caught up or not, as Kafka's fetcher threads do: a
+        # follower that stopped fetching would lapse out of the ISR (REPLICA_LAG_TICKS) and never rejoin.
         for broker, partition in [(b, p) for b in self.live_brokers() for p in sorted(self.managers[b].replicas)]:
-            if self.behind(broker, partition):
+            if self._fetched_leader(broker, partition) is not None:
                 self.send_fetch(broker, partition)
         for broker, partition in self._lagging():
             self.shrink_isr(broker, partition)
@@ -397,24 +399,31 @@ class Cluster:
         """A live follower with a fetch to send to a live leader of its epoch: it is truncating or behind, or
         the leader does not yet know how far its log reaches (without that fetch, a leader never advances its
         HW past records the followers already hold)."""
-        manager = self.managers[broker]
-        if not manager.alive or not manager.wants_to_fetch(partition):
+        leader = self._fetched_leader(broker, partition)
+        if leader is None:
             return False
-        follower = manager.replicas[partition]
-        leader_manager = self.managers.get(follower.leader_id)
-        if leader_manager is None or not leader_manager.alive:
-            return False
-        leader = leader_manager.replicas.get(partition)
-        if leader is None or leader.role != LEADER:
-            return False
-        if leader.leader_epoch != follower.leader_epoch:
-            return False
+        follower = self.managers[broker].replicas[partition]
         return (
             follower.truncating
             or len(follower.log) < len(leader.log)
             or follower.hw < leader.hw
             or leader.follower_leo.get(broker) != len(follower.log)
         )
+
+    def _fetched_leader(self, broker: int, partition: str) -> Replica | None:
+        """The leader's replica a live follower would fetch from now: live, leading at the follower's epoch,
+        and no fetch of the follower in flight; None if there is none."""
+        manager = self.managers[broker]
+        if not manager.alive or not manager.wants_to_fetch(partition):
+            return None
+        follower = manager.replicas[partition]
+        leader_manager = self.managers.get(follower.leader_id)
+        if leader_manager is None or not leader_manager.alive:
+            return None
+        leader = leader_manager.replicas.get(partition)
+        if leader is None or leader.role != LEADER or leader.leader_epoch != follower.leader_epoch:
+            return None
+        return leader
 
     # -- clients and operators ----------------------------------------------------------------------------
 

@@ -136,5 +136,5 @@ def _replay(seed: int, events: list[Event], note: Note) -> None:
 def _campaign(suite: Suite, note: Note) -> None:
     from kcm.conformance.explore.stateful import run_campaign  # hypothesis, loaded only where it runs
 
-    for found in run_campaign(Knobs(), suite.examples, suite.steps, database=False).found:
+    for found in run_campaign(Knobs(), suite.examples, suite.steps, database=False, shrink=False).found:
         note(oracle_of(found.invariant), f"{found.invariant} (campaign, {len(found.commands)} commands)")

@@ -129,8 +129,10 @@ def _replay(seed: int, events: list[Event], note: Note) -> None:
     except Exception as err:
         note(CRASH, f"replay of seed {seed}: {type(err).__name__}: {err}")
         return
-    if report.divergence is not None:
-        note(REPLAY, f"seed {seed}, seq {report.divergence.seq}: {report.divergence.variable}")
+    divergence = report.divergence
+    if divergence is not None:
+        what = divergence.variable if divergence.variable != "-" else divergence.reason
+        note(REPLAY, f"seed {seed}, seq {divergence.seq} ({divergence.action}): {what}")
 
 
 def _campaign(suite: Suite, note: Note) -> None:

@@ -101,6 +101,9 @@ class ProgressMonitor:
             self.shutting_down.discard(str(args.get("broker")))
         elif action == "DeleteTopic" and not args.get("error") and isinstance(args.get("topic"), str):
             self.deleting.add(args["topic"])
+        elif action == "CreateTopic" and not args.get("error"):
+            # The topic node was free: a deletion of that name completed, whenever it was last judged.
+            self.deleting.discard(args.get("topic"))
         elif action == "ReassignPartitions" and not args.get("error") and isinstance(args.get("targets"), dict):
             # The controller refuses to reassign a partition of a topic being deleted.
             self.reassigning.update({p: t for p, t in args["targets"].items()

@@ -68,7 +68,8 @@ def test_findings_belong_to_their_oracle_by_name() -> None:
 
 def test_every_progress_mutant_is_killed_by_a_named_invariant_or_property(capsys: pytest.CaptureFixture[str]) -> None:
     only = [arg for name in PROGRESS_MUTANTS for arg in ("--only", name)]
-    main(["mutate", *only, "--examples", "4", "--steps", "10", "--sim-steps", "600", "--json", "--progress", "none"])
+    main(["mutate", *only, "--examples", "4", "--steps", "10", "--seeds", "2", "--sim-steps", "600", "--json",
+          "--progress", "none"])
     summary = json.loads(capsys.readouterr().out)
     assert summary["progress_unnamed"] == [] and summary["named"] == len(PROGRESS_MUTANTS), summary["mutants"]
     assert set(summary["by_oracle"]) == set(ORACLES)

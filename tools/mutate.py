@@ -1,6 +1,6 @@
 """`kcm mutate`: the mutation score of the conformance suite (conformance/explore/mutants.py).
 
-    kcm mutate [--only NAME ...] [--processes N] [--examples N] [--steps M] [--sim-steps S] [--json]
+    kcm mutate [--only NAME ...] [--processes N] [--examples N] [--steps M] [--seeds N] [--sim-steps S] [--json]
 
 Each mutant of the catalogue is applied alone, in a process of its own, and every oracle is run against it
 (conformance/explore/oracles.py: named invariants and progress properties, the Z3 step check, replay, the
@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kcm.conformance.explore.mutants import CATALOGUE, MutantResult, kill_counts, run_mutants
+from kcm.conformance.explore.mutants import CATALOGUE, PROGRESS_MUTANTS, MutantResult, kill_counts, run_mutants
 from kcm.conformance.explore.oracles import ORACLES, Suite
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.progress import Reporter, add_option
@@ -38,8 +38,10 @@ def register(subparsers: Any) -> None:
                         help="mutants run at once, one process each (default: 2, or 1 on one core)")
     parser.add_argument("--examples", type=int, default=Suite.examples, help="state-machine examples per mutant")
     parser.add_argument("--steps", type=int, default=Suite.steps, help="rules per example at most")
-    parser.add_argument("--sim-steps", type=int, default=Suite.sim_steps,
-                        help="steps of each simulator run (seeds 1, 2, 3) per mutant")
+    parser.add_argument("--seeds", type=int, default=len(Suite().seeds),
+                        help="simulator runs per mutant, seeds 1..N (default 32; the first 3 also step-checked, "
+                             "replayed)")
+    parser.add_argument("--sim-steps", type=int, default=Suite.sim_steps, help="steps of each simulator run")
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     add_option(parser)
@@ -56,9 +58,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     unknown = [name for name in args.only or () if name not in known]
     if unknown:
         raise UsageError(f"mutate: unknown mutant {unknown[0]!r} (see kcm mutate --list)")
-    if min(args.processes, args.examples, args.steps, args.sim_steps) < 1:
-        raise UsageError("mutate: --processes, --examples, --steps and --sim-steps must be at least 1")
-    suite = Suite(examples=args.examples, steps=args.steps, sim_steps=args.sim_steps)
+    if min(args.processes, args.examples, args.steps, args.seeds, args.sim_steps) < 1:
+        raise UsageError("mutate: --processes, --examples, --steps, --seeds and --sim-steps must be at least 1")
+    suite = Suite(examples=args.examples, steps=args.steps, seeds=tuple(range(1, args.seeds + 1)),
+                  sim_steps=args.sim_steps)
     mutants = tuple(known[name] for name in args.only) if args.only else CATALOGUE
     # Written to a file, the table keeps its columns whole instead of wrapping them to 80 characters.
     stream = sys.stderr if args.json else sys.stdout
@@ -81,6 +84,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                "cpu_seconds": round(sum(r.cpu_seconds for r in results), 1),
                "survivors": [r.name for r in results if not r.killed],
                "unnamed": [r.name for r in results if r.killed and not r.named],
+               "progress_unnamed": [r.name for r in results if r.name in PROGRESS_MUTANTS and not r.named],
                "mutants": [r.to_json() for r in results]}
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -106,6 +106,13 @@ class ProgressMonitor:
             self.shutting_down.discard(str(args.get("broker")))
         elif action == "DeleteTopic" and not args.get("error") and isinstance(args.get("topic"), str):
             self.deleting.add(args["topic"])
+        elif action == "CreateTopic" and not args.get("error"):
+            # The topic node was free: a deletion of that name completed, whenever it was last judged, and with it
+            # any reassignment of its partitions.
+            topic = args.get("topic")
+            self.deleting.discard(topic)
+            for p in [p for p in self.reassigning if p.rpartition("-")[0] == topic]:
+                del self.reassigning[p]
         elif action == "ReassignPartitions" and not args.get("error") and isinstance(args.get("targets"), dict):
             self.reassigning.update({p: t for p, t in args["targets"].items() if isinstance(p, str)
                                      and isinstance(t, list)})

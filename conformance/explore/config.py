@@ -60,11 +60,14 @@ class MachineConfig:
 
 
 def campaign_settings(profile: str = "ci", examples: int | None = None, steps: int | None = None,
-                      config: MachineConfig | None = None, database: bool = False) -> settings:
+                      config: MachineConfig | None = None, database: bool = False, shrink: bool = True) -> settings:
     """A profile, with the budget overridden and (for `kcm conform`) the example database of this design in
-    the repository's ignored .hypothesis/ folder, so that a failure found once replays first next time."""
+    the repository's ignored .hypothesis/ folder, so that a failure found once replays first next time.
+    Without `shrink`, a failure is reported as found (what `kcm mutate` needs: whether, not how short)."""
     base = settings.get_profile(profile)
     changes: dict[str, Any] = {}
+    if not shrink:
+        changes["phases"] = [phase for phase in base.phases if phase not in (Phase.shrink, Phase.explain)]
     if examples is not None:
         changes["max_examples"] = examples
     if steps is not None:

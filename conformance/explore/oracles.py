@@ -41,13 +41,16 @@ Note = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class Suite:
-    """What each mutant runs: the campaign's budget and the simulator's seeds and steps (safe knobs)."""
+    """What each mutant runs: the campaign's budget, and the simulator's runs with safe knobs (the checker on
+    each; the Z3 step check and replay, which cost a hundred times more per step, on the first `validated`)."""
 
     examples: int = 40
     steps: int = 30
-    seeds: tuple[int, ...] = (1, 2, 3)
-    sim_steps: int = 1500
-    sim_config: SimConfig = field(default_factory=SimConfig)
+    seeds: tuple[int, ...] = tuple(range(1, 33))
+    sim_steps: int = 3000
+    validated: int = 3
+    # Calm phases, so that the progress properties are judged (docs/invariants.md, progress properties).
+    sim_config: SimConfig = field(default_factory=lambda: SimConfig(calm_every=300))
 
 
 def oracle_of(name: str) -> str:
@@ -68,8 +71,8 @@ def simulate(seed: int, suite: Suite) -> list[Event]:
 
 
 def reference_traces(suite: Suite) -> list[list[Event]]:
-    """The unmutated implementation's runs, written before any mutant is applied."""
-    return [simulate(seed, suite) for seed in suite.seeds]
+    """The unmutated implementation's validated runs, written before any mutant is applied."""
+    return [simulate(seed, suite) for seed in suite.seeds[:suite.validated]]
 
 
 def run_oracles(suite: Suite, references: Iterable[list[Event]], scenarios: Path) -> dict[str, str]:
@@ -81,9 +84,9 @@ def run_oracles(suite: Suite, references: Iterable[list[Event]], scenarios: Path
 
     for path in scenario_files(scenarios):
         _scenario(path, note)
-    for seed in suite.seeds:
-        _simulation(seed, suite, note)
-    for seed, events in zip(suite.seeds, references, strict=True):
+    for index, seed in enumerate(suite.seeds):
+        _simulation(seed, suite, note, validate=index < suite.validated)
+    for seed, events in zip(suite.seeds, references, strict=False):
         _replay(seed, events, note)
     _campaign(suite, note)
     return kills
@@ -109,7 +112,7 @@ def _scenario(path: Path, note: Note) -> None:
         note(EXPECTED_OUTPUT, f"scenario {environment.missed[0].replace(str(path), path.name)}")
 
 
-def _simulation(seed: int, suite: Suite, note: Note) -> None:
+def _simulation(seed: int, suite: Suite, note: Note, *, validate: bool) -> None:
     try:
         events = simulate(seed, suite)
     except Exception as err:  # whatever the mutant breaks
@@ -117,7 +120,7 @@ def _simulation(seed: int, suite: Suite, note: Note) -> None:
         return
     for violation in InvariantChecker().check_all(events).violations:
         note(oracle_of(violation.invariant), f"{violation.invariant} (simulation seed {seed}, seq {violation.seq})")
-    failure = validate_events(events).failure
+    failure = validate_events(events).failure if validate else None
     if failure is not None:
         note(STEP_CHECK, f"simulation seed {seed}, seq {failure.seq}")
 
@@ -128,12 +131,14 @@ def _replay(seed: int, events: list[Event], note: Note) -> None:
     except Exception as err:
         note(CRASH, f"replay of seed {seed}: {type(err).__name__}: {err}")
         return
-    if report.divergence is not None:
-        note(REPLAY, f"seed {seed}, seq {report.divergence.seq}: {report.divergence.variable}")
+    divergence = report.divergence
+    if divergence is not None:
+        what = divergence.variable if divergence.variable != "-" else divergence.reason
+        note(REPLAY, f"seed {seed}, seq {divergence.seq} ({divergence.action}): {what}")
 
 
 def _campaign(suite: Suite, note: Note) -> None:
     from kcm.conformance.explore.stateful import run_campaign  # hypothesis, loaded only where it runs
 
-    for found in run_campaign(Knobs(), suite.examples, suite.steps, database=False).found:
+    for found in run_campaign(Knobs(), suite.examples, suite.steps, database=False, shrink=False).found:
         note(oracle_of(found.invariant), f"{found.invariant} (campaign, {len(found.commands)} commands)")

@@ -75,7 +75,7 @@ class Campaign:
 
 def run_campaign(knobs: Knobs, examples: int, steps: int, *, machines: tuple[str, ...] = tuple(MACHINES),
                  step_check: bool = True, database: bool = True, brokers: int = 3,
-                 on_example: Callable[[], None] | None = None) -> Campaign:
+                 on_example: Callable[[], None] | None = None, shrink: bool = True) -> Campaign:
     """Each machine in turn for its share of `examples`, as hypothesis counts them (neither the examples it
     discards nor shrinking). A failure ends hypothesis's run; the campaign then goes on with the budget left,
     no longer failing on what it already found, so one campaign can report several invariants broken."""
@@ -89,7 +89,7 @@ def run_campaign(knobs: Knobs, examples: int, steps: int, *, machines: tuple[str
         while budget > 0 and targets:
             config = MachineConfig(knobs, brokers, step_check, machine, frozenset(targets))
             before = tally.counted
-            found = run_machine(config, campaign_settings("ci", budget, steps, config, database), tally)
+            found = run_machine(config, campaign_settings("ci", budget, steps, config, database, shrink), tally)
             budget -= tally.counted - before
             if found is None:
                 break

@@ -41,8 +41,11 @@ PROGRESS_READS: Final[dict[str, tuple[str, ...]]] = {
 STORM_ACTIONS: Final = frozenset(
     a for a, kind in ACTIONS.items() if kind in ("admin", "client", "network", "env") and a not in ("Init", "Quiesce")
 )
+# Controller requests that move a broker's replicas, which a broker refuses when stale (`applied: false`).
+REFUSABLE: Final = frozenset({"LeaderAndIsr", "StopReplica"})
 # The events the monitor reads: the storm's, the marker, the clock and the lifecycle of controlled shutdowns.
-WATCHED: Final = STORM_ACTIONS | {"Init", "Quiesce", "Tick", "RequestControlledShutdown", "ControlledShutdownResponse"}
+WATCHED: Final = STORM_ACTIONS | {"Init", "Quiesce", "Tick", "RequestControlledShutdown", "ControlledShutdownResponse",
+                                  *REFUSABLE}
 
 _NONE: Final[dict[str, Any]] = {}
 
@@ -70,6 +73,7 @@ class ProgressMonitor:
 
     def _reset(self) -> None:
         self.shutting_down: set[str] = set()
+        self.refused: set[str] = set()  # brokers that refused a controller request since they last started
         self.deleting: set[str] = set()
         self.reassigning: dict[str, list[Any]] = {}
         self.phase: _Phase | None = None
@@ -90,6 +94,10 @@ class ProgressMonitor:
         if action == "Tick":
             return self._tick(seq)
         found: list[tuple[str, str]] = []
+        if action in REFUSABLE:
+            if args.get("applied") is False:
+                self.refused.add(broker)
+            return found
         if action in ("RequestControlledShutdown", "ControlledShutdownResponse"):
             if action == "RequestControlledShutdown" and broker not in self.shutting_down:
                 self.phase = None  # a new controlled shutdown: the storm's doing
@@ -97,6 +105,7 @@ class ProgressMonitor:
                 if self.phase is not None and action == "ControlledShutdownResponse":
                     found.extend(self._clean_stop(broker, args.get("controller_epoch"), seq))
                 self.shutting_down.discard(broker)
+                self.refused.discard(broker)
             else:
                 self.shutting_down.add(broker)
             return found
@@ -104,6 +113,7 @@ class ProgressMonitor:
         # Read with care: a malformed event is the invariants' to report, never a crash of the monitor.
         if action in ("BrokerCrash", "ControllerCrash", "BrokerRestart"):
             self.shutting_down.discard(str(args.get("broker")))
+            self.refused.discard(str(args.get("broker")))
         elif action == "DeleteTopic" and not args.get("error") and isinstance(args.get("topic"), str):
             self.deleting.add(args["topic"])
         elif action == "CreateTopic" and not args.get("error"):
@@ -236,10 +246,14 @@ class ProgressMonitor:
         broker takes any answer without an error or a remaining partition (2.3.0 KafkaServer.scala
         controlledShutdown), yet may refuse that controller's LeaderAndIsr as stale (ReplicaManager.scala:
         "since its controller epoch ... is old"), and the new controller's failover redoes its moves: the broker
-        may stop still leading what the deposed controller moved."""
+        may stop still leading what the deposed controller moved. Likewise a broker that refused a controller
+        request as stale since it started (KafkaApis.scala isBrokerEpochStale, a request addressed to its previous
+        registration): the refused request may be the one that moved its leadership."""
         state = self._state()
         current = state["controller_epoch"]
         if isinstance(answered_in, int) and isinstance(current, int) and answered_in < current:
+            return []
+        if broker in self.refused:
             return []
         found = []
         for p, role in sorted(state["role"].get(broker, _NONE).items()):

@@ -27,7 +27,7 @@ from kcm.spec.vocabulary import PROPERTIES, Knobs
 from kcm.spec.z3.validate import validate_events
 from kcm.tools.cli import main
 
-NAMED_FLOOR = 0.75
+NAMED_FLOOR = 0.80
 # The mutants of the implementation's state tables, each with a simulator run (seed, steps) that takes the
 # edited edge, and the invariant the checker names.
 TABLE_MUTANTS = {

@@ -1,0 +1,44 @@
+-------------------------------- MODULE MCliveness --------------------------------
+(***************************************************************************************)
+(* Liveness model of the core (KafkaProperties): two brokers from a settled cluster      *)
+(* (controller 1, leader 1, both in the ISR), one record, one broker crash (and restart),*)
+(* one session expiry, controller failover, fused fetch rounds, default knobs (KIP-320). *)
+(* Faults are bounded and there is no message loss and no ISR shrink by a leader (both   *)
+(* unbounded in the safety models): every behaviour's faults stop, which is what the     *)
+(* properties' "once the faults stop" needs (KafkaProperties' header).  No state         *)
+(* constraint either: a constraint cuts behaviours short, and a behaviour cut short      *)
+(* would stutter where the system would not; MaxControllerEpoch leaves room for one      *)
+(* election per fault, and the leader epochs are bounded by the faults.                 *)
+(***************************************************************************************)
+EXTENDS TruncationKIP320, KafkaInvariants, KafkaProperties
+
+MC_Assignment == [p \in Partitions |-> <<2, 1>>]
+
+LiveNext ==
+    \/ ControllerNext \/ CrashNext \/ ExpiryNext \/ ControllerRequestsNext \/ ProduceNext \/ FusedFetchNext
+
+\* The safe design, with the fairness of every process.
+LiveSpec == InitStable /\ [][LiveNext]_vars /\ Fairness
+
+\* Broken variants, one per property (MCliveness*.cfg), to show that TLC finds each violation.
+\* No re-election on broker failure: the controller never handles BrokerChange (LeaderElected).
+NoFailoverNext ==
+    \/ \E b \in Brokers : ControllerElect(b) \/ ControllerResign(b) \/ TopicChange(b) \/ IsrChangeNotification(b)
+    \/ CrashNext \/ ExpiryNext \/ ControllerRequestsNext \/ ProduceNext \/ FusedFetchNext \/ IsrExpireNext
+NoFailoverSpec == InitStable /\ [][NoFailoverNext]_vars /\ Fairness
+
+\* The followers' fetchers not fair: a follower may stop fetching (HighWatermarkCatchesUp).
+UnfairFetchSpec == InitStable /\ [][LiveNext]_vars /\ ControllerFairness /\ RequestFairness /\ IsrFairness
+
+\* The controller election not fair: /controller may stay empty (ControllerElected).  Every other
+\* controller event keeps its fairness.
+OtherControllerStep(b) ==
+    ControllerResign(b) \/ BrokerChange(b) \/ TopicChange(b) \/ IsrChangeNotification(b) \/ BrokerReregister(b)
+OtherControllerPending(b) ==
+    \/ alive[b] /\ acting_controller_epoch[b] # 0 /\ controller # b /\ controller # NoLeader
+    \/ \E kind \in EventKinds : CanHandle(b, kind)
+    \/ alive[b] /\ reregister[b]
+UnfairElectionSpec ==
+    /\ InitStable /\ [][LiveNext]_vars /\ RequestFairness /\ FetchFairness /\ IsrFairness
+    /\ <>[](\E b \in Brokers : OtherControllerPending(b)) => []<><<\E b \in Brokers : OtherControllerStep(b)>>_vars
+=============================================================================

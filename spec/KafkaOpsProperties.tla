@@ -32,14 +32,22 @@ OpsControllerStep(b) ==
     \/ OpsCoreStep(b) \/ ControlledShutdownRequest(b) \/ PartitionReassignment(b) \/ ReassignmentIsrChange(b)
     \/ TopicDeletion(b) \/ StopReplicaResponse(b)
 
+CoreEventFairness ==
+    <>[](\E b \in Brokers : ControllerPending(b)) => []<><<\E b \in Brokers : OpsCoreStep(b)>>_all_vars
+ShutdownFairness ==
+    <>[](\E b \in Brokers : ShutdownPending(b)) => []<><<\E b \in Brokers : ControlledShutdownRequest(b)>>_all_vars
+ReassignFairness ==
+    <>[](\E b \in Brokers : ReassignPending(b)) => []<><<\E b \in Brokers : PartitionReassignment(b)>>_all_vars
+ReassignIsrFairness ==
+    <>[](\E b \in Brokers : ReassignIsrPending(b)) => []<><<\E b \in Brokers : ReassignmentIsrChange(b)>>_all_vars
+DeletionFairness ==
+    <>[](\E b \in Brokers : DeletionPending(b)) => []<><<\E b \in Brokers : TopicDeletion(b)>>_all_vars
+StopAnswerFairness ==
+    <>[](\E b \in Brokers : StopAnswerPending(b)) => []<><<\E b \in Brokers : StopReplicaResponse(b)>>_all_vars
+
 OpsControllerFairness ==
-    /\ <>[](\E b \in Brokers : ControllerPending(b)) => []<><<\E b \in Brokers : OpsCoreStep(b)>>_all_vars
-    /\ <>[](\E b \in Brokers : ShutdownPending(b))
-           => []<><<\E b \in Brokers : ControlledShutdownRequest(b)>>_all_vars
-    /\ <>[](\E b \in Brokers : ReassignPending(b)) => []<><<\E b \in Brokers : PartitionReassignment(b)>>_all_vars
-    /\ <>[](\E b \in Brokers : ReassignIsrPending(b)) => []<><<\E b \in Brokers : ReassignmentIsrChange(b)>>_all_vars
-    /\ <>[](\E b \in Brokers : DeletionPending(b)) => []<><<\E b \in Brokers : TopicDeletion(b)>>_all_vars
-    /\ <>[](\E b \in Brokers : StopAnswerPending(b)) => []<><<\E b \in Brokers : StopReplicaResponse(b)>>_all_vars
+    CoreEventFairness /\ ShutdownFairness /\ ReassignFairness /\ ReassignIsrFairness /\ DeletionFairness
+    /\ StopAnswerFairness
 
 \* Each broker's request handler: LeaderAndIsr, StopReplica, and the answer to its controlled shutdown.
 OpsRequestFairness ==

@@ -57,7 +57,8 @@ ControllerStep(b) ==
 \* its reregister flag).  TLC computes ENABLED of a controller event by evaluating the whole event
 \* without the caching of an ordinary step, which does not finish on these events; a guard that
 \* implies ENABLED makes the condition below no stronger than WF_vars(ControllerStep(b)), so what
-\* holds under it holds under WF.
+\* holds under it holds under WF.  (The guard must imply that the specification can take the step: a
+\* variant whose next-state relation leaves a step out must leave its guard out too.)
 ControllerPending(b) ==
     \/ alive[b] /\ controller = NoLeader /\ controller_epoch < MaxControllerEpoch
     \/ alive[b] /\ acting_controller_epoch[b] # 0 /\ controller # b /\ controller # NoLeader

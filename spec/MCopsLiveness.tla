@@ -30,4 +30,21 @@ ReassignSpec ==
     OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ \E p \in Partitions, t \in ReassignTargets : ReassignPartitions(p, t)]_all_vars
     /\ OpsFairness
 DeleteSpec == OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ \E p \in Partitions : DeleteTopic(p)]_all_vars /\ OpsFairness
+
+\* Broken variants, one per property (MCopsLiveness*Unfair.cfg): the controller event that completes the
+\* operation loses its fairness (ControlledShutdownRequest, ReassignmentIsrChange, StopReplicaResponse);
+\* dropping a fairness condition keeps every other guard sound.
+UnfairShutdownSpec ==
+    /\ OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ RequestControlledShutdown(1)]_all_vars
+    /\ CoreEventFairness /\ ReassignFairness /\ ReassignIsrFairness /\ DeletionFairness /\ StopAnswerFairness
+    /\ OpsRequestFairness /\ OpsFetchFairness
+UnfairReassignSpec ==
+    /\ OpsInitStable
+    /\ [][OpsProcessNext \/ FaultNext \/ \E p \in Partitions, t \in ReassignTargets : ReassignPartitions(p, t)]_all_vars
+    /\ CoreEventFairness /\ ShutdownFairness /\ ReassignFairness /\ DeletionFairness /\ StopAnswerFairness
+    /\ OpsRequestFairness /\ OpsFetchFairness
+UnfairDeleteSpec ==
+    /\ OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ \E p \in Partitions : DeleteTopic(p)]_all_vars
+    /\ CoreEventFairness /\ ShutdownFairness /\ ReassignFairness /\ ReassignIsrFairness /\ DeletionFairness
+    /\ OpsRequestFairness /\ OpsFetchFairness
 =============================================================================

@@ -1,11 +1,12 @@
 -------------------------------- MODULE MCliveness --------------------------------
 (***************************************************************************************)
 (* Liveness model of the core (KafkaProperties): two brokers from a settled cluster      *)
-(* (controller 1, leader 1, both in the ISR), one record, one broker crash (and restart),*)
-(* one session expiry, controller failover, fused fetch rounds, default knobs (KIP-320). *)
-(* Faults are bounded and there is no message loss and no ISR shrink by a leader (both   *)
-(* unbounded in the safety models): every behaviour's faults stop, which is what the     *)
-(* properties' "once the faults stop" needs (KafkaProperties' header).  No state         *)
+(* (controller 1, leader 2, both in the ISR), one record, one broker crash (and         *)
+(* restart), controller failover, ISR expiration of a follower that is behind, fused    *)
+(* fetch rounds, default knobs (KIP-320).  Faults are bounded, with no message loss and *)
+(* no ISR shrink of a follower that has caught up (both unbounded in the safety models):*)
+(* every behaviour's faults stop, which is what the properties' "once the faults stop"  *)
+(* needs (KafkaProperties' header).  MClivenessExpiry.cfg adds a session expiry.  No    *)
 (* constraint either: a constraint cuts behaviours short, and a behaviour cut short      *)
 (* would stutter where the system would not; MaxControllerEpoch leaves room for one      *)
 (* election per fault, and the leader epochs are bounded by the faults.                 *)
@@ -16,6 +17,7 @@ MC_Assignment == [p \in Partitions |-> <<2, 1>>]
 
 LiveNext ==
     \/ ControllerNext \/ CrashNext \/ ExpiryNext \/ ControllerRequestsNext \/ ProduceNext \/ FusedFetchNext
+    \/ IsrExpireNext
 
 \* The safe design, with the fairness of every process.
 LiveSpec == InitStable /\ [][LiveNext]_vars /\ Fairness

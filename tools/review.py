@@ -284,7 +284,9 @@ def review_liveness_row(variant: Variant, out: Path, heap_mb: int | None = None,
         row.cells[outcome.name] = Cell(outcome.name, outcome.verdict, result.distinct_states, result.seconds,
                                        trace_length=len(result.trace) if trace else None,
                                        trace=str(trace) if trace else None)
-    row.runs = len({id(outcome.outcome) for outcome in outcomes})
+    # One run decides every property when all hold; otherwise each property had a run of its own after it.
+    decided_by = len({id(outcome.outcome) for outcome in outcomes})
+    row.runs = decided_by + 1 if decided_by > 1 else decided_by
     row.seconds = time.monotonic() - started
     return row
 

@@ -20,7 +20,7 @@ from kcm.spec.tlc.modelcheck import (
     render_counterexample,
 )
 from kcm.spec.tlc.runner import STUTTERING, TEMPORAL, TlcResult, parse_output
-from kcm.spec.trace.format import make_event
+from kcm.spec.trace.format import Event, make_event
 from kcm.spec.verdicts import HOLDS, VIOLATED
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
@@ -43,23 +43,23 @@ def test_a_lasso_that_ends_stuttering() -> None:
     assert (result.loop_start, result.loop_action) == (0, STUTTERING)
 
 
-def _events(loop_to: int, loop_action: str) -> list[dict[str, object]]:
+def _events(loop_to: int, loop_action: str) -> list[Event]:
     alive = {"alive": {"1": True}}
     events = [make_event("r", 0, "env", "Init", {"source": "tlc"}, alive, full=True)]
     for seq, up in ((1, False), (2, True)):
         events.append(make_event("r", seq, "observer", "BrokerCrash" if not up else "BrokerRestart",
                                  {"source": "tlc", "tla_action": "BrokerCrash" if not up else "BrokerRestart"},
                                  {"alive": {"1": up}}))
-    events[-1]["args"].update(loop_to=loop_to, loop_action=loop_action)  # type: ignore[attr-defined]
+    events[-1]["args"].update(loop_to=loop_to, loop_action=loop_action)
     return events
 
 
 def test_the_rendered_lasso_marks_where_its_loop_starts_and_ends() -> None:
-    lines = render_counterexample(_events(1, "BrokerCrash")).splitlines()  # type: ignore[arg-type]
+    lines = render_counterexample(_events(1, "BrokerCrash")).splitlines()
     start = lines.index("    -- the loop starts here: the steps below repeat forever --")
     assert lines[start + 1].strip() == "1. BrokerCrash" and "loop_to" not in "".join(lines)
     assert lines[-1] == "    -- BrokerCrash goes back to step 1: the loop repeats forever --"
-    stutter = render_counterexample(_events(2, STUTTERING)).splitlines()  # type: ignore[arg-type]
+    stutter = render_counterexample(_events(2, STUTTERING)).splitlines()
     assert "loop starts" not in "".join(stutter)
     assert stutter[-1] == "    -- then nothing happens any more: step 2 stutters forever --"
 

@@ -64,12 +64,12 @@ OpsFairness == OpsControllerFairness /\ OpsRequestFairness /\ OpsFetchFairness
 \* b has stopped and leads nothing in the store.
 Stopped(b) == ~alive[b] /\ \A p \in Partitions : leader[p] # b
 
-(* ControlledShutdownCompletes: a controlled shutdown eventually moves every leadership off the
-   leaving broker and completes (the broker stops).  The stop itself counts as a crash: only a fault
-   while b is still up excuses b from stopping. *)
+(* ControlledShutdownCompletes: a controlled shutdown of a live broker eventually moves every
+   leadership off it and completes (the broker stops).  The stop itself counts as a crash: only a
+   fault while b is still up excuses b from stopping (a crash of b ends what it asked for). *)
 ControlledShutdownCompletes ==
     \A b \in Brokers, k \in Faults :
-        (cs_requested[b] /\ FaultCount = k) ~> (Stopped(b) \/ (FaultCount # k /\ alive[b]))
+        (cs_requested[b] /\ alive[b] /\ FaultCount = k) ~> (Stopped(b) \/ (FaultCount # k /\ alive[b]))
 
 \* Every broker of a replica list is live.
 AllLive(replicas) == \A b \in Range(replicas) : Live(b)

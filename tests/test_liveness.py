@@ -12,6 +12,7 @@ from kcm.spec.tlc.config import configure, declared
 from kcm.spec.tlc.modelcheck import (
     PROGRESS_PROPERTIES,
     PROPERTIES,
+    WRITES_ACCEPTED,
     ModelError,
     check_liveness,
     check_property_names,
@@ -21,10 +22,10 @@ from kcm.spec.tlc.modelcheck import (
 )
 from kcm.spec.tlc.runner import STUTTERING, TEMPORAL, TlcResult, parse_output
 from kcm.spec.trace.format import Event, make_event
-from kcm.spec.verdicts import HOLDS, VIOLATED
+from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, VIOLATED
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
-from kcm.tools.review import LIVENESS_VARIANTS
+from kcm.tools.review import LIVENESS_VARIANTS, Cell, RowResult, markdown, select
 
 DATA = Path(__file__).parent / "data"
 
@@ -145,3 +146,18 @@ def test_kcm_check_liveness_prints_the_lasso_and_keeps_it(tmp_path: Path, capsys
     text = capsys.readouterr().out
     assert "LeaderElected: violated" in text and "stutters forever" in text
     assert f"counterexample written to {out}" in text and out.exists()
+
+
+def test_a_progress_matrix_row_shows_its_models_properties_only() -> None:
+    variant = next(v for v in LIVENESS_VARIANTS if v.label == "min_isr=2")
+    assert select(["min_isr=2"], liveness=True) == [variant]
+    row = RowResult(variant, {WRITES_ACCEPTED: Cell(WRITES_ACCEPTED, VIOLATED, 10, 1.0, trace_length=5,
+                                                    trace="min-isr-2-WritesAccepted.jsonl")})
+    assert row.verdict == AS_EXPECTED
+    table = markdown([row], PROPERTIES).splitlines()
+    assert table[0].endswith("| WritesAccepted |") and "ControllerElected" in table[0]
+    assert table[2].startswith("| min_isr=2 | livenessavailability | as expected | - |")
+    assert table[2].endswith("| **violated** (4 steps, `min-isr-2-WritesAccepted.jsonl`) |")
+    assert list(row.to_json()["cells"]) == [WRITES_ACCEPTED]
+    held = RowResult(variant, {WRITES_ACCEPTED: Cell(WRITES_ACCEPTED, HOLDS, 10, 1.0)})
+    assert held.verdict == UNEXPECTED

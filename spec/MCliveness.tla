@@ -14,6 +14,9 @@
 EXTENDS TruncationKIP320, KafkaInvariants, KafkaProperties
 
 MC_Assignment == [p \in Partitions |-> <<2, 1>>]
+\* MClivenessExpiry.cfg: broker 1 leads and is the controller, so that a leader's crash is also a
+\* controller failover (which reads the store afresh: no stale cache, unlike MCliveness's counterexample).
+MC_ControllerLeads == [p \in Partitions |-> <<1, 2>>]
 
 LiveNext ==
     \/ ControllerNext \/ CrashNext \/ ExpiryNext \/ ControllerRequestsNext \/ ProduceNext \/ FusedFetchNext

@@ -4,11 +4,11 @@
 (* partition on <<1, 2>> led by 1 (also the controller), one operation per instance: a *)
 (* controlled shutdown of 1, a reassignment to <<2, 3>>, or a topic deletion; no        *)
 (* records, default knobs (KIP-320).                                                    *)
-(* Crashes up to MaxCrashes, and restarts: MCopsLiveness.cfg allows one besides the     *)
-(* shutdown's own stop (which counts against the bound); the reassignment and deletion  *)
-(* instances none (with one, they outgrow TLC's liveness check: 24,000 states and still *)
-(* growing after four minutes).  No message loss, no re-creation of a deleted topic, no *)
-(* preferred elections (MCops checks their safety).                                     *)
+(* Crashes up to MaxCrashes, and restarts: MCopsLiveness.cfg allows none besides the   *)
+(* shutdown's own stop (which counts against the bound), MCopsLivenessCrash.cfg one;    *)
+(* the reassignment and deletion instances none (with one, they outgrow TLC's liveness  *)
+(* check: 24,000 states and still growing after four minutes).  No message loss, no     *)
+(* re-creation of a deleted topic, no preferred elections (MCops checks their safety).  *)
 (***************************************************************************************)
 EXTENDS KafkaControllerOps, TruncationKIP320, KafkaInvariants, KafkaOpsProperties
 

@@ -118,6 +118,11 @@ LIVENESS_VARIANTS: Final = (
     # doElectLeaderForPartitions); the spec and impl/partition_state_machine.py decide on the cache.
     Variant("defaults (kip320)", (), "liveness", frozenset({"LeaderElected"})),
     Variant("defaults: controlled shutdown", (), "opsliveness"),
+    # The model has no broker retry of a refused controlled shutdown (Kafka 2.3.0 KafkaServer.scala
+    # doControlledShutdown retries, then stops uncleanly): with a crash fault, a shutdown asked of a
+    # controller that has not seen the broker restart yet is refused for good (docs/spec.md).
+    Variant("controlled shutdown after a crash (no retry)", (), "opslivenesscrash",
+            frozenset({"ControlledShutdownCompletes"})),
     Variant("defaults: reassignment", (), "opslivenessreassign"),
     Variant("defaults: topic deletion", (), "opslivenessdelete"),
     # Clean elections give up a partition whose only ISR member is dead (LeaderElected does not apply: it asks

@@ -4,11 +4,12 @@
 (* partition on <<1, 2>> led by 1 (also the controller), one operation per instance: a *)
 (* controlled shutdown of 1, a reassignment to <<2, 3>>, or a topic deletion; no        *)
 (* records, default knobs (KIP-320).                                                    *)
-(* Crashes up to MaxCrashes, and restarts: MCopsLiveness.cfg allows none besides the   *)
-(* shutdown's own stop (which counts against the bound), MCopsLivenessCrash.cfg one;    *)
-(* the reassignment and deletion instances none (with one, they outgrow TLC's liveness  *)
-(* check: 24,000 states and still growing after four minutes).  No message loss, no     *)
-(* re-creation of a deleted topic, no preferred elections (MCops checks their safety).  *)
+(* Crash faults and restarts: none in MCopsLiveness.cfg (its crash bound is the         *)
+(* shutdown's own stop), one in MCopsLivenessCrash.cfg (MaxCrashes 2: the fault and the *)
+(* stop) and in the reassignment and deletion instances none (with one, they outgrow   *)
+(* TLC's liveness check: 24,000 states and still growing after four minutes).  No       *)
+(* message loss, no re-creation of a deleted topic, no preferred elections (MCops       *)
+(* checks their safety).                                                                *)
 (***************************************************************************************)
 EXTENDS KafkaControllerOps, TruncationKIP320, KafkaInvariants, KafkaOpsProperties
 
@@ -27,7 +28,11 @@ FaultNext == \E b \in Brokers : CoreStep(BrokerCrash(b)) \/ OpsBrokerRestart(b)
 \* One operation per instance keeps each small enough for TLC's liveness check:
 \* MCopsLiveness.cfg a controlled shutdown of broker 1 (the leader and the controller),
 \* MCopsLivenessReassign.cfg the reassignment, MCopsLivenessDelete.cfg the topic deletion.
-ShutdownSpec == OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ RequestControlledShutdown(1)]_all_vars /\ OpsFairness
+ShutdownSpec == OpsInitStable /\ [][OpsProcessNext \/ RequestControlledShutdown(1)]_all_vars /\ OpsFairness
+\* MCopsLivenessCrash.cfg: with crash faults (a crash fault must leave the shutdown its own stop in the crash
+\* bound: MaxCrashes = 2).
+ShutdownCrashSpec ==
+    OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ RequestControlledShutdown(1)]_all_vars /\ OpsFairness
 ReassignSpec ==
     OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ \E p \in Partitions, t \in ReassignTargets : ReassignPartitions(p, t)]_all_vars
     /\ OpsFairness
@@ -37,7 +42,7 @@ DeleteSpec == OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ \E p \in Partit
 \* operation loses its fairness (ControlledShutdownRequest, ReassignmentIsrChange, StopReplicaResponse);
 \* dropping a fairness condition keeps every other guard sound.
 UnfairShutdownSpec ==
-    /\ OpsInitStable /\ [][OpsProcessNext \/ FaultNext \/ RequestControlledShutdown(1)]_all_vars
+    /\ OpsInitStable /\ [][OpsProcessNext \/ RequestControlledShutdown(1)]_all_vars
     /\ CoreEventFairness /\ ReassignFairness /\ ReassignIsrFairness /\ DeletionFairness /\ StopAnswerFairness
     /\ OpsRequestFairness /\ OpsFetchFairness
 UnfairReassignSpec ==

@@ -79,11 +79,13 @@ def test_markdown_and_json_of_a_row() -> None:
 
 
 def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
-    args = argparse.Namespace(rows=["nope"], workers=1, heap=1024, out=str(tmp_path), json=True)
+    args = argparse.Namespace(rows=["nope"], workers=1, heap=1024, out=str(tmp_path), json=True, liveness=False,
+                              html=None)
     with pytest.raises(UsageError, match="unknown review row"):
         cmd_review(args)
     with pytest.raises(UsageError, match="--workers"):
-        cmd_review(argparse.Namespace(rows=None, workers=0, heap=1024, out=str(tmp_path), json=True))
+        cmd_review(argparse.Namespace(rows=None, workers=0, heap=1024, out=str(tmp_path), json=True,
+                                      liveness=False, html=None))
 
 
 @pytest.mark.tlc

@@ -1,6 +1,6 @@
 """`kcm review`: the design-review matrix, knob setting x invariant, filled by TLC.
 
-    kcm review [--json] [--workers N] [--out DIR] [--row LABEL ...] [--heap MIB]
+    kcm review [--liveness] [--json] [--workers N] [--out DIR] [--row LABEL ...] [--heap MIB]
 
 Each row is a design variant (a knob setting) checked on one model of spec/: the smallest instance that
 shows what the variant does (the `ci` model for the safe defaults). Each column is an invariant (`TypeOK`
@@ -13,6 +13,11 @@ while one is violated, record it and check the rest again. A violated run ends a
 breadth-first (a fraction of the state space); only the last run of a row explores its whole model. Rows
 run in parallel, one TLC process (one TLC worker) per `--workers`, longest first; the matrix takes about
 as long as its longest row, the `ci` row, on 2 cores.
+
+`--liveness` fills the other matrix, design x progress property (spec/KafkaProperties.tla): which knob costs
+which property. Its rows are liveness models of spec/ under a knob setting, or broken variants of them (a
+controller without failover, a fairness removed) that show each property failing; a cell holds or is violated
+(the lasso written under `--out`), `-` where the model does not check the property.
 """
 
 from __future__ import annotations
@@ -27,7 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.spec.tlc.modelcheck import TLA_READINGS, ModelError, check_model, vocabulary_name
+from kcm.spec.tlc.modelcheck import (
+    PROPERTIES,
+    TLA_READINGS,
+    WRITES_ACCEPTED,
+    ModelError,
+    check_liveness,
+    check_model,
+    model_properties,
+    vocabulary_name,
+)
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError
 from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, VIOLATED
 from kcm.spec.vocabulary import INVARIANTS, Knobs
@@ -93,6 +107,40 @@ VARIANTS: Final = (
     # Before KIP-380: a restarted broker applies the requests of its previous incarnation and bounces go
     # unseen; on the ci model (crashes, restarts, expiries, lost and reordered requests) nothing breaks.
     Variant("broker_epoch=false", ("broker_epoch=false",), "ci"),
+)
+
+# The progress matrix (kcm review --liveness): the safe design on every liveness model, the availability the
+# safety knobs trade, and one broken variant per property.
+LIVENESS_VARIANTS: Final = (
+    # A finding (docs/spec.md): the offline election decides on the controller's cached ISR, which a leader's
+    # ISR expansion has made stale; it finds no leader and the partition stays offline with a live ISR
+    # member. Kafka 2.3.0 reads the partition state from ZooKeeper first (PartitionStateMachine.scala,
+    # doElectLeaderForPartitions); the spec and impl/partition_state_machine.py decide on the cache.
+    Variant("defaults (kip320)", (), "liveness", frozenset({"LeaderElected"})),
+    Variant("defaults: controlled shutdown", (), "opsliveness"),
+    # The model has no broker retry of a refused controlled shutdown (Kafka 2.3.0 KafkaServer.scala
+    # doControlledShutdown retries, then stops uncleanly): with a crash fault, a shutdown asked of a
+    # controller that has not seen the broker restart yet is refused for good (docs/spec.md).
+    Variant("controlled shutdown after a crash (no retry)", (), "opslivenesscrash",
+            frozenset({"ControlledShutdownCompletes"})),
+    Variant("defaults: reassignment", (), "opslivenessreassign"),
+    Variant("defaults: topic deletion", (), "opslivenessdelete"),
+    # Clean elections give up a partition whose only ISR member is dead (LeaderElected does not apply: it asks
+    # for a live ISR member); an unclean election keeps it writable and loses committed data instead.
+    Variant("defaults: availability", (), "livenessavailability", frozenset({WRITES_ACCEPTED})),
+    Variant("unclean_election=true", ("unclean_election=true",), "livenessavailability"),
+    # Writes are refused while the ISR is smaller than min_isr (Produce's guard).
+    Variant("min_isr=2", ("min_isr=2",), "livenessavailability", frozenset({WRITES_ACCEPTED})),
+    Variant("no failover on broker failure", (), "livenessnofailover", frozenset({"LeaderElected"})),
+    Variant("controller election not fair", (), "livenessunfairelection", frozenset({"ControllerElected"})),
+    Variant("fetches and ISR expiration not fair", (), "livenessunfairfetch", frozenset({"HighWatermarkCatchesUp"})),
+    Variant("controlled shutdown request not fair", (), "opslivenessunfairshutdown",
+            frozenset({"ControlledShutdownCompletes"})),
+    Variant("reassignment ISR change not fair", (), "opslivenessreassignunfair", frozenset({"ReassignmentCompletes"})),
+    Variant("StopReplica response not fair", (), "opslivenessdeleteunfair", frozenset({"TopicDeletionCompletes"})),
+    # A finding: a leader whose session expired crashes before it registers again; the controller, elected
+    # meanwhile, took it for dead already and never elects another leader (docs/spec.md).
+    Variant("session expiry", (), "livenessexpiry", frozenset({"LeaderElected"})),
 )
 
 
@@ -162,8 +210,8 @@ class RowResult:
             "knobs": self.variant.knobs.to_dict(),
             "expected_violations": sorted(self.variant.expected), "runs": self.runs,
             "seconds": round(self.seconds, 2), "quick": self.quick,
-            # A quick row has cells for what it looked at only.
-            "cells": {name: self.cells[name].to_json() for name in COLUMNS if name in self.cells},
+            # A quick row has cells for what it looked at only; a liveness row for its model's properties.
+            "cells": {name: self.cells[name].to_json() for name in (*COLUMNS, *PROPERTIES) if name in self.cells},
         }
 
 
@@ -218,15 +266,47 @@ def review_row(variant: Variant, out: Path, heap_mb: int | None = None,
     return row
 
 
+def review_liveness_row(variant: Variant, out: Path, heap_mb: int | None = None,
+                        on_progress: Progress | None = None) -> RowResult:
+    """A row of the progress matrix: every property the variant's model checks, one cell each."""
+    started = time.monotonic()
+    row = RowResult(variant)
+
+    def show(name: str, found: TlcProgress) -> None:
+        if on_progress is not None:
+            on_progress(variant, f"{name}: {found.text()}")
+
+    try:
+        outcomes = check_liveness(variant.model, variant.knobs, model_properties(variant.model),
+                                  lambda name: out / f"{variant.slug}-{name}.jsonl", heap_mb, show)
+    except TlcError as err:
+        for name in model_properties(variant.model):
+            row.cells[name] = Cell(name, UNKNOWN, error=str(err))
+        outcomes = []
+    for outcome in outcomes:
+        result = outcome.outcome.result
+        trace = outcome.outcome.trace_path
+        row.cells[outcome.name] = Cell(outcome.name, outcome.verdict, result.distinct_states, result.seconds,
+                                       trace_length=len(result.trace) if trace else None,
+                                       trace=str(trace) if trace else None)
+    # One run decides every property when all hold; otherwise each property had a run of its own after it.
+    decided_by = len({id(outcome.outcome) for outcome in outcomes})
+    row.runs = decided_by + 1 if decided_by > 1 else decided_by
+    row.seconds = time.monotonic() - started
+    return row
+
+
 def _column(tla_name: str) -> str:
     return vocabulary_name(tla_name).partition("/")[0]
 
 
-def select(labels: Iterable[str] | None) -> list[Variant]:
-    """The rows asked for by label (all by default); an unknown label is a ModelError."""
+def select(labels: Iterable[str] | None, liveness: bool = False) -> list[Variant]:
+    """The rows asked for by label (all by default) of the invariant matrix or, with `liveness`, the progress
+    matrix; an unknown label is a ModelError."""
+    variants = LIVENESS_VARIANTS if liveness else VARIANTS
     if not labels:
-        return list(VARIANTS)
-    by_label = {v.label: v for v in VARIANTS}
+        return list(variants)
+    by_label = {v.label: v for v in variants}
     chosen = []
     for label in labels:
         if label not in by_label:
@@ -237,19 +317,25 @@ def select(labels: Iterable[str] | None) -> list[Variant]:
 
 def review(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | None = None,
            reporter: Reporter | None = None, on_row: Callable[[RowResult], None] | None = None,
-           quick: bool = False) -> list[RowResult]:
+           quick: bool = False, liveness: bool = False) -> list[RowResult]:
     """The matrix: rows in parallel (one TLC process each, `workers` at a time), in the order given; quick
-    rows check their focus only (Variant.focus). Each row is a task of the reporter."""
+    rows check their focus only (Variant.focus); liveness rows their model's temporal properties. Each row is
+    a task of the reporter."""
     out.mkdir(parents=True, exist_ok=True)
     # The ci row is the longest: start it first so that the short rows fill the other worker.
     order = sorted(variants, key=lambda v: v.model != "ci")
 
+    def one(variant: Variant, progress: Progress | None) -> RowResult:
+        if liveness:
+            return review_liveness_row(variant, out, heap_mb, progress)
+        return review_row(variant, out, heap_mb, progress, quick)
+
     def fill(variant: Variant) -> RowResult:
         if reporter is None:
-            return review_row(variant, out, heap_mb, quick=quick)
+            return one(variant, None)
         named = variant.label.startswith(variant.model)
         with reporter.task(f"tlc {variant.label}" + ("" if named else f" ({variant.model})")) as task:
-            row = review_row(variant, out, heap_mb, lambda _, what: task.update(what), quick)
+            row = one(variant, lambda _, what: task.update(what))
             task.update(f"{row.verdict}, {row.runs} TLC run{'s' if row.runs > 1 else ''}")
             return row
 
@@ -263,19 +349,20 @@ def review(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | 
     return [results[v] for v in variants]
 
 
-def markdown(rows: list[RowResult]) -> str:
-    """The matrix as a markdown table: one line per variant, its verdict, one column per invariant."""
-    head = "| variant | model | verdict | " + " | ".join(COLUMNS) + " |"
-    rule = "|" + "---|" * (len(COLUMNS) + 3)
+def markdown(rows: list[RowResult], columns: tuple[str, ...] = COLUMNS) -> str:
+    """The matrix as a markdown table: one line per variant, its verdict, one column per invariant (or per
+    property)."""
+    head = "| variant | model | verdict | " + " | ".join(columns) + " |"
+    rule = "|" + "---|" * (len(columns) + 3)
     lines = [head, rule]
     for row in rows:
-        cells = " | ".join(row.cells[name].text() if name in row.cells else "-" for name in COLUMNS)
+        cells = " | ".join(row.cells[name].text() if name in row.cells else "-" for name in columns)
         lines.append(f"| {row.variant.label} | {row.variant.model} | {row.verdict} | {cells} |")
     return "\n".join(lines)
 
 
-def to_json(rows: list[RowResult], seconds: float) -> dict[str, Any]:
-    return {"columns": list(COLUMNS), "seconds": round(seconds, 2), "rows": [row.to_json() for row in rows]}
+def to_json(rows: list[RowResult], seconds: float, columns: tuple[str, ...] = COLUMNS) -> dict[str, Any]:
+    return {"columns": list(columns), "seconds": round(seconds, 2), "rows": [row.to_json() for row in rows]}
 
 
 # -- the command ----------------------------------------------------------------------------------------
@@ -283,12 +370,15 @@ def to_json(rows: list[RowResult], seconds: float) -> dict[str, Any]:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("review", help="the design-review matrix: knob setting x invariant, by TLC")
+    parser.add_argument("--liveness", action="store_true",
+                        help="the progress matrix: design x temporal property (liveness models of spec/)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--workers", type=int, default=1, help="TLC processes at a time (default 1)")
     parser.add_argument("--out", default=str(DEFAULT_OUT),
                         help=f"folder for counterexamples, review.json and review.md (default {DEFAULT_OUT}/)")
     parser.add_argument("--row", dest="rows", action="append", metavar="LABEL",
-                        help="only this row (repeatable): " + "; ".join(v.label for v in VARIANTS))
+                        help="only this row (repeatable): " + "; ".join(v.label for v in VARIANTS)
+                             + "; with --liveness: " + "; ".join(v.label for v in LIVENESS_VARIANTS))
     parser.add_argument("--heap", type=int, default=None,
                         help=f"each TLC's heap in MiB (default KCM_TLC_HEAP_MB or {DEFAULT_HEAP_MB})")
     add_option(parser)
@@ -299,26 +389,30 @@ def register(subparsers: Any) -> None:
 def cmd_review(args: argparse.Namespace) -> int:
     if args.workers < 1 or (args.heap is not None and args.heap < MIN_HEAP_MB):
         raise UsageError(f"--workers must be at least 1 and --heap at least {MIN_HEAP_MB} (MiB)")
+    if args.html and args.liveness:
+        raise UsageError("--html shows the invariant matrix; the progress matrix is in review-liveness.md")
     try:
-        variants = select(args.rows)
+        variants = select(args.rows, args.liveness)
         started = time.monotonic()
         with Reporter(args.progress) as reporter:
-            rows = review(variants, Path(args.out), args.workers, args.heap, reporter)
+            rows = review(variants, Path(args.out), args.workers, args.heap, reporter, liveness=args.liveness)
     except (TlcSetupError, TlcError, ModelError) as err:
         raise UsageError(str(err)) from err
     seconds = time.monotonic() - started
-    document = to_json(rows, seconds)
-    (Path(args.out) / "review.json").write_text(json.dumps(document, indent=2) + "\n")
-    (Path(args.out) / "review.md").write_text(markdown(rows) + "\n")
+    columns = PROPERTIES if args.liveness else COLUMNS
+    document = to_json(rows, seconds, columns)
+    name = "review-liveness" if args.liveness else "review"
+    (Path(args.out) / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
+    (Path(args.out) / f"{name}.md").write_text(markdown(rows, columns) + "\n")
     if args.html:
         kinds.review_page(document, Path(args.out), Path(args.html))
     if args.json:
         print(json.dumps(document, indent=2))
     else:
-        print(markdown(rows))
+        print(markdown(rows, columns))
         plural = "" if len(rows) == 1 else "s"
         print(f"\n{len(rows)} row{plural}, {sum(r.runs for r in rows)} TLC runs, {seconds:.0f} s; "
-              f"counterexamples and review.json in {args.out}/")
+              f"counterexamples and {name}.json in {args.out}/")
     return EXIT_USAGE if any(row.verdict == UNKNOWN for row in rows) else EXIT_OK
 
 

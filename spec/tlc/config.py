@@ -60,13 +60,32 @@ def bindings(knobs: Knobs) -> str:
     return "CONSTANTS\n" + "\n".join(lines) + "\n"
 
 
-def configure(cfg: str, knobs: Knobs, invariants: list[str] | None = None) -> str:
-    """The configuration under `knobs` (which replace the ones it sets) and, if given, only `invariants`."""
+def configure(cfg: str, knobs: Knobs, invariants: list[str] | None = None,
+              properties: list[str] | None = None) -> str:
+    """The configuration under `knobs` (which replace the ones it sets) and, if given, only `invariants` and
+    only the temporal `properties`."""
     text = "".join(f"{line}\n" for line in cfg.splitlines() if not _knob_setting(line)) + bindings(knobs)
-    if invariants:
-        text = re.sub(r"(?ms)^INVARIANTS?\b.*?(?=^[A-Z]+\b|\Z)", "", text)
-        text += "INVARIANTS\n" + "".join(f"    {n}\n" for n in invariants)
+    for section, names in (("INVARIANT", invariants), ("PROPERTY", properties)):
+        if names:
+            text = re.sub(_section(section), "", text)
+            text += f"{_PLURAL[section]}\n" + "".join(f"    {n}\n" for n in names)
     return text
+
+
+_PLURAL: Final = {"INVARIANT": "INVARIANTS", "PROPERTY": "PROPERTIES"}
+
+
+def _section(section: str) -> str:
+    """A section of a configuration, singular or plural, up to the next keyword."""
+    return rf"(?ms)^(?:{section}|{_PLURAL[section]})\b(.*?)(?=^[A-Z]+\b|\Z)"
+
+
+def declared(cfg: str, section: str) -> list[str]:
+    """The names a configuration lists under `section` (`INVARIANT` or `PROPERTY`, singular or plural)."""
+    names: list[str] = []
+    for match in re.finditer(_section(section), cfg):
+        names += [word for word in match.group(1).split() if not word.startswith("\\*")]
+    return names
 
 
 if __name__ == "__main__":

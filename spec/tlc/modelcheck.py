@@ -20,9 +20,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.spec.tlc.config import configure, knob_settings
-from kcm.spec.tlc.runner import HEARTBEAT_DEFINITION, HEARTBEAT_OPERATOR, TlcProgress, TlcResult, TraceState, run_tlc
+from kcm.spec.tlc.config import configure, declared, knob_settings
+from kcm.spec.tlc.runner import (
+    HEARTBEAT_DEFINITION,
+    HEARTBEAT_OPERATOR,
+    STUTTERING,
+    TlcProgress,
+    TlcResult,
+    TraceState,
+    run_tlc,
+)
 from kcm.spec.trace.format import Event, TraceWriter, apply_event, empty_state, make_event
+from kcm.spec.verdicts import HOLDS, VIOLATED
 from kcm.spec.vocabulary import (
     ACTIONS,
     ERA_MODULES,
@@ -47,9 +56,18 @@ def vocabulary_name(tla_name: str) -> str:
     return TLA_READINGS.get(tla_name, tla_name)
 
 
+# The progress properties (spec/KafkaProperties.tla, spec/KafkaOpsProperties.tla), and the availability
+# property the min_isr and unclean_election knobs trade away.
+PROGRESS_PROPERTIES: Final = ("ControllerElected", "LeaderElected", "HighWatermarkCatchesUp",
+                              "ControlledShutdownCompletes", "ReassignmentCompletes", "TopicDeletionCompletes")
+WRITES_ACCEPTED: Final = "WritesAccepted"
+PROPERTIES: Final = (*PROGRESS_PROPERTIES, WRITES_ACCEPTED)
+
 GENERATED: Final = "MCkcm"
-# Spec actions that fuse several protocol steps (to keep reproductions small), by the step they end with.
-FUSED_ACTIONS: Final = {"FetchRound": "FetchResponse", "TruncationRound": "OffsetsForLeaderEpochResponse"}
+# Spec actions that fuse several protocol steps (to keep reproductions small), by the step they end with;
+# and the liveness models' IsrExpire, an IsrShrink of a follower that is behind.
+FUSED_ACTIONS: Final = {"FetchRound": "FetchResponse", "TruncationRound": "OffsetsForLeaderEpochResponse",
+                        "IsrExpire": "IsrShrink"}
 
 
 class ModelError(ValueError):
@@ -113,6 +131,25 @@ def model_knobs(model: str) -> Knobs:
     return knob_settings(_model(model).config.read_text())
 
 
+def model_properties(model: str) -> list[str]:
+    """The temporal properties a model's configuration checks (none for a safety model)."""
+    return declared(_model(model).config.read_text(), "PROPERTY")
+
+
+def liveness_models() -> list[str]:
+    return [name for name in models() if model_properties(name)]
+
+
+def check_property_names(model: str, names: list[str]) -> None:
+    """A ModelError naming the first name that is no property, or no property of the model."""
+    own = model_properties(model)
+    for name in names:
+        if name not in PROPERTIES:
+            raise ModelError(f"unknown property {name!r} (known: {', '.join(PROPERTIES)})")
+        if name not in own:
+            raise ModelError(f"model {model} does not check {name} (it checks: {', '.join(own) or 'no property'})")
+
+
 def check_invariant_names(names: list[str]) -> None:
     """A ModelError naming the first name TLC has no invariant for."""
     for name in names:
@@ -129,27 +166,83 @@ def check_model(
     trace_out: Path | None = None,
     on_progress: Callable[[TlcProgress], None] | None = None,
     budget_seconds: float | None = None,
+    properties: list[str] | None = None,
 ) -> CheckOutcome:
-    """TLC on a model under knobs (and, optionally, only some invariants), with TLC's heap bounded
-    (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time. A counterexample is kept in
-    the outcome, and written to `trace_out` when given."""
+    """TLC on a model under knobs (and, optionally, only some invariants or temporal properties), with TLC's
+    heap bounded (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time. A counterexample
+    is kept in the outcome, and written to `trace_out` when given; a temporal property's is a lasso, its
+    loop recorded in the last event (`loop_to`, `loop_action`)."""
     base = _model(model)
     check_invariant_names(invariants or [])
     with tempfile.TemporaryDirectory(prefix="kcm-model-") as folder:
         work = Path(folder)
         for source in spec_dir().glob("*.tla"):
             shutil.copy(source, work / source.name)
-        module, config = _generate(work, base, knobs, invariants)
+        module, config = _generate(work, base, knobs, invariants, properties)
         # Bounded models end where their bounds do: a state without successors is not an error here.
         result = run_tlc(module, config, workers=workers, heap_mb=heap_mb, on_progress=on_progress,
                          extra_args=("-deadlock",), budget_seconds=budget_seconds)
     events = counterexample_events(result.trace, knobs, f"tlc-{model}") if result.violated and result.trace else []
+    if events and result.loop_start is not None:
+        events[-1]["args"].update(loop_to=result.loop_start, loop_action=result.loop_action)
     if events and trace_out is not None:
         write_events(events, trace_out)
     return CheckOutcome(model, knobs, result, trace_out if events else None, events)
 
 
-def _generate(work: Path, base: Model, knobs: Knobs, invariants: list[str] | None) -> tuple[Path, Path]:
+@dataclass
+class PropertyOutcome:
+    """One temporal property of a liveness check: its verdict, and TLC's outcome of the run that decided it."""
+
+    name: str
+    verdict: str  # holds | violated (kcm.spec.verdicts)
+    outcome: CheckOutcome
+
+    def to_json(self) -> dict[str, Any]:
+        result = self.outcome.result
+        loop = self.outcome.events[-1]["args"] if self.outcome.events else {}
+        return {"property": self.name, "result": self.verdict, "distinct_states": result.distinct_states,
+                "seconds": round(result.seconds, 2),
+                "trace": str(self.outcome.trace_path) if self.outcome.trace_path else None,
+                "trace_length": len(result.trace) if result.trace else None,
+                "loop_to": loop.get("loop_to"), "loop_action": loop.get("loop_action")}
+
+
+def check_liveness(
+    model: str,
+    knobs: Knobs,
+    properties: list[str],
+    trace_out: Callable[[str], Path],
+    heap_mb: int | None = None,
+    on_progress: Callable[[str, TlcProgress], None] | None = None,
+) -> list[PropertyOutcome]:
+    """The temporal properties of a model under knobs, one verdict each. TLC names no property when one of
+    several is violated, so all are checked in one run and, if that run finds a lasso, each on its own (a
+    correct design costs one run). Liveness checking is TLC's costliest: always one worker. A violated
+    property's lasso goes to `trace_out(property)`."""
+    check_property_names(model, properties)
+
+    def run(names: list[str]) -> CheckOutcome:
+        label = names[0] if len(names) == 1 else "all properties"
+        show = None if on_progress is None else lambda found: on_progress(label, found)
+        out = trace_out(names[0]) if len(names) == 1 else None
+        return check_model(model, knobs, invariants=None, workers=1, heap_mb=heap_mb, trace_out=out,
+                           on_progress=show, properties=names)
+
+    together = run(properties)
+    if together.result.violated is None:
+        return [PropertyOutcome(name, HOLDS, together) for name in properties]
+    if len(properties) == 1:
+        return [PropertyOutcome(properties[0], VIOLATED, together)]
+    outcomes = []
+    for name in properties:
+        alone = run([name])
+        outcomes.append(PropertyOutcome(name, HOLDS if alone.result.violated is None else VIOLATED, alone))
+    return outcomes
+
+
+def _generate(work: Path, base: Model, knobs: Knobs, invariants: list[str] | None,
+              properties: list[str] | None) -> tuple[Path, Path]:
     """A model extending the base one and the chosen variant, configured with the knobs."""
     variant, _ = ERA_MODULES[knobs.truncation]
     module = work / f"{GENERATED}.tla"
@@ -160,7 +253,8 @@ def _generate(work: Path, base: Model, knobs: Knobs, invariants: list[str] | Non
     )
     config = work / f"{GENERATED}.cfg"
     # The heartbeat is a constraint that always holds: it prints, and prunes nothing.
-    config.write_text(configure(base.config.read_text(), knobs, invariants) + f"CONSTRAINT {HEARTBEAT_OPERATOR}\n")
+    config.write_text(configure(base.config.read_text(), knobs, invariants, properties)
+                      + f"CONSTRAINT {HEARTBEAT_OPERATOR}\n")
     return module, config
 
 
@@ -324,14 +418,16 @@ def write_events(events: list[Event], path: Path) -> None:
 
 
 # Arguments a step's heading leaves out: where the step came from, said once for the whole counterexample.
-_UNSHOWN_ARGS: Final = frozenset({"source", "tla_action", "knobs", "brokers"})
+_UNSHOWN_ARGS: Final = frozenset({"source", "tla_action", "knobs", "brokers", "loop_to", "loop_action"})
 
 
 def render_counterexample(events: list[Event]) -> str:
     """Step by step: the action (TLC's action, or the actor and action of a BMC step with its arguments),
     then what the step changed: the controller, each partition's leader/epoch/ISR in the store, brokers up
     or down, each broker's role, epoch, log and HW, then any other variable, leaf by leaf. A step that
-    changes no variable says so (TLC's steps that only send or drop a message)."""
+    changes no variable says so (TLC's steps that only send or drop a message). A lasso (a temporal
+    property's counterexample) is marked where its loop starts and ends."""
+    loop = events[-1]["args"] if events else {}
     lines = []
     previous: dict[str, Any] = {}
     state = empty_state()
@@ -339,6 +435,8 @@ def render_counterexample(events: list[Event]) -> str:
         apply_event(state, event)
         args = event["args"]
         action = args.get("tla_action", event["action"])
+        if event["seq"] == loop.get("loop_to") and loop.get("loop_action") != STUTTERING:
+            lines.append("    -- the loop starts here: the steps below repeat forever --")
         heading = f"{event['seq']:>3}. {action}"
         if event["actor"] not in ("observer", "env"):
             heading += f" ({event['actor']})"
@@ -349,6 +447,10 @@ def render_counterexample(events: list[Event]) -> str:
         changes = _describe(previous, state)
         lines.extend(f"      {line}" for line in changes or [f"(no state change: {action})"])
         previous = copy.deepcopy(state)
+    if loop.get("loop_action") == STUTTERING:
+        lines.append(f"    -- then nothing happens any more: step {loop['loop_to']} stutters forever --")
+    elif "loop_to" in loop:
+        lines.append(f"    -- {loop['loop_action']} goes back to step {loop['loop_to']}: the loop repeats forever --")
     return "\n".join(lines)
 
 

@@ -29,6 +29,14 @@ MSG_PROGRESS: Final = 2200
 MSG_STATS: Final = 2199
 MSG_DEPTH: Final = 2194
 MSG_DEADLOCK: Final = 2114
+# A temporal property violated, the counterexample's announcement, and the end of its lasso: the state the
+# last one goes back to, or the last state repeated forever.
+MSG_TEMPORAL: Final = 2116
+MSG_LASSO: Final = 2264
+MSG_BACK_TO_STATE: Final = 2122
+MSG_STUTTERING: Final = 2218
+# TLC names no property when one of several is violated.
+TEMPORAL: Final = "temporal properties"
 MSG_ERROR_LEVEL: Final = 1
 JAVA_MIN: Final = 17
 DEFAULT_HEAP_MB: Final = 4096
@@ -249,6 +257,10 @@ class TlcResult:
     complete: bool = True
     # Wall time of the search alone, from the initial states on (without JVM start, parsing, setup).
     search_seconds: float = 0.0
+    # A temporal property's counterexample is a lasso: the trace's last state steps back (`loop_action`)
+    # to the state at index `loop_start` of `trace`, or stutters there forever (`loop_action` STUTTERING).
+    loop_start: int | None = None
+    loop_action: str | None = None
 
     @property
     def holds(self) -> bool:
@@ -258,6 +270,8 @@ class TlcResult:
 _MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.S)
 _STATE_HEAD = re.compile(r"^(\d+): <([^ >]+)[^>]*>\s*\n", re.S)
 _INVARIANT = re.compile(r"Invariant (\S+) is violated")
+_BACK_TO = re.compile(r"(\d+): Back to state: <([^ >]+)")
+STUTTERING: Final = "Stuttering"
 # The final statistics and the progress reports (which add rates in parentheses).
 _STATS = re.compile(r"([\d,]+) states generated(?: \([^)]*\))?, ([\d,]+) distinct states found")
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
@@ -273,6 +287,15 @@ def parse_output(output: str, result: TlcResult) -> TlcResult:
             result.violation_kind = "invariant"
         elif code == MSG_DEADLOCK:
             result.violated, result.violation_kind = "Deadlock", "deadlock"
+        elif code == MSG_TEMPORAL:
+            result.violated, result.violation_kind = TEMPORAL, "temporal"
+        elif code == MSG_BACK_TO_STATE:
+            back = _BACK_TO.search(body)
+            if back is None:
+                raise TlcError(f"cannot read the end of a lasso: {body[:60]!r}")
+            result.loop_start, result.loop_action = int(back.group(1)) - 1, back.group(2)
+        elif code == MSG_STUTTERING:
+            result.loop_start, result.loop_action = len(result.trace) - 1, STUTTERING
         elif code == MSG_STATE:
             result.trace.append(_trace_state(body))
         elif code in (MSG_STATS, MSG_PROGRESS):
@@ -283,7 +306,7 @@ def parse_output(output: str, result: TlcResult) -> TlcResult:
         elif code == MSG_DEPTH:
             depth = _DEPTH.search(body)
             result.depth = int(depth.group(1)) if depth else result.depth
-        elif level == MSG_ERROR_LEVEL and code not in (MSG_BEHAVIOUR,):
+        elif level == MSG_ERROR_LEVEL and code not in (MSG_BEHAVIOUR, MSG_LASSO):
             result.errors.append(" ".join(body.split()))
     if result.trace and not result.depth:
         result.depth = len(result.trace)

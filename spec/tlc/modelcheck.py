@@ -43,6 +43,7 @@ from kcm.spec.vocabulary import (
     Knobs,
     shown_broker,
 )
+from kcm.spec.vocabulary import PROPERTIES as VOCABULARY_PROPERTIES
 
 # The two readings of HighWatermarkMonotonic are separate operators in TLA+.
 TLA_READINGS: Final = {
@@ -56,10 +57,9 @@ def vocabulary_name(tla_name: str) -> str:
     return TLA_READINGS.get(tla_name, tla_name)
 
 
-# The progress properties (spec/KafkaProperties.tla, spec/KafkaOpsProperties.tla), and the availability
-# property the min_isr and unclean_election knobs trade away.
-PROGRESS_PROPERTIES: Final = ("ControllerElected", "LeaderElected", "HighWatermarkCatchesUp",
-                              "ControlledShutdownCompletes", "ReassignmentCompletes", "TopicDeletionCompletes")
+# The progress properties (spec/KafkaProperties.tla, spec/KafkaOpsProperties.tla: the vocabulary's, which the
+# trace checker shares), and the availability property the min_isr and unclean_election knobs trade away.
+PROGRESS_PROPERTIES: Final = VOCABULARY_PROPERTIES
 WRITES_ACCEPTED: Final = "WritesAccepted"
 PROPERTIES: Final = (*PROGRESS_PROPERTIES, WRITES_ACCEPTED)
 

@@ -80,10 +80,16 @@ class PartitionStateMachine:
         return True
 
     def _elect(self, partition: str, strategy: Strategy) -> bool:
+        """Kafka 2.3.0 PartitionStateMachine.doElectLeaderForPartitions: the partition's state node is read
+        from the store before every decision (`getTopicPartitionStatesRaw`), never taken from the cache, so an
+        ISR change the controller has not been notified of yet counts; the write is conditional on the
+        version read, and a stale version (a leader's write in between, on a store shared with other
+        processes) reads and decides again."""
         for _ in range(ELECTION_RETRIES):
-            current = self.ctx.leadership.get(partition)
+            current = self.zk.read_leader_isr(partition)
             if current is None:
                 return False
+            self.ctx.leadership[partition] = current
             decision = self._decide(partition, current, strategy)
             if decision is None:
                 return False
@@ -93,10 +99,6 @@ class PartitionStateMachine:
             if written is not None:
                 self._adopt(partition, written, decision.recipients)
                 return True
-            refreshed = self.zk.read_leader_isr(partition)
-            if refreshed is None:
-                return False
-            self.ctx.leadership[partition] = refreshed
         return False
 
     def _decide(self, partition: str, current: LeaderIsr, strategy: Strategy) -> Decision | None:

@@ -482,16 +482,13 @@ Decide(W, n, strategy, target, K) ==
               [leader |-> FirstIn(W.asg, (everyone \cap n.isr) \ K.shutting),
                isr |-> n.isr \ K.shutting, recipients |-> Range(W.asg) \cap everyone]
 
-\* PartitionStateMachine._elect: decide on the cache; on a stale version re-read and decide again.
+\* PartitionStateMachine._elect (Kafka 2.3.0 doElectLeaderForPartitions): read the node from the store,
+\* never the cache, and decide on it; the read refreshes the cache whatever the decision.
 Elect(W, strategy, target, K) ==
-    LET Apply(Wx, n) ==
-            LET d == Decide(Wx, n, strategy, target, K)
-            IN IF d.leader = NoLeader THEN [Wx EXCEPT !.cache = n]
-               ELSE AddLai(WriteNode(Wx, n, d.leader, d.isr, K), d.recipients, K)
-    IN IF ~HasNode(W.cache) \/ Decide(W, W.cache, strategy, target, K).leader = NoLeader THEN W
-       ELSE IF W.cache.version = W.node.version THEN Apply(W, W.cache)
-       ELSE IF ~HasNode(W.node) THEN [W EXCEPT !.cache = W.node]
-       ELSE Apply(W, W.node)
+    IF ~HasNode(W.node) THEN W
+    ELSE LET d == Decide(W, W.node, strategy, target, K)
+         IN IF d.leader = NoLeader THEN [W EXCEPT !.cache = W.node]
+            ELSE AddLai(WriteNode(W, W.node, d.leader, d.isr, K), d.recipients, K)
 
 \* PartitionStateMachine._initialize: the first live assigned replica leads, epoch 0.
 InitializeNode(W, K) ==

@@ -114,6 +114,7 @@ CASES = [
     ("livenessunfairelection", (), "ControllerElected", VIOLATED),
     ("liveness", (), "HighWatermarkCatchesUp", HOLDS),
     ("livenessunfairfetch", (), "HighWatermarkCatchesUp", VIOLATED),
+    ("liveness", (), "LeaderElected", HOLDS),
     ("livenessnofailover", (), "LeaderElected", VIOLATED),
     ("opsliveness", (), "ControlledShutdownCompletes", HOLDS),
     ("opslivenessunfairshutdown", (), "ControlledShutdownCompletes", VIOLATED),

@@ -112,11 +112,7 @@ VARIANTS: Final = (
 # The progress matrix (kcm review --liveness): the safe design on every liveness model, the availability the
 # safety knobs trade, and one broken variant per property.
 LIVENESS_VARIANTS: Final = (
-    # A finding (docs/spec.md): the offline election decides on the controller's cached ISR, which a leader's
-    # ISR expansion has made stale; it finds no leader and the partition stays offline with a live ISR
-    # member. Kafka 2.3.0 reads the partition state from ZooKeeper first (PartitionStateMachine.scala,
-    # doElectLeaderForPartitions); the spec and impl/partition_state_machine.py decide on the cache.
-    Variant("defaults (kip320)", (), "liveness", frozenset({"LeaderElected"})),
+    Variant("defaults (kip320)", (), "liveness"),
     Variant("defaults: controlled shutdown", (), "opsliveness"),
     # The model has no broker retry of a refused controlled shutdown (Kafka 2.3.0 KafkaServer.scala
     # doControlledShutdown retries, then stops uncleanly): with a crash fault, a shutdown asked of a

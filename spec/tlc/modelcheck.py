@@ -43,7 +43,9 @@ from kcm.spec.vocabulary import (
     Knobs,
     shown_broker,
 )
-from kcm.spec.vocabulary import PROPERTIES as VOCABULARY_PROPERTIES
+from kcm.spec.vocabulary import (
+    PROPERTIES as VOCABULARY_PROPERTIES,
+)
 
 # The two readings of HighWatermarkMonotonic are separate operators in TLA+.
 TLA_READINGS: Final = {

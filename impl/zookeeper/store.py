@@ -72,6 +72,7 @@ from kcm.impl.store import (
     Stat,
     StoreError,
     WatchEvent,
+    _ancestors,
     _check_path,
 )
 
@@ -205,6 +206,9 @@ class ZooKeeperStore:
             if not (attempt.lost and self._own_create(owner, path, value, ephemeral)):
                 raise
         self._wrote(path)
+        if make_parents:
+            # Which ancestors kazoo had to create is not reported: all are re-read, a harmless superset.
+            self._changed.update(_ancestors(path))
         if ephemeral:
             self._ephemerals[path] = session
 

@@ -85,7 +85,8 @@ def test_invalid_paths_and_the_root_are_caller_bugs(store: ZooKeeperStore) -> No
 def test_a_multi_applies_all_or_nothing(store: ZooKeeperStore) -> None:
     a = store.open_session(1)
     store.create(a, "/epoch", 1)
-    ops: list[Op] = [CheckVersion("/epoch", 0), Create("/p", {"leader": 1}, ephemeral=True), SetData("/p", 2), Delete("/epoch")]
+    ops: list[Op] = [CheckVersion("/epoch", 0), Create("/p", {"leader": 1}, ephemeral=True), SetData("/p", 2),
+                     Delete("/epoch")]
     assert store.multi(a, ops) == [Stat(0, 0), Stat(0, a), Stat(1, a), None]
     with pytest.raises(MultiError) as failed:
         store.multi(a, [Create("/q", 1), SetData("/p", 3, version=0), Delete("/p")])

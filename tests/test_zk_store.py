@@ -4,8 +4,11 @@ watches and their order, and a connection loss survived on a 3-server ensemble."
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from kazoo import exceptions as zk
+from kazoo.client import TransactionRequest
 
 from kcm.impl.store import (
     BadVersionError,
@@ -24,7 +27,7 @@ from kcm.impl.store import (
     WatchEvent,
 )
 from kcm.impl.zookeeper.ensemble import Ensemble
-from kcm.impl.zookeeper.store import ZooKeeperStore
+from kcm.impl.zookeeper.store import ConnectionLostError, ZooKeeperStore
 
 pytestmark = pytest.mark.zk
 
@@ -154,3 +157,60 @@ def test_a_session_survives_its_servers_death_on_an_ensemble(zk_ensemble3: Ensem
         zk_ensemble3.restart(0)
     finally:
         store.close()
+
+
+def _lose_a_response(monkeypatch: pytest.MonkeyPatch, owner: Any, method: str, *, applied: bool) -> None:
+    """Make the next `method` request of kazoo object `owner` fail with ConnectionLoss, after it reached the
+    server (`applied`: the response was lost) or before (the request was)."""
+    real = getattr(owner, method)
+    lost: list[bool] = []
+
+    def once(*args: Any, **kwargs: Any) -> Any:
+        if lost:
+            return real(*args, **kwargs)
+        lost.append(True)
+        if applied:
+            real(*args, **kwargs)
+        raise zk.ConnectionLoss()
+
+    monkeypatch.setattr(owner, method, once)
+
+
+def test_a_write_resent_after_a_lost_response_is_recognised_as_its_own(
+        store: ZooKeeperStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = store.open_session(1)
+    client = store._sessions[a].client
+    _lose_a_response(monkeypatch, client, "create", applied=True)
+    store.create(a, "/controller", {"brokerid": 1}, ephemeral=True)  # NodeExists, owned by a: it was ours
+    _lose_a_response(monkeypatch, client, "create", applied=True)
+    store.create(a, "/topic", [1, 2])  # persistent, at version 0 with our data
+    _lose_a_response(monkeypatch, client, "set", applied=True)
+    assert store.set(a, "/topic", [2, 1], version=0) == Stat(1, 0)  # BadVersion, at version 1 with our data
+    _lose_a_response(monkeypatch, client, "set", applied=True)
+    assert store.set(a, "/topic", [3]) == Stat(3, 0)  # unconditional: re-sent as Kafka does, so applied twice
+    _lose_a_response(monkeypatch, client, "delete", applied=True)
+    store.delete(a, "/topic")  # NoNode: it was ours
+    assert store.children("/") == ["controller"] and store.get("/controller")[1] == Stat(0, a)
+
+
+def test_a_write_resent_after_a_loss_still_fails_when_it_was_not_its_own(
+        store: ZooKeeperStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = store.open_session(1), store.open_session(2)
+    store.create(a, "/controller", {"brokerid": 1}, ephemeral=True)
+    store.create(a, "/state", 1)
+    _lose_a_response(monkeypatch, store._sessions[b].client, "create", applied=False)
+    with pytest.raises(NodeExistsError):
+        store.create(b, "/controller", {"brokerid": 2}, ephemeral=True)
+    store.set(a, "/state", 2)
+    _lose_a_response(monkeypatch, store._sessions[b].client, "set", applied=False)
+    with pytest.raises(BadVersionError):
+        store.set(b, "/state", 3, version=0)
+
+
+def test_a_multi_resent_after_a_loss_that_fails_has_an_unknown_outcome(
+        store: ZooKeeperStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = store.open_session(1)
+    _lose_a_response(monkeypatch, TransactionRequest, "commit", applied=True)
+    with pytest.raises(ConnectionLostError, match="unknown"):
+        store.multi(a, [Create("/x", 1)])
+    assert store.exists("/x") == Stat(0, 0)

@@ -125,6 +125,8 @@ class ZooKeeperStore:
         self._owners: dict[int, int] = {}  # ZooKeeper session id -> handle
         self._ephemerals: dict[str, int] = {}  # path -> owning handle, for what an expiry deletes
         self._changed: _PathSet = set()
+        # Whether a write (or an expiry) happened since the last flush: with none, a poll needs no round trips.
+        self._unflushed = False
         bootstrap = self._client(hosts)
         try:
             bootstrap.ensure_path(self.chroot)
@@ -163,12 +165,7 @@ class ZooKeeperStore:
                 break
             if time.monotonic() > deadline:
                 raise ConnectionLostError("", f"session {session} did not expire within {self.retry_bound:.0f} s")
-        victim.alive = False
-        _close(victim.client)
-        gone = sorted(path for path, owner in self._ephemerals.items() if owner == session)
-        for path in gone:
-            del self._ephemerals[path]
-        self._changed.update(gone)
+        self._retire(victim)
 
     # Reads
 
@@ -208,9 +205,9 @@ class ZooKeeperStore:
         self._wrote(path)
         if make_parents:
             # Which ancestors kazoo had to create is not reported: all are re-read, a harmless superset.
-            self._changed.update(_ancestors(path))
+            self._wrote(*_ancestors(path))
         if ephemeral:
-            self._ephemerals[path] = session
+            self._track(path, session)
 
     def set(self, session: int, path: str, data: object, version: int = -1) -> Stat:
         _check_path(path)
@@ -238,7 +235,7 @@ class ZooKeeperStore:
             if not attempt.lost:
                 raise
         self._wrote(path)
-        self._ephemerals.pop(path, None)
+        self._track(path, None)
 
     def multi(self, session: int, ops: Sequence[Op]) -> list[Stat | None]:
         owner = self._live(session, "")
@@ -258,7 +255,7 @@ class ZooKeeperStore:
         return self._multi_stats(session, ops, results, checked)
 
     def poll_watch_events(self) -> list[WatchEvent]:
-        self._flush([s for s in self._sessions.values() if self.session_alive(s.handle)])
+        self._flush_if_written()
         with self._lock:
             events = [event for s in self._sessions.values() for event in s.events]
             for s in self._sessions.values():
@@ -266,15 +263,16 @@ class ZooKeeperStore:
         return events
 
     def has_watch_events(self) -> bool:
-        """Whether `poll_watch_events` has anything: costs the same round trips as a poll."""
-        self._flush([s for s in self._sessions.values() if self.session_alive(s.handle)])
+        """Whether `poll_watch_events` has anything; the round trips it costs are not repeated by the poll."""
+        self._flush_if_written()
         with self._lock:
             return any(s.events for s in self._sessions.values())
 
     def drain_changes(self) -> _PathSet:
         """Paths this store's writes created, set or deleted since the last drain (an expiry it forced
         deletes the session's ephemerals)."""
-        changed, self._changed = self._changed, set()
+        with self._lock:
+            changed, self._changed = self._changed, set()
         return changed
 
     def close(self) -> None:
@@ -289,13 +287,15 @@ class ZooKeeperStore:
         client = KazooClient(hosts=hosts, timeout=self._session_timeout, client_id=client_id,
                              randomize_hosts=False, connection_retry=dict(_CONNECTION_RETRY))
         if session is not None:
-            client.add_listener(lambda state: _on_state(session, state))
+            client.add_listener(lambda state: self._on_state(session, state))
         client.start(timeout=_CONNECT_TIMEOUT)
         return client
 
     def _live(self, handle: int, path: str) -> _Session:
         session = self._sessions.get(handle)
-        if session is None or not self.session_alive(handle):
+        if session is not None and session.alive and session.expired.is_set():
+            self._retire(session)  # expired on its own (its client was cut off too long)
+        if session is None or not session.alive:
             raise SessionExpiredError(path, f"session {handle} is expired or unknown")
         return session
 
@@ -314,6 +314,28 @@ class ZooKeeperStore:
         session.last_event = event
         with self._lock:
             session.events.append(WatchEvent(session.handle, str(event.path), kind))
+
+    def _on_state(self, session: _Session, state: str) -> None:
+        # kazoo's LOST: the server said the session expired, so its ephemerals are gone. (kazoo would go on
+        # with a new session; the store closes the client at the next use of the handle.)
+        if state == KazooState.LOST:
+            session.expired.set()
+            with self._lock:
+                gone = [path for path, owner in self._ephemerals.items() if owner == session.handle]
+                for path in gone:
+                    del self._ephemerals[path]
+                self._changed.update(gone)
+                self._unflushed = True
+
+    def _retire(self, session: _Session) -> None:
+        session.alive = False
+        _close(session.client)
+
+    def _flush_if_written(self) -> None:
+        with self._lock:
+            written, self._unflushed = self._unflushed, False
+        if written:
+            self._flush([s for s in self._sessions.values() if self.session_alive(s.handle)])
 
     def _flush(self, sessions: list[_Session]) -> None:
         for session in sessions:
@@ -383,7 +405,7 @@ class ZooKeeperStore:
                 case Create():
                     stat = Stat(0, session if op.ephemeral else _PERSISTENT)
                     if op.ephemeral:
-                        self._ephemerals[op.path] = session
+                        self._track(op.path, session)
                 case SetData():
                     stat = self._stat(result)
                 case CheckVersion():
@@ -392,7 +414,7 @@ class ZooKeeperStore:
                     stat = Stat(op.version, owner) if op.version >= 0 else before
                 case Delete():
                     stat = None
-                    self._ephemerals.pop(op.path, None)
+                    self._track(op.path, None)
             if stat is not None:
                 latest[op.path] = stat
             if not isinstance(op, CheckVersion):
@@ -400,8 +422,18 @@ class ZooKeeperStore:
             stats.append(stat)
         return stats
 
-    def _wrote(self, path: str) -> None:
-        self._changed.add(path)
+    def _track(self, path: str, owner: int | None) -> None:
+        """Record that `path` is an ephemeral of session `owner` (None: deleted); the listener reads this."""
+        with self._lock:
+            if owner is None:
+                self._ephemerals.pop(path, None)
+            else:
+                self._ephemerals[path] = owner
+
+    def _wrote(self, *paths: str) -> None:
+        with self._lock:
+            self._changed.update(paths)
+            self._unflushed = True
 
     def _stat(self, stat: Any) -> Stat:
         owner = int(stat.ephemeralOwner)
@@ -413,12 +445,6 @@ class _Attempt:
 
     def __init__(self) -> None:
         self.lost = False
-
-
-def _on_state(session: _Session, state: str) -> None:
-    # kazoo's LOST: the server said the session expired (kazoo would go on with a new one; the store closes it).
-    if state == KazooState.LOST:
-        session.expired.set()
 
 
 def _close(client: Any) -> None:

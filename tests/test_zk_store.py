@@ -3,6 +3,7 @@ watches and their order, and a connection loss survived on a 3-server ensemble."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -159,9 +160,28 @@ def test_a_session_survives_its_servers_death_on_an_ensemble(zk_ensemble3: Ensem
         store.close()
 
 
+def test_a_lost_quorum_ends_a_request_within_the_bound_and_closes_its_session(zk_ensemble3: Ensemble) -> None:
+    store = ZooKeeperStore(zk_ensemble3.hosts, session_timeout=4.0, retry_bound=2.0)
+    try:
+        a = store.open_session(1)
+        store.create(a, "/controller", {"brokerid": 1}, ephemeral=True)
+        zk_ensemble3.kill(1)
+        zk_ensemble3.kill(2)
+        began = time.monotonic()
+        with pytest.raises(ConnectionLostError, match="within 2 s"):
+            store.set(a, "/controller", {"brokerid": 1, "epoch": 2})
+        assert time.monotonic() - began < 4.0 and not store.session_alive(a)
+        with pytest.raises(SessionExpiredError):
+            store.set(a, "/controller", {})
+    finally:
+        store.close()
+        zk_ensemble3.restart(1)
+        zk_ensemble3.restart(2)
+
+
 def _lose_a_response(monkeypatch: pytest.MonkeyPatch, owner: Any, method: str, *, applied: bool) -> None:
-    """Make the next `method` request of kazoo object `owner` fail with ConnectionLoss, after it reached the
-    server (`applied`: the response was lost) or before (the request was)."""
+    """Make the next `method` request (kazoo's async form, which the store calls) of `owner` fail with
+    ConnectionLoss, after it reached the server (`applied`: the response was lost) or before (the request was)."""
     real = getattr(owner, method)
     lost: list[bool] = []
 
@@ -170,7 +190,7 @@ def _lose_a_response(monkeypatch: pytest.MonkeyPatch, owner: Any, method: str, *
             return real(*args, **kwargs)
         lost.append(True)
         if applied:
-            real(*args, **kwargs)
+            real(*args, **kwargs).get()
         raise zk.ConnectionLoss()
 
     monkeypatch.setattr(owner, method, once)
@@ -180,15 +200,15 @@ def test_a_write_resent_after_a_lost_response_is_recognised_as_its_own(
         store: ZooKeeperStore, monkeypatch: pytest.MonkeyPatch) -> None:
     a = store.open_session(1)
     client = store._sessions[a].client
-    _lose_a_response(monkeypatch, client, "create", applied=True)
+    _lose_a_response(monkeypatch, client, "create_async", applied=True)
     store.create(a, "/controller", {"brokerid": 1}, ephemeral=True)  # NodeExists, owned by a: it was ours
-    _lose_a_response(monkeypatch, client, "create", applied=True)
+    _lose_a_response(monkeypatch, client, "create_async", applied=True)
     store.create(a, "/topic", [1, 2])  # persistent, at version 0 with our data
-    _lose_a_response(monkeypatch, client, "set", applied=True)
+    _lose_a_response(monkeypatch, client, "set_async", applied=True)
     assert store.set(a, "/topic", [2, 1], version=0) == Stat(1, 0)  # BadVersion, at version 1 with our data
-    _lose_a_response(monkeypatch, client, "set", applied=True)
+    _lose_a_response(monkeypatch, client, "set_async", applied=True)
     assert store.set(a, "/topic", [3]) == Stat(3, 0)  # unconditional: re-sent as Kafka does, so applied twice
-    _lose_a_response(monkeypatch, client, "delete", applied=True)
+    _lose_a_response(monkeypatch, client, "delete_async", applied=True)
     store.delete(a, "/topic")  # NoNode: it was ours
     assert store.children("/") == ["controller"] and store.get("/controller")[1] == Stat(0, a)
 
@@ -198,11 +218,11 @@ def test_a_write_resent_after_a_loss_still_fails_when_it_was_not_its_own(
     a, b = store.open_session(1), store.open_session(2)
     store.create(a, "/controller", {"brokerid": 1}, ephemeral=True)
     store.create(a, "/state", 1)
-    _lose_a_response(monkeypatch, store._sessions[b].client, "create", applied=False)
+    _lose_a_response(monkeypatch, store._sessions[b].client, "create_async", applied=False)
     with pytest.raises(NodeExistsError):
         store.create(b, "/controller", {"brokerid": 2}, ephemeral=True)
     store.set(a, "/state", 2)
-    _lose_a_response(monkeypatch, store._sessions[b].client, "set", applied=False)
+    _lose_a_response(monkeypatch, store._sessions[b].client, "set_async", applied=False)
     with pytest.raises(BadVersionError):
         store.set(b, "/state", 3, version=0)
 
@@ -210,7 +230,7 @@ def test_a_write_resent_after_a_loss_still_fails_when_it_was_not_its_own(
 def test_a_multi_resent_after_a_loss_that_fails_has_an_unknown_outcome(
         store: ZooKeeperStore, monkeypatch: pytest.MonkeyPatch) -> None:
     a = store.open_session(1)
-    _lose_a_response(monkeypatch, TransactionRequest, "commit", applied=True)
+    _lose_a_response(monkeypatch, TransactionRequest, "commit_async", applied=True)
     with pytest.raises(ConnectionLostError, match="unknown"):
         store.multi(a, [Create("/x", 1)])
     assert store.exists("/x") == Stat(0, 0)

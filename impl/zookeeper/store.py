@@ -45,15 +45,17 @@ so the store returns the sessions' events one session after the other, in handle
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from kazoo import exceptions as zk
 from kazoo.client import KazooClient, KazooState
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import Callback, EventType, WatchedEvent
 
 from kcm.impl.store import (
@@ -76,6 +78,10 @@ from kcm.impl.store import (
     _check_path,
 )
 
+# kazoo warns on stderr of every dropped connection and reconnect, which the store handles; what it cannot
+# handle it raises. A program that configures logging still gets kazoo's records.
+logging.getLogger("kazoo").addHandler(logging.NullHandler())
+
 _ROOT = "/"
 _PERSISTENT = 0
 _CONNECT_TIMEOUT = 15.0
@@ -86,7 +92,6 @@ _CONNECTION_RETRY = {"max_tries": -1, "delay": 0.05, "backoff": 1, "max_jitter":
 _Kind = Literal["created", "deleted", "changed", "children"]
 _KINDS: dict[str, _Kind] = {EventType.CREATED: "created", EventType.DELETED: "deleted",
                             EventType.CHANGED: "changed", EventType.CHILD: "children"}
-_T = TypeVar("_T")
 # Named outside the class: inside it, `set` is the store's own method, not the builtin.
 _PathSet = set[str]
 
@@ -172,20 +177,20 @@ class ZooKeeperStore:
     def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]:
         _check_path(path)
         client, watcher = self._reader(watch, path)
-        data, stat = self._request(client, path, lambda: client.get(path, watch=watcher))
+        data, stat = self._request(client, path, lambda: client.get_async(path, watch=watcher))
         return _decode(data), self._stat(stat)
 
     def exists(self, path: str, *, watch: int | None = None) -> Stat | None:
         _check_path(path)
         client, watcher = self._reader(watch, path)
-        stat = self._request(client, path, lambda: client.exists(path, watch=watcher))
+        stat = self._request(client, path, lambda: client.exists_async(path, watch=watcher))
         return None if stat is None else self._stat(stat)
 
     def children(self, path: str, *, watch: int | None = None) -> list[str]:
         _check_path(path)
         client, watcher = self._reader(watch, path)
         return sorted(str(name) for name in self._request(client, path,
-                                                           lambda: client.get_children(path, watch=watcher)))
+                                                           lambda: client.get_children_async(path, watch=watcher)))
 
     # Writes
 
@@ -197,7 +202,7 @@ class ZooKeeperStore:
         value = _encode(data)
         attempt = _Attempt()
         try:
-            self._request(owner.client, path, lambda: owner.client.create(
+            self._request(owner.client, path, lambda: owner.client.create_async(
                 path, value, ephemeral=ephemeral, makepath=make_parents), attempt)
         except NodeExistsError:
             if not (attempt.lost and self._own_create(owner, path, value, ephemeral)):
@@ -215,7 +220,7 @@ class ZooKeeperStore:
         value = _encode(data)
         attempt = _Attempt()
         try:
-            stat = self._request(owner.client, path, lambda: owner.client.set(path, value, version), attempt)
+            stat = self._request(owner.client, path, lambda: owner.client.set_async(path, value, version), attempt)
         except BadVersionError:
             if not attempt.lost:
                 raise
@@ -230,7 +235,7 @@ class ZooKeeperStore:
         owner = self._live(session, path)
         attempt = _Attempt()
         try:
-            self._request(owner.client, path, lambda: owner.client.delete(path, version), attempt)
+            self._request(owner.client, path, lambda: owner.client.delete_async(path, version), attempt)
         except NoNodeError:
             if not attempt.lost:
                 raise
@@ -243,7 +248,7 @@ class ZooKeeperStore:
             _check_path(op.path)
         checked = {op.path: self.exists(op.path) for op in ops if isinstance(op, CheckVersion) and op.version < 0}
         attempt = _Attempt()
-        results = self._request(owner.client, "", lambda: self._transaction(owner.client, ops).commit(), attempt)
+        results = self._request(owner.client, "", lambda: self._transaction(owner.client, ops).commit_async(), attempt)
         failed = next((i for i, r in enumerate(results) if isinstance(r, Exception)
                        and not isinstance(r, zk.RolledBackError | zk.RuntimeInconsistency)), None)
         if failed is not None:
@@ -277,8 +282,8 @@ class ZooKeeperStore:
 
     def close(self) -> None:
         for session in self._sessions.values():
-            session.alive = False
-            _close(session.client)
+            if session.alive:
+                self._retire(session)
         _close(self._admin)
 
     # Internals
@@ -288,7 +293,12 @@ class ZooKeeperStore:
                              randomize_hosts=False, connection_retry=dict(_CONNECTION_RETRY))
         if session is not None:
             client.add_listener(lambda state: self._on_state(session, state))
-        client.start(timeout=_CONNECT_TIMEOUT)
+        try:
+            client.start(timeout=_CONNECT_TIMEOUT)
+        except KazooTimeoutError:
+            client.stop()
+            raise ConnectionLostError("", f"no ZooKeeper server at {hosts} answered within "
+                                          f"{_CONNECT_TIMEOUT:.0f} s") from None
         return client
 
     def _live(self, handle: int, path: str) -> _Session:
@@ -345,17 +355,21 @@ class ZooKeeperStore:
             done.wait(self.retry_bound)
 
     def _round_trip(self, client: Any) -> None:
-        self._request(client, _ROOT, lambda: client.exists(_ROOT))
+        self._request(client, _ROOT, lambda: client.exists_async(_ROOT))
 
-    def _request(self, client: Any, path: str, call: Callable[[], _T], attempt: _Attempt | None = None) -> _T:
+    def _request(self, client: Any, path: str, send: Callable[[], Any], attempt: _Attempt | None = None) -> Any:
+        """The answer to the request `send` makes (kazoo's async form, so the wait is bounded), re-sent after
+        a connection loss once `client` has reconnected."""
         deadline = time.monotonic() + self.retry_bound
         while True:
             try:
-                return call()
+                return send().get(timeout=max(0.0, deadline - time.monotonic()))
             except zk.ConnectionLoss:
                 if attempt is not None:
                     attempt.lost = True
                 self._await_connected(client, path, deadline)
+            except KazooTimeoutError:
+                raise self._gave_up(client, path) from None
             except zk.KazooException as error:
                 raise _mapped(error, path) from error
 
@@ -364,17 +378,26 @@ class ZooKeeperStore:
             if client.state == KazooState.LOST:
                 raise SessionExpiredError(path, "the session expired while reconnecting")
             if time.monotonic() > deadline:
-                raise ConnectionLostError(path, f"no ZooKeeper server answered within {self.retry_bound:.0f} s")
+                raise self._gave_up(client, path)
             time.sleep(_POLL_INTERVAL)
 
+    def _gave_up(self, client: Any, path: str) -> ConnectionLostError:
+        # The session's client is closed, which drops every request it still queues: none can apply later,
+        # unseen. The server expires the session within its timeout. The admin client only reads: kept.
+        for session in self._sessions.values():
+            if session.client is client and session.alive:
+                self._retire(session)
+        return ConnectionLostError(path, f"no ZooKeeper server answered within {self.retry_bound:.0f} s; "
+                                         "the session is closed")
+
     def _own_create(self, owner: _Session, path: str, value: bytes, ephemeral: bool) -> bool:
-        data, stat = self._request(owner.client, path, lambda: owner.client.get(path))
+        data, stat = self._request(owner.client, path, lambda: owner.client.get_async(path))
         if ephemeral:
             return int(stat.ephemeralOwner) == owner.zk_id
         return int(stat.ephemeralOwner) == _PERSISTENT and int(stat.version) == 0 and bytes(data) == value
 
     def _own_set(self, path: str, value: bytes, version: int) -> Any:
-        data, stat = self._request(self._admin, path, lambda: self._admin.get(path))
+        data, stat = self._request(self._admin, path, lambda: self._admin.get_async(path))
         if version >= 0 and int(stat.version) == version + 1 and bytes(data) == value:
             return stat
         raise BadVersionError(path, f"expected version {version}, node is at {stat.version}")

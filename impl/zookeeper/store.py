@@ -55,6 +55,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from kazoo import exceptions as zk
@@ -78,8 +79,7 @@ from kcm.impl.store import (
     Stat,
     StoreError,
     WatchEvent,
-    _ancestors,
-    _check_path,
+    check_path,
 )
 
 # kazoo warns on stderr of every dropped connection and reconnect, which the store handles; what it cannot
@@ -179,19 +179,19 @@ class ZooKeeperStore:
     # Reads
 
     def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]:
-        _check_path(path)
+        check_path(path)
         client, watcher = self._reader(watch, path)
         data, stat = self._request(client, path, lambda: client.get_async(path, watch=watcher))
         return _decode(data), self._stat(stat)
 
     def exists(self, path: str, *, watch: int | None = None) -> Stat | None:
-        _check_path(path)
+        check_path(path)
         client, watcher = self._reader(watch, path)
         stat = self._request(client, path, lambda: client.exists_async(path, watch=watcher))
         return None if stat is None else self._stat(stat)
 
     def children(self, path: str, *, watch: int | None = None) -> list[str]:
-        _check_path(path)
+        check_path(path)
         client, watcher = self._reader(watch, path)
         return sorted(str(name) for name in self._request(client, path,
                                                            lambda: client.get_children_async(path, watch=watcher)))
@@ -201,7 +201,7 @@ class ZooKeeperStore:
     def create(
         self, session: int, path: str, data: object, *, ephemeral: bool = False, make_parents: bool = False
     ) -> None:
-        _check_path(path)
+        check_path(path)
         owner = self._live(session, path)
         value = _encode(data)
         attempt = _Attempt()
@@ -214,12 +214,12 @@ class ZooKeeperStore:
         self._wrote(path)
         if make_parents:
             # Which ancestors kazoo had to create is not reported: all are re-read, a harmless superset.
-            self._wrote(*_ancestors(path))
+            self._wrote(*(str(a) for a in PurePosixPath(path).parents if str(a) != _ROOT))
         if ephemeral:
             self._track(path, session)
 
     def set(self, session: int, path: str, data: object, version: int = -1) -> Stat:
-        _check_path(path)
+        check_path(path)
         owner = self._live(session, path)
         value = _encode(data)
         attempt = _Attempt()
@@ -233,7 +233,7 @@ class ZooKeeperStore:
         return self._stat(stat)
 
     def delete(self, session: int, path: str, version: int = -1) -> None:
-        _check_path(path)
+        check_path(path)
         if path == _ROOT:
             raise ValueError("the root node cannot be deleted")
         owner = self._live(session, path)
@@ -249,7 +249,7 @@ class ZooKeeperStore:
     def multi(self, session: int, ops: Sequence[Op]) -> list[Stat | None]:
         owner = self._live(session, "")
         for op in ops:
-            _check_path(op.path)
+            check_path(op.path)
         checked = {op.path: self.exists(op.path) for op in ops if isinstance(op, CheckVersion) and op.version < 0}
         attempt = _Attempt()
         results = self._request(owner.client, "", lambda: self._transaction(owner.client, ops).commit_async(), attempt)

@@ -12,7 +12,8 @@ Design, and why:
 - Values are JSON: what the port stores is JSON-like; a node created empty (an ancestor `make_parents`
   created) reads as None, as in the embedded store.
 - Handles are 1, 2, ... as in InMemoryStore; `Stat.ephemeral_owner` is the handle of the session whose
-  ZooKeeper session id owns the node, so results compare exactly with the embedded store's.
+  ZooKeeper session id owns the node (-1 for a session of another client), so results compare exactly with
+  the embedded store's.
 
 Connection loss (a server killed): a request that fails with ConnectionLoss is sent again once the client
 has reconnected, until the session expires (SessionExpiredError) or `retry_bound` seconds pass
@@ -56,7 +57,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from kazoo import exceptions as zk
 from kazoo.client import KazooClient, KazooState
@@ -228,7 +229,7 @@ class ZooKeeperStore:
         except BadVersionError:
             if not attempt.lost:
                 raise
-            stat = self._own_set(path, value, version)
+            stat = self._own_set(owner, path, value, version)
         self._wrote(path)
         return self._stat(stat)
 
@@ -400,8 +401,8 @@ class ZooKeeperStore:
             return int(stat.ephemeralOwner) == owner.zk_id
         return int(stat.ephemeralOwner) == _PERSISTENT and int(stat.version) == 0 and bytes(data) == value
 
-    def _own_set(self, path: str, value: bytes, version: int) -> Any:
-        data, stat = self._request(self._admin, path, lambda: self._admin.get_async(path))
+    def _own_set(self, owner: _Session, path: str, value: bytes, version: int) -> Any:
+        data, stat = self._request(owner.client, path, lambda: owner.client.get_async(path))
         if version >= 0 and int(stat.version) == version + 1 and bytes(data) == value:
             return stat
         raise BadVersionError(path, f"expected version {version}, node is at {stat.version}")
@@ -418,6 +419,8 @@ class ZooKeeperStore:
                     transaction.check(op.path, op.version)
                 case Delete():
                     transaction.delete(op.path, op.version)
+                case _:
+                    assert_never(op)
         return transaction
 
     def _multi_stats(self, session: int, ops: Sequence[Op], results: list[Any],

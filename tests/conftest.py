@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from kcm.impl.zookeeper.ensemble import Ensemble, ZooKeeperMissing, locate
 from kcm.spec.tlc.modelcheck import CheckOutcome, check_model, model_knobs
 
 
@@ -24,3 +26,35 @@ def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Ch
         return found[model]
 
     return outcome
+
+
+def _require_zookeeper() -> None:
+    """Skip, saying what is missing and how to install it, where Java 17+ or ZooKeeper is not installed."""
+    try:
+        locate()
+    except ZooKeeperMissing as missing:
+        pytest.skip(f"ZooKeeper is not available: {missing}")
+
+
+@pytest.fixture(scope="session")
+def zk_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The hosts string of a ZooKeeper for the whole session: $KCM_ZK (host:port of an existing one) when set,
+    else a standalone server started in a temporary folder and stopped at the end of the session. Stores
+    work under a fresh chroot each, so tests never see each other's nodes."""
+    existing = os.environ.get("KCM_ZK")
+    if existing:
+        yield existing
+        return
+    _require_zookeeper()
+    with Ensemble(tmp_path_factory.mktemp("zk-standalone")) as server:
+        server.start()
+        yield server.hosts
+
+
+@pytest.fixture(scope="module")
+def zk_ensemble3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ensemble]:
+    """A fresh 3-server ensemble for a module's fault tests (kill, restart), stopped after the module."""
+    _require_zookeeper()
+    with Ensemble(tmp_path_factory.mktemp("zk-ensemble3"), servers=3) as ensemble:
+        ensemble.start()
+        yield ensemble

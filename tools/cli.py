@@ -25,13 +25,14 @@ from kcm.tools import (
     trace,
     validate,
     verify,
+    zk,
 )
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, Parser, UsageError
 from kcm.tools.report import command as report
 
 # In the order `kcm --help` lists them.
 COMMANDS = (sim, check_trace, check, verify, prove, validate, review, conform, trace, replay, mutate, pipeline,
-            report)
+            report, zk)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,9 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
+from kazoo.handlers.threading import KazooTimeoutError
+
 from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.impl.sim.cluster import Cluster, ClusterStore
 from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.impl.zookeeper.pause import PausableStore
 from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 
@@ -45,6 +48,8 @@ SERVER_FAULTS: Final = frozenset({"server_kill", "quorum_loss"})
 _ELECTION_STEPS: Final = 50
 _AFTER_FAULT_STEPS: Final = 20
 _QUORUM_OUTAGE_SECONDS: Final = 1.0
+# Short, so a pause costs seconds; long enough that a killed server's clients reconnect well within it.
+SESSION_TIMEOUT: Final = 2.0
 
 
 class ServerFaults(Protocol):
@@ -293,9 +298,28 @@ class _Run:
         self._walk(_AFTER_FAULT_STEPS)
 
 
-@contextmanager
-def embedded_store() -> Iterator[ClusterStore]:
-    """The embedded store, for a campaign without ZooKeeper (its session faults only)."""
-    from kcm.impl.store import InMemoryStore
+class ZooKeeperUnreachable(Exception):
+    """No server of the hosts given answered."""
 
-    yield InMemoryStore()
+
+def zookeeper_stores(hosts: str, session_timeout: float = SESSION_TIMEOUT) -> StoreOpener:
+    """Opens a store on the ZooKeeper at `hosts` per run, each under a fresh chroot, closed after the run."""
+
+    @contextmanager
+    def opened() -> Iterator[ClusterStore]:
+        try:
+            store = PausableStore(hosts, session_timeout=session_timeout)
+        except KazooTimeoutError as error:
+            raise ZooKeeperUnreachable(f"no ZooKeeper server answered at {hosts} ({error})") from error
+        try:
+            yield store
+        finally:
+            store.close()
+
+    return opened
+
+
+def pause_until_expired(store: ClusterStore, session: int) -> None:
+    """The `SessionPause` of a store `zookeeper_stores` opened."""
+    assert isinstance(store, PausableStore), "pauses need a store zookeeper_stores opened"
+    store.pause(session)

@@ -164,6 +164,10 @@ class ZooKeeperStore:
                 raise ConnectionLostError("", f"session {session} did not expire within {self.retry_bound:.0f} s")
         victim.alive = False
         _close(victim.client)
+        self._forget_ephemerals(session)
+
+    def _forget_ephemerals(self, session: int) -> None:
+        """The ephemerals of an expired session are gone: the next drain reports them."""
         gone = sorted(path for path, owner in self._ephemerals.items() if owner == session)
         for path in gone:
             del self._ephemerals[path]

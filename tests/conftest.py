@@ -37,6 +37,12 @@ def _require_zookeeper() -> None:
 
 
 @pytest.fixture(scope="session")
+def zk_installed() -> None:
+    """For tests that start their own servers: skip, saying why, where ZooKeeper is missing."""
+    _require_zookeeper()
+
+
+@pytest.fixture(scope="session")
 def zk_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The hosts string of a ZooKeeper for the whole session: $KCM_ZK (host:port of an existing one) when set,
     else a standalone server started in a temporary folder and stopped at the end of the session. Stores

@@ -45,15 +45,17 @@ so the store returns the sessions' events one session after the other, in handle
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from kazoo import exceptions as zk
 from kazoo.client import KazooClient, KazooState
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import Callback, EventType, WatchedEvent
 
 from kcm.impl.store import (
@@ -72,8 +74,13 @@ from kcm.impl.store import (
     Stat,
     StoreError,
     WatchEvent,
+    _ancestors,
     _check_path,
 )
+
+# kazoo warns on stderr of every dropped connection and reconnect, which the store handles; what it cannot
+# handle it raises. A program that configures logging still gets kazoo's records.
+logging.getLogger("kazoo").addHandler(logging.NullHandler())
 
 _ROOT = "/"
 _PERSISTENT = 0
@@ -85,7 +92,6 @@ _CONNECTION_RETRY = {"max_tries": -1, "delay": 0.05, "backoff": 1, "max_jitter":
 _Kind = Literal["created", "deleted", "changed", "children"]
 _KINDS: dict[str, _Kind] = {EventType.CREATED: "created", EventType.DELETED: "deleted",
                             EventType.CHANGED: "changed", EventType.CHILD: "children"}
-_T = TypeVar("_T")
 # Named outside the class: inside it, `set` is the store's own method, not the builtin.
 _PathSet = set[str]
 
@@ -124,6 +130,8 @@ class ZooKeeperStore:
         self._owners: dict[int, int] = {}  # ZooKeeper session id -> handle
         self._ephemerals: dict[str, int] = {}  # path -> owning handle, for what an expiry deletes
         self._changed: _PathSet = set()
+        # Whether a write (or an expiry) happened since the last flush: with none, a poll needs no round trips.
+        self._unflushed = False
         bootstrap = self._client(hosts)
         try:
             bootstrap.ensure_path(self.chroot)
@@ -162,36 +170,27 @@ class ZooKeeperStore:
                 break
             if time.monotonic() > deadline:
                 raise ConnectionLostError("", f"session {session} did not expire within {self.retry_bound:.0f} s")
-        victim.alive = False
-        _close(victim.client)
-        self._forget_ephemerals(session)
-
-    def _forget_ephemerals(self, session: int) -> None:
-        """The ephemerals of an expired session are gone: the next drain reports them."""
-        gone = sorted(path for path, owner in self._ephemerals.items() if owner == session)
-        for path in gone:
-            del self._ephemerals[path]
-        self._changed.update(gone)
+        self._retire(victim)
 
     # Reads
 
     def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]:
         _check_path(path)
         client, watcher = self._reader(watch, path)
-        data, stat = self._request(client, path, lambda: client.get(path, watch=watcher))
+        data, stat = self._request(client, path, lambda: client.get_async(path, watch=watcher))
         return _decode(data), self._stat(stat)
 
     def exists(self, path: str, *, watch: int | None = None) -> Stat | None:
         _check_path(path)
         client, watcher = self._reader(watch, path)
-        stat = self._request(client, path, lambda: client.exists(path, watch=watcher))
+        stat = self._request(client, path, lambda: client.exists_async(path, watch=watcher))
         return None if stat is None else self._stat(stat)
 
     def children(self, path: str, *, watch: int | None = None) -> list[str]:
         _check_path(path)
         client, watcher = self._reader(watch, path)
         return sorted(str(name) for name in self._request(client, path,
-                                                           lambda: client.get_children(path, watch=watcher)))
+                                                           lambda: client.get_children_async(path, watch=watcher)))
 
     # Writes
 
@@ -203,14 +202,17 @@ class ZooKeeperStore:
         value = _encode(data)
         attempt = _Attempt()
         try:
-            self._request(owner.client, path, lambda: owner.client.create(
+            self._request(owner.client, path, lambda: owner.client.create_async(
                 path, value, ephemeral=ephemeral, makepath=make_parents), attempt)
         except NodeExistsError:
             if not (attempt.lost and self._own_create(owner, path, value, ephemeral)):
                 raise
         self._wrote(path)
+        if make_parents:
+            # Which ancestors kazoo had to create is not reported: all are re-read, a harmless superset.
+            self._wrote(*_ancestors(path))
         if ephemeral:
-            self._ephemerals[path] = session
+            self._track(path, session)
 
     def set(self, session: int, path: str, data: object, version: int = -1) -> Stat:
         _check_path(path)
@@ -218,7 +220,7 @@ class ZooKeeperStore:
         value = _encode(data)
         attempt = _Attempt()
         try:
-            stat = self._request(owner.client, path, lambda: owner.client.set(path, value, version), attempt)
+            stat = self._request(owner.client, path, lambda: owner.client.set_async(path, value, version), attempt)
         except BadVersionError:
             if not attempt.lost:
                 raise
@@ -233,12 +235,12 @@ class ZooKeeperStore:
         owner = self._live(session, path)
         attempt = _Attempt()
         try:
-            self._request(owner.client, path, lambda: owner.client.delete(path, version), attempt)
+            self._request(owner.client, path, lambda: owner.client.delete_async(path, version), attempt)
         except NoNodeError:
             if not attempt.lost:
                 raise
         self._wrote(path)
-        self._ephemerals.pop(path, None)
+        self._track(path, None)
 
     def multi(self, session: int, ops: Sequence[Op]) -> list[Stat | None]:
         owner = self._live(session, "")
@@ -246,7 +248,7 @@ class ZooKeeperStore:
             _check_path(op.path)
         checked = {op.path: self.exists(op.path) for op in ops if isinstance(op, CheckVersion) and op.version < 0}
         attempt = _Attempt()
-        results = self._request(owner.client, "", lambda: self._transaction(owner.client, ops).commit(), attempt)
+        results = self._request(owner.client, "", lambda: self._transaction(owner.client, ops).commit_async(), attempt)
         failed = next((i for i, r in enumerate(results) if isinstance(r, Exception)
                        and not isinstance(r, zk.RolledBackError | zk.RuntimeInconsistency)), None)
         if failed is not None:
@@ -258,7 +260,7 @@ class ZooKeeperStore:
         return self._multi_stats(session, ops, results, checked)
 
     def poll_watch_events(self) -> list[WatchEvent]:
-        self._flush([s for s in self._sessions.values() if self.session_alive(s.handle)])
+        self._flush_if_written()
         with self._lock:
             events = [event for s in self._sessions.values() for event in s.events]
             for s in self._sessions.values():
@@ -266,21 +268,22 @@ class ZooKeeperStore:
         return events
 
     def has_watch_events(self) -> bool:
-        """Whether `poll_watch_events` has anything: costs the same round trips as a poll."""
-        self._flush([s for s in self._sessions.values() if self.session_alive(s.handle)])
+        """Whether `poll_watch_events` has anything; the round trips it costs are not repeated by the poll."""
+        self._flush_if_written()
         with self._lock:
             return any(s.events for s in self._sessions.values())
 
     def drain_changes(self) -> _PathSet:
         """Paths this store's writes created, set or deleted since the last drain (an expiry it forced
         deletes the session's ephemerals)."""
-        changed, self._changed = self._changed, set()
+        with self._lock:
+            changed, self._changed = self._changed, set()
         return changed
 
     def close(self) -> None:
         for session in self._sessions.values():
-            session.alive = False
-            _close(session.client)
+            if session.alive:
+                self._retire(session)
         _close(self._admin)
 
     # Internals
@@ -289,13 +292,20 @@ class ZooKeeperStore:
         client = KazooClient(hosts=hosts, timeout=self._session_timeout, client_id=client_id,
                              randomize_hosts=False, connection_retry=dict(_CONNECTION_RETRY))
         if session is not None:
-            client.add_listener(lambda state: _on_state(session, state))
-        client.start(timeout=_CONNECT_TIMEOUT)
+            client.add_listener(lambda state: self._on_state(session, state))
+        try:
+            client.start(timeout=_CONNECT_TIMEOUT)
+        except KazooTimeoutError:
+            client.stop()
+            raise ConnectionLostError("", f"no ZooKeeper server at {hosts} answered within "
+                                          f"{_CONNECT_TIMEOUT:.0f} s") from None
         return client
 
     def _live(self, handle: int, path: str) -> _Session:
         session = self._sessions.get(handle)
-        if session is None or not self.session_alive(handle):
+        if session is not None and session.alive and session.expired.is_set():
+            self._retire(session)  # expired on its own (its client was cut off too long)
+        if session is None or not session.alive:
             raise SessionExpiredError(path, f"session {handle} is expired or unknown")
         return session
 
@@ -315,6 +325,28 @@ class ZooKeeperStore:
         with self._lock:
             session.events.append(WatchEvent(session.handle, str(event.path), kind))
 
+    def _on_state(self, session: _Session, state: str) -> None:
+        # kazoo's LOST: the server said the session expired, so its ephemerals are gone. (kazoo would go on
+        # with a new session; the store closes the client at the next use of the handle.)
+        if state == KazooState.LOST:
+            session.expired.set()
+            with self._lock:
+                gone = [path for path, owner in self._ephemerals.items() if owner == session.handle]
+                for path in gone:
+                    del self._ephemerals[path]
+                self._changed.update(gone)
+                self._unflushed = True
+
+    def _retire(self, session: _Session) -> None:
+        session.alive = False
+        _close(session.client)
+
+    def _flush_if_written(self) -> None:
+        with self._lock:
+            written, self._unflushed = self._unflushed, False
+        if written:
+            self._flush([s for s in self._sessions.values() if self.session_alive(s.handle)])
+
     def _flush(self, sessions: list[_Session]) -> None:
         for session in sessions:
             self._round_trip(session.client)
@@ -323,17 +355,21 @@ class ZooKeeperStore:
             done.wait(self.retry_bound)
 
     def _round_trip(self, client: Any) -> None:
-        self._request(client, _ROOT, lambda: client.exists(_ROOT))
+        self._request(client, _ROOT, lambda: client.exists_async(_ROOT))
 
-    def _request(self, client: Any, path: str, call: Callable[[], _T], attempt: _Attempt | None = None) -> _T:
+    def _request(self, client: Any, path: str, send: Callable[[], Any], attempt: _Attempt | None = None) -> Any:
+        """The answer to the request `send` makes (kazoo's async form, so the wait is bounded), re-sent after
+        a connection loss once `client` has reconnected."""
         deadline = time.monotonic() + self.retry_bound
         while True:
             try:
-                return call()
+                return send().get(timeout=max(0.0, deadline - time.monotonic()))
             except zk.ConnectionLoss:
                 if attempt is not None:
                     attempt.lost = True
                 self._await_connected(client, path, deadline)
+            except KazooTimeoutError:
+                raise self._gave_up(client, path) from None
             except zk.KazooException as error:
                 raise _mapped(error, path) from error
 
@@ -342,17 +378,26 @@ class ZooKeeperStore:
             if client.state == KazooState.LOST:
                 raise SessionExpiredError(path, "the session expired while reconnecting")
             if time.monotonic() > deadline:
-                raise ConnectionLostError(path, f"no ZooKeeper server answered within {self.retry_bound:.0f} s")
+                raise self._gave_up(client, path)
             time.sleep(_POLL_INTERVAL)
 
+    def _gave_up(self, client: Any, path: str) -> ConnectionLostError:
+        # The session's client is closed, which drops every request it still queues: none can apply later,
+        # unseen. The server expires the session within its timeout. The admin client only reads: kept.
+        for session in self._sessions.values():
+            if session.client is client and session.alive:
+                self._retire(session)
+        return ConnectionLostError(path, f"no ZooKeeper server answered within {self.retry_bound:.0f} s; "
+                                         "the session is closed")
+
     def _own_create(self, owner: _Session, path: str, value: bytes, ephemeral: bool) -> bool:
-        data, stat = self._request(owner.client, path, lambda: owner.client.get(path))
+        data, stat = self._request(owner.client, path, lambda: owner.client.get_async(path))
         if ephemeral:
             return int(stat.ephemeralOwner) == owner.zk_id
         return int(stat.ephemeralOwner) == _PERSISTENT and int(stat.version) == 0 and bytes(data) == value
 
     def _own_set(self, path: str, value: bytes, version: int) -> Any:
-        data, stat = self._request(self._admin, path, lambda: self._admin.get(path))
+        data, stat = self._request(self._admin, path, lambda: self._admin.get_async(path))
         if version >= 0 and int(stat.version) == version + 1 and bytes(data) == value:
             return stat
         raise BadVersionError(path, f"expected version {version}, node is at {stat.version}")
@@ -383,7 +428,7 @@ class ZooKeeperStore:
                 case Create():
                     stat = Stat(0, session if op.ephemeral else _PERSISTENT)
                     if op.ephemeral:
-                        self._ephemerals[op.path] = session
+                        self._track(op.path, session)
                 case SetData():
                     stat = self._stat(result)
                 case CheckVersion():
@@ -392,7 +437,7 @@ class ZooKeeperStore:
                     stat = Stat(op.version, owner) if op.version >= 0 else before
                 case Delete():
                     stat = None
-                    self._ephemerals.pop(op.path, None)
+                    self._track(op.path, None)
             if stat is not None:
                 latest[op.path] = stat
             if not isinstance(op, CheckVersion):
@@ -400,8 +445,18 @@ class ZooKeeperStore:
             stats.append(stat)
         return stats
 
-    def _wrote(self, path: str) -> None:
-        self._changed.add(path)
+    def _track(self, path: str, owner: int | None) -> None:
+        """Record that `path` is an ephemeral of session `owner` (None: deleted); the listener reads this."""
+        with self._lock:
+            if owner is None:
+                self._ephemerals.pop(path, None)
+            else:
+                self._ephemerals[path] = owner
+
+    def _wrote(self, *paths: str) -> None:
+        with self._lock:
+            self._changed.update(paths)
+            self._unflushed = True
 
     def _stat(self, stat: Any) -> Stat:
         owner = int(stat.ephemeralOwner)
@@ -413,12 +468,6 @@ class _Attempt:
 
     def __init__(self) -> None:
         self.lost = False
-
-
-def _on_state(session: _Session, state: str) -> None:
-    # kazoo's LOST: the server said the session expired (kazoo would go on with a new one; the store closes it).
-    if state == KazooState.LOST:
-        session.expired.set()
 
 
 def _close(client: Any) -> None:

@@ -9,7 +9,6 @@ Without ZooKeeper or Java the row says what is missing and how to install it (`u
 
 from __future__ import annotations
 
-import logging
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -24,12 +23,12 @@ from kcm.conformance.explore.zk_campaign import (
     CampaignResult,
     RunResult,
     ServerFaults,
-    ZooKeeperUnreachable,
     pause_until_expired,
     run_campaign,
     zookeeper_stores,
 )
 from kcm.impl.zookeeper.ensemble import Ensemble, EnsembleError, ZooKeeperMissing
+from kcm.impl.zookeeper.store import ConnectionLostError
 from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, VIOLATED
 from kcm.tools.stages import StageRow, VerifyContext
 
@@ -45,14 +44,10 @@ _ZOMBIE = "StaleControllerFenced"
 
 def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     started = time.perf_counter()
-    # kazoo warns of every connection drop and expiry, which are the faults the campaign injects on purpose.
-    kazoo = logging.getLogger("kazoo")
-    if not kazoo.handlers:
-        kazoo.addHandler(logging.NullHandler())
     try:
         with _zookeeper(ctx.zk) as (hosts, servers):
             return _rows(ctx, hosts, servers, started)
-    except (ZooKeeperMissing, EnsembleError, ZooKeeperUnreachable) as error:
+    except (ZooKeeperMissing, EnsembleError, ConnectionLostError) as error:
         return [StageRow(ENGINE, "cluster on ZooKeeper", UNKNOWN, f"not run: {error}",
                          time.perf_counter() - started)]
 
@@ -103,7 +98,10 @@ def _figures(result: CampaignResult) -> str:
     faults = ", ".join(f"{kind} {count}" for kind, count in sorted(result.faults.items()))
     median = result.failover_median()
     failover = "" if median is None else f"; failover median {median * 1000:.0f} ms"
-    return f"{len(result.runs)} runs, faults: {faults}; {result.events:,} events checked{failover}"
+    unelected = (f"; {result.unelected} of {result.faults['zombie']} zombie faults elected no successor"
+                 if result.unelected else "")
+    runs = f"{len(result.runs)} run{'s' if len(result.runs) != 1 else ''}"
+    return f"{runs}, faults: {faults}; {result.events:,} events checked{failover}{unelected}"
 
 
 def _first_trace(result: CampaignResult) -> tuple[str, str]:

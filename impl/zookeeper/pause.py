@@ -17,8 +17,8 @@ from kcm.impl.zookeeper.store import ConnectionLostError, ZooKeeperStore
 class PausableStore(ZooKeeperStore):
     def pause(self, session: int) -> None:
         """Session `session`'s client goes silent until ZooKeeper has expired the session; returns once the
-        client has heard so, with the session's ephemerals reported as changed, like a forced expiry's.
-        The broker learns of it when its owner next looks (`session_alive` is False)."""
+        client has heard so (its ephemerals are then reported as changed, as for any session that expires on
+        its own). Its owner learns of it when it next looks: `session_alive` is False."""
         record = self._live(session, "")
         self._flush([record])  # events fired while it lived stay queued
         connection = record.client._connection
@@ -29,11 +29,6 @@ class PausableStore(ZooKeeperStore):
                 raise ConnectionLostError("", f"session {session} did not expire within {self.retry_bound:.0f} s")
         finally:
             del connection._send_ping
-        record.alive = False
-        # kazoo opens a fresh session after a loss; the store never uses it.
-        record.client.stop()
-        record.client.close()
-        self._forget_ephemerals(session)
 
 
 def _silent(_connect_timeout: float) -> None:

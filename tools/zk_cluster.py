@@ -2,8 +2,10 @@
 kcm.conformance.explore.zk_campaign on a bounded budget, on a 3-server ensemble kcm starts (and stops) or on
 the ZooKeeper given, where kcm kills no server (it did not start them): session faults only.
 
-Two rows: the campaign under the run's knobs (`holds` when no event of any run breaks an invariant), and the
-zombie controller with `controller_epoch_fencing=false` (`as expected` when the checker catches its write).
+Two rows: the campaign under the run's knobs (`holds` when no event of any run breaks an invariant, `unknown`
+when a run had to end early because the store could not tell whether a write re-sent after a connection loss
+had applied), and the zombie controller with `controller_epoch_fencing=false` (`as expected` when the checker
+catches its write).
 Without ZooKeeper or Java the row says what is missing and how to install it (`unknown`).
 """
 
@@ -76,7 +78,7 @@ def _rows(ctx: VerifyContext, hosts: str, servers: ServerFaults | None, started:
                            knobs=replace(ctx.knobs, controller_epoch_fencing=False))
         zombie = _campaign(unfenced, hosts, out, servers, lambda run: task.advance(detail=_run_detail(run)))
     return [
-        StageRow(ENGINE, f"fault campaign ({ctx.knobs.describe()})", VIOLATED if campaign.violations else HOLDS,
+        StageRow(ENGINE, f"fault campaign ({ctx.knobs.describe()})", _verdict(campaign),
                  f"{where}; {_figures(campaign)}", first - started, *_first_trace(campaign)),
         StageRow(ENGINE, "zombie controller (controller_epoch_fencing=false)",
                  AS_EXPECTED if zombie.violations[_ZOMBIE] else UNEXPECTED,
@@ -90,6 +92,13 @@ def _campaign(plan: CampaignPlan, hosts: str, out: Path, servers: ServerFaults |
     return run_campaign(plan, zookeeper_stores(hosts), out, servers, pause_until_expired, on_run)
 
 
+def _verdict(result: CampaignResult) -> str:
+    """A run that ended early leaves the rest of its steps undecided, unless another run broke something."""
+    if result.violations:
+        return VIOLATED
+    return UNKNOWN if result.ended_early else HOLDS
+
+
 def _run_detail(run: RunResult) -> str:
     return f"seed {run.seed}: {run.events:,} events, {len(run.violations)} violations"
 
@@ -101,7 +110,9 @@ def _figures(result: CampaignResult) -> str:
     unelected = (f"; {result.unelected} of {result.faults['zombie']} zombie faults elected no successor"
                  if result.unelected else "")
     runs = f"{len(result.runs)} run{'s' if len(result.runs) != 1 else ''}"
-    return f"{runs}, faults: {faults}; {result.events:,} events checked{failover}{unelected}"
+    ended = result.ended_early
+    early = f"; {len(ended)} ended early: {ended[0].ended_early}" if ended else ""
+    return f"{runs}, faults: {faults}; {result.events:,} events checked{failover}{unelected}{early}"
 
 
 def _first_trace(result: CampaignResult) -> tuple[str, str]:

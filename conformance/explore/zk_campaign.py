@@ -38,6 +38,7 @@ from kcm.impl.sim.cluster import Cluster, ClusterStore
 from kcm.impl.sim.quiescence import calm_phase
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.impl.zookeeper.pause import PausableStore
+from kcm.impl.zookeeper.store import ConnectionLostError
 from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 
@@ -97,6 +98,8 @@ class RunResult:
     failovers: list[float] = field(default_factory=list)  # seconds, one per zombie fault that elected a successor
     # Zombie faults whose chosen successor was not elected within the bound: it never heard /controller go.
     unelected: int = 0
+    # Why the run ended before its steps were taken: the store could not tell whether a write applied.
+    ended_early: str = ""
 
 
 @dataclass
@@ -122,6 +125,10 @@ class CampaignResult:
     @property
     def unelected(self) -> int:
         return sum(r.unelected for r in self.runs)
+
+    @property
+    def ended_early(self) -> list[RunResult]:
+        return [r for r in self.runs if r.ended_early]
 
     def failover_median(self) -> float | None:
         times = [t for r in self.runs for t in r.failovers]
@@ -186,20 +193,27 @@ class _Run:
 
     def execute(self, schedule: list[str]) -> RunResult:
         try:
-            self.sim.bootstrap()
-            chunk = self.plan.steps // (len(schedule) + 1)
-            for kind in schedule:
-                self._walk(chunk)
-                getattr(self, f"_{kind}")()
-                self.result.faults[kind] += 1
-            self._walk(self.plan.steps - chunk * len(schedule))
-            # The faults over, a calm phase: each progress property must then hold within its bound, so a
-            # cluster the faults left stuck (a watch lost, a controller never elected) is a violation too.
-            self._learn_expiries()
-            calm_phase(self.cluster)
+            self._steps(schedule)
+        except ConnectionLostError as error:
+            # The step's effect on the store is unknown, so the cluster's view of it is too: nothing after it
+            # could be judged. The trace ends at the last step taken whole.
+            self.result.ended_early = str(error)
         finally:
             self.writer.close()
         return self.result
+
+    def _steps(self, schedule: list[str]) -> None:
+        self.sim.bootstrap()
+        chunk = self.plan.steps // (len(schedule) + 1)
+        for kind in schedule:
+            self._walk(chunk)
+            self.result.faults[kind] += 1
+            getattr(self, f"_{kind}")()
+        self._walk(self.plan.steps - chunk * len(schedule))
+        # The faults over, a calm phase: each progress property must then hold within its bound, so a cluster
+        # the faults left stuck (a controller never elected, a partition without a leader) is a violation too.
+        self._learn_expiries()
+        calm_phase(self.cluster)
 
     def _sink(self, event: Event) -> None:
         self.writer.write(event)

@@ -16,7 +16,8 @@ Design, and why:
 
 Connection loss (a server killed): a request that fails with ConnectionLoss is sent again once the client
 has reconnected, until the session expires (SessionExpiredError) or `retry_bound` seconds pass
-(ConnectionLostError), as Kafka 2.3.0's controller does in
+(ConnectionLostError; the session's client is then closed, dropping whatever it still queues, so no
+request can apply unseen later, and the handle is dead), as Kafka 2.3.0's controller does, unbounded, in
 core/src/main/scala/kafka/zk/KafkaZkClient.scala `retryRequestsUntilConnected` (re-send the requests whose
 result was CONNECTIONLOSS after `zooKeeperClient.waitUntilConnected()`, which ends when the client is
 connected or its session is gone, core/src/main/scala/kafka/zookeeper/ZooKeeperClient.scala). A write
@@ -32,6 +33,9 @@ re-sent after a loss may find its own first attempt applied; the store then deci
 - an unconditional set is re-sent as is, as Kafka does: if the first attempt applied the version moves
   twice;
 - a multi that fails on a re-send after a loss has an unknown outcome: ConnectionLostError says so.
+
+A session that expires on its own (its client cut off longer than the session timeout) is dead from then
+on; its ephemerals count as changed for `drain_changes`, as those of an expiry the store forces.
 
 Watches: `watch=h` registers the one-shot watch on session h's client; kazoo delivers fired events on its
 callback thread, which queues them. `poll_watch_events` first makes every live client do a round trip

@@ -27,6 +27,7 @@ from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.impl.store import InMemoryStore
 from kcm.impl.zookeeper.ensemble import Ensemble, ZooKeeperMissing
 from kcm.impl.zookeeper.store import ZooKeeperStore
+from kcm.impl.zookeeper.watches import WatchKeepingStore
 from kcm.spec.trace.format import TraceWriter, read_trace
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
@@ -99,6 +100,36 @@ def test_a_plan_refuses_what_it_cannot_inject(tmp_path: Path) -> None:
         CampaignPlan(config=SimConfig(brokers=2, replication_factor=2))
     with pytest.raises(ValueError, match="can be injected here"):
         run_campaign(CampaignPlan(faults=("server_kill", "pause")), lambda: nullcontext(InMemoryStore()), tmp_path)
+
+
+@pytest.mark.zk
+def test_watches_survive_a_server_killed_under_them(zk_ensemble3: Ensemble) -> None:
+    """The session's client moves to another server; the watches it held are re-sent (SetWatches): those whose
+    node changed meanwhile fire at once, the others stay set. Plain kazoo would have dropped all four."""
+    store = WatchKeepingStore(zk_ensemble3.hosts)
+    try:
+        watcher, writer = store.open_session(1), store.open_session(2)
+        for path, data in (("/changed", 0), ("/parent", None), ("/untouched", 0)):
+            store.create(writer, path, data)
+        assert store.exists("/created", watch=watcher) is None
+        store.get("/changed", watch=watcher)
+        store.children("/parent", watch=watcher)
+        store.get("/untouched", watch=watcher)
+        serving = next(s.index for s in zk_ensemble3.status() if s.mode != "down")
+        zk_ensemble3.kill(serving)  # every client of the store sits on the first server that serves
+        try:
+            store.create(writer, "/created", 1)
+            store.set(writer, "/changed", 1)
+            store.create(writer, "/parent/child", 1)
+            # In write order if the watcher was back before the writes, else in SetWatches' (data, exist, child).
+            assert sorted((e.path, e.kind) for e in store.poll_watch_events()) == [
+                ("/changed", "changed"), ("/created", "created"), ("/parent", "children")]
+            store.set(writer, "/untouched", 1)
+            assert [(e.path, e.kind) for e in store.poll_watch_events()] == [("/untouched", "changed")]
+        finally:
+            zk_ensemble3.restart(serving)
+    finally:
+        store.close()
 
 
 @pytest.mark.zk

@@ -11,10 +11,11 @@ touched, and the handler is restored when the pause ends.
 
 from __future__ import annotations
 
-from kcm.impl.zookeeper.store import ConnectionLostError, ZooKeeperStore
+from kcm.impl.zookeeper.store import ConnectionLostError
+from kcm.impl.zookeeper.watches import WatchKeepingStore
 
 
-class PausableStore(ZooKeeperStore):
+class PausableStore(WatchKeepingStore):
     def pause(self, session: int) -> None:
         """Session `session`'s client goes silent until ZooKeeper has expired the session; returns once the
         client has heard so (its ephemerals are then reported as changed, as for any session that expires on

@@ -96,7 +96,8 @@ class RunResult:
     faults: Counter[str] = field(default_factory=Counter)
     violations: list[Violation] = field(default_factory=list)
     failovers: list[float] = field(default_factory=list)  # seconds, one per zombie fault that elected a successor
-    # Zombie faults whose chosen successor was not elected within the bound: it never heard /controller go.
+    # Zombie faults whose chosen successor was not elected within the bound: nobody heard /controller go (a
+    # watch lost), or another broker won.
     unelected: int = 0
     # Why the run ended before its steps were taken: the store could not tell whether a write applied.
     ended_early: str = ""

@@ -5,8 +5,8 @@ the ZooKeeper given, where kcm kills no server (it did not start them): session 
 Two rows: the campaign under the run's knobs (`holds` when no event of any run breaks an invariant, `unknown`
 when a run had to end early because the store could not tell whether a write re-sent after a connection loss
 had applied), and the zombie controller with `controller_epoch_fencing=false` (`as expected` when the checker
-catches its write).
-Without ZooKeeper or Java the row says what is missing and how to install it (`unknown`).
+catches its write). Without ZooKeeper or Java, one row says what is missing and how to install it (`unknown`);
+so does a ZooKeeper that does not answer, or a cluster the campaign cannot run (fewer than 3 brokers).
 """
 
 from __future__ import annotations
@@ -46,12 +46,21 @@ _ZOMBIE = "StaleControllerFenced"
 
 def verify_stage(ctx: VerifyContext) -> list[StageRow]:
     started = time.perf_counter()
+    # On a ZooKeeper kcm did not start, no server is killed.
+    faults = tuple(k for k in FAULTS if not (ctx.zk and k in SERVER_FAULTS))
+    try:
+        plan = CampaignPlan(RUNS, STEPS, FAULTS_PER_RUN, knobs=ctx.knobs, config=ctx.config, faults=faults)
+    except ValueError as error:  # a cluster the campaign cannot run (`--brokers 2`)
+        return [_not_run(error, started)]
     try:
         with _zookeeper(ctx.zk) as (hosts, servers):
-            return _rows(ctx, hosts, servers, started)
+            return _rows(ctx, plan, hosts, servers, started)
     except (ZooKeeperMissing, EnsembleError, ConnectionLostError) as error:
-        return [StageRow(ENGINE, "cluster on ZooKeeper", UNKNOWN, f"not run: {error}",
-                         time.perf_counter() - started)]
+        return [_not_run(error, started)]
+
+
+def _not_run(error: Exception, started: float) -> StageRow:
+    return StageRow(ENGINE, "cluster on ZooKeeper", UNKNOWN, f"not run: {error}", time.perf_counter() - started)
 
 
 @contextmanager
@@ -65,10 +74,9 @@ def _zookeeper(given: str | None) -> Iterator[tuple[str, ServerFaults | None]]:
         yield ensemble.hosts, ensemble
 
 
-def _rows(ctx: VerifyContext, hosts: str, servers: ServerFaults | None, started: float) -> list[StageRow]:
+def _rows(ctx: VerifyContext, plan: CampaignPlan, hosts: str, servers: ServerFaults | None,
+          started: float) -> list[StageRow]:
     out = ctx.out / "zk"
-    faults = FAULTS if servers is not None else tuple(k for k in FAULTS if k not in SERVER_FAULTS)
-    plan = CampaignPlan(RUNS, STEPS, FAULTS_PER_RUN, knobs=ctx.knobs, config=ctx.config, faults=faults)
     where = (f"3-server ensemble at {hosts}" if servers is not None
              else f"ZooKeeper at {hosts} (kcm kills no server it did not start: session faults only)")
     with ctx.reporter.task("zookeeper campaign runs", RUNS + ZOMBIE_RUNS) as task:

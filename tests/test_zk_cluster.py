@@ -142,6 +142,8 @@ def test_a_bounded_campaign_on_a_3_server_ensemble(zk_ensemble3: Ensemble, tmp_p
     result = run_campaign(plan, zookeeper_stores(zk_ensemble3.hosts), tmp_path, zk_ensemble3, pause_until_expired)
     assert set(result.faults) == set(FAULTS)
     assert result.violations == Counter()
+    # Each zombie fault elected its successor: the watches on /controller outlived the servers killed before.
+    assert result.unelected == 0 and len([t for r in result.runs for t in r.failovers]) == result.faults["zombie"]
     for run in result.runs:
         events = list(read_trace(run.trace))
         assert len(events) == run.events

@@ -27,7 +27,6 @@ from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.impl.store import InMemoryStore
 from kcm.impl.zookeeper.ensemble import Ensemble, ZooKeeperMissing
 from kcm.impl.zookeeper.store import ZooKeeperStore
-from kcm.impl.zookeeper.watches import WatchKeepingStore
 from kcm.spec.trace.format import TraceWriter, read_trace
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
@@ -106,7 +105,7 @@ def test_a_plan_refuses_what_it_cannot_inject(tmp_path: Path) -> None:
 def test_watches_survive_a_server_killed_under_them(zk_ensemble3: Ensemble) -> None:
     """The session's client moves to another server; the watches it held are re-sent (SetWatches): those whose
     node changed meanwhile fire at once, the others stay set. Plain kazoo would have dropped all four."""
-    store = WatchKeepingStore(zk_ensemble3.hosts)
+    store = ZooKeeperStore(zk_ensemble3.hosts)
     try:
         watcher, writer = store.open_session(1), store.open_session(2)
         for path, data in (("/changed", 0), ("/parent", None), ("/untouched", 0)):

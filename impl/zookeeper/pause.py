@@ -11,11 +11,10 @@ touched, and the handler is restored when the pause ends.
 
 from __future__ import annotations
 
-from kcm.impl.zookeeper.store import ConnectionLostError
-from kcm.impl.zookeeper.watches import WatchKeepingStore
+from kcm.impl.zookeeper.store import ConnectionLostError, ZooKeeperStore
 
 
-class PausableStore(WatchKeepingStore):
+class PausableStore(ZooKeeperStore):
     def pause(self, session: int) -> None:
         """Session `session`'s client goes silent until ZooKeeper has expired the session; returns once the
         client has heard so (its ephemerals are then reported as changed, as for any session that expires on

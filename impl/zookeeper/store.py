@@ -44,7 +44,9 @@ callback thread, which queues them. `poll_watch_events` first makes every live c
 waits until each client's callback thread has run everything queued before that response. So every event
 fired by a write the store made before the poll is returned. Order: per session, ZooKeeper's order (the
 order the server sent them); across sessions ZooKeeper defines none (each client has its own connection),
-so the store returns the sessions' events one session after the other, in handle order.
+so the store returns the sessions' events one session after the other, in handle order. A session's watches
+survive a connection loss (a server killed, the quorum lost) as with ZooKeeper's Java client, which kazoo
+alone does not do: kcm.impl.zookeeper.watches.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ from kcm.impl.store import (
     WatchEvent,
     check_path,
 )
+from kcm.impl.zookeeper.watches import WatchKeeper
 
 # kazoo warns on stderr of every dropped connection and reconnect, which the store handles; what it cannot
 # handle it raises. A program that configures logging still gets kazoo's records.
@@ -118,6 +121,7 @@ class _Session:
     # One callable per session: kazoo keeps a set of watchers per path, so a second watch of the same kind
     # on a path by the same session is one watch, as on the server.
     watcher: Callable[[WatchedEvent], None] | None = None
+    keeper: WatchKeeper | None = None  # its watches across connection losses (kcm.impl.zookeeper.watches)
 
 
 class ZooKeeperStore:
@@ -152,6 +156,7 @@ class ZooKeeperStore:
         session.watcher = lambda event: self._on_event(session, event)
         session.client = self._client(self._hosts + self.chroot, session)
         session.zk_id = int(session.client.client_id[0])
+        session.keeper = WatchKeeper(session.client, session.watcher)
         self._sessions[handle] = session
         self._owners[session.zk_id] = handle
         return handle
@@ -183,12 +188,14 @@ class ZooKeeperStore:
         check_path(path)
         client, watcher = self._reader(watch, path)
         data, stat = self._request(client, path, lambda: client.get_async(path, watch=watcher))
+        self._note_watch(watch, path, exists=True)
         return _decode(data), self._stat(stat)
 
     def exists(self, path: str, *, watch: int | None = None) -> Stat | None:
         check_path(path)
         client, watcher = self._reader(watch, path)
         stat = self._request(client, path, lambda: client.exists_async(path, watch=watcher))
+        self._note_watch(watch, path, exists=stat is not None)
         return None if stat is None else self._stat(stat)
 
     def children(self, path: str, *, watch: int | None = None) -> list[str]:
@@ -196,6 +203,11 @@ class ZooKeeperStore:
         client, watcher = self._reader(watch, path)
         return sorted(str(name) for name in self._request(client, path,
                                                            lambda: client.get_children_async(path, watch=watcher)))
+
+    def _note_watch(self, watch: int | None, path: str, *, exists: bool) -> None:
+        keeper = None if watch is None else self._sessions[watch].keeper
+        if keeper is not None:
+            keeper.watched(path, exists=exists)
 
     # Writes
 

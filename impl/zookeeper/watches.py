@@ -8,24 +8,23 @@ Java client, which Kafka uses, re-sends its watches when it reconnects: ZooKeepe
 child watches with the last zxid the client saw, and the server fires at once every event those watches
 missed (a node deleted, changed, created, or its children changed after that zxid) and keeps the others.
 
-`WatchKeepingStore` does the same for each session: when its client loses the connection, the watches kazoo
-still holds are noted (data watches set on a node that existed, exist watches on one that did not, child
-watches); once reconnected, the watcher is given them back in kazoo's tables and a SetWatches request is
-queued before any other request, so the events the server fires reach the session like any other.
+`WatchKeeper` does the same for one session of `ZooKeeperStore`: when its client loses the connection, the
+watches kazoo still holds are noted (data watches set on a node that existed, exist watches on one that did
+not, child watches); once reconnected, the session's watcher is given them back in kazoo's tables and a
+SetWatches request is queued before any other request, so the events the server fires reach the session like
+any other.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooState
 from kazoo.protocol.serialization import int_struct, long_struct, write_string
-
-from kcm.impl.store import Stat
-from kcm.impl.zookeeper.store import ZooKeeperStore
 
 _SET_WATCHES = 101  # ZooKeeper's OpCode.setWatches
 
@@ -59,75 +58,65 @@ class _Lost:
     child: list[str] = field(default_factory=list)
 
 
-class WatchKeepingStore(ZooKeeperStore):
-    def __init__(self, hosts: str, **options: Any) -> None:
-        # Per handle, the paths its exist watches are on (set by `exists` on a missing node): kazoo keeps exist
-        # and data watches in one table, and SetWatches must tell them apart.
-        self._exist_watches: dict[int, set[str]] = {}
-        self._lost: dict[int, _Lost] = {}
-        self._watch_lock = threading.Lock()
-        super().__init__(hosts, **options)
+class WatchKeeper:
+    """The watches of one session (its started KazooClient and its one watcher callable), kept across
+    connection losses."""
 
-    def open_session(self, owner: int) -> int:
-        handle = super().open_session(owner)
-        self._exist_watches[handle] = set()
-        client = self._sessions[handle].client
-        client.add_listener(lambda state: self._on_connection(handle, client, state))
-        return handle
+    def __init__(self, client: Any, watcher: Callable[[Any], None]) -> None:
+        self._client = client
+        self._watcher = watcher
+        # The paths of its exist watches (set by `exists` on a missing node): kazoo keeps exist and data
+        # watches in one table, and SetWatches must tell them apart.
+        self._exist: set[str] = set()
+        self._lost: _Lost | None = None
+        self._lock = threading.Lock()
+        client.add_listener(self._on_connection)
 
-    def exists(self, path: str, *, watch: int | None = None) -> Stat | None:
-        stat = super().exists(path, watch=watch)
-        if watch is not None:
-            with self._watch_lock:
-                if stat is None:
-                    self._exist_watches[watch].add(path)
-                else:
-                    self._exist_watches[watch].discard(path)
-        return stat
+    def watched(self, path: str, *, exists: bool) -> None:
+        """A data watch was set on `path` (store path, without the chroot), which exists or not."""
+        with self._lock:
+            if exists:
+                self._exist.discard(path)
+            else:
+                self._exist.add(path)
 
-    def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]:
-        found = super().get(path, watch=watch)
-        if watch is not None:
-            with self._watch_lock:
-                self._exist_watches[watch].discard(path)
-        return found
-
-    def _on_connection(self, handle: int, client: Any, state: str) -> None:
+    def _on_connection(self, state: str) -> None:
         """kazoo's state listener, run on its connection thread, which it must not block."""
         if state == KazooState.SUSPENDED:
             # Listeners run before kazoo empties its watch tables (KazooClient._session_callback).
-            self._note_lost(handle, client)
+            self._note_lost()
         elif state == KazooState.CONNECTED:
-            lost = self._lost.pop(handle, None)
+            lost, self._lost = self._lost, None
             if lost is not None:
-                self._rearm(handle, client, lost)
+                self._rearm(lost)
         else:  # LOST: the session expired, and its watches with it
-            self._lost.pop(handle, None)
+            self._lost = None
 
-    def _note_lost(self, handle: int, client: Any) -> None:
+    def _note_lost(self) -> None:
+        client = self._client
         data = _watched(client._data_watchers)
         child = _watched(client._child_watchers)
         if not (data or child):
             return
-        with self._watch_lock:
-            exist = self._exist_watches[handle]
+        with self._lock:
+            exist = set(self._exist)
         chroot = client.chroot or ""
-        lost = self._lost.setdefault(handle, _Lost())
+        lost = self._lost if self._lost is not None else _Lost()
+        self._lost = lost
         lost.relative_zxid = int(client.last_zxid)
         for path in data:
             (lost.exist if path[len(chroot):] in exist else lost.data).append(path)
         lost.child.extend(child)
 
-    def _rearm(self, handle: int, client: Any, lost: _Lost) -> None:
-        watcher = self._sessions[handle].watcher
+    def _rearm(self, lost: _Lost) -> None:
+        client = self._client
         for path in (*lost.data, *lost.exist):
-            client._data_watchers[path].add(watcher)
+            client._data_watchers[path].add(self._watcher)
         for path in lost.child:
-            client._child_watchers[path].add(watcher)
+            client._child_watchers[path].add(self._watcher)
         request = _SetWatches(lost.relative_zxid, lost.data, lost.exist, lost.child)
         client._call(request, client.handler.async_result())
 
 
 def _watched(table: dict[str, set[Any]]) -> list[str]:
     return sorted(path for path, watchers in table.items() if watchers)
-

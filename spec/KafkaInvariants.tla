@@ -1,6 +1,6 @@
 ------------------------------ MODULE KafkaInvariants ------------------------------
 (***************************************************************************************)
-(* TypeOK and the eleven invariants of kcm (docs/invariants.md), with their exact names.*)
+(* TypeOK and the twelve invariants of kcm (docs/invariants.md), with their exact names.*)
 (*                                                                                     *)
 (* State properties are predicates on the state.  Step and history properties are       *)
 (* state predicates over the history variables of KafkaReplication:                     *)
@@ -124,7 +124,7 @@ StaleControllerFenced == ~h_flags.stale
 ValidPartitionTransitions == ~h_flags.partition
 ValidReplicaTransitions == ~h_flags.replica
 
-(* Informational, not one of the eleven: no controller ever asks its state machines for a
+(* Informational, not one of the twelve: no controller ever asks its state machines for a
    transition the tables forbid (Kafka logs and refuses such requests). *)
 NoRefusedTransitions == ~h_flags.refused
 

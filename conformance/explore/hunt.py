@@ -1,0 +1,234 @@
+"""A portfolio of searches for a counterexample, raced in parallel processes (`kcm hunt`).
+
+Each engine runs in a process of its own, in a process group of its own (`start_new_session`), so that TLC's
+java, its child, goes with it: the first engine to answer wins, and every other group is killed (SIGKILL to
+the group) and reaped. An engine's temporary files go under a folder the race owns (TMPDIR), removed at the
+end, since a killed process cleans up nothing.
+
+The engines (measured in docs/hunt.md):
+- `tlc-sim`: TLC's simulation mode on a reproduction model, random behaviours of bounded depth from a seed;
+  finds deep counterexamples long before the breadth-first search has exhausted the levels above them,
+  but they are longer than the shortest and it proves nothing.
+- `tlc-bfs`: TLC's breadth-first search (what `kcm check` runs), optionally bounded in depth: its
+  counterexample is a shortest one; a search that ends without one proves the invariants (to the bound).
+- `bmc`: Z3 bounded model checking of a known bug's story (kcm.spec.z3.bmc.KNOWN_BUGS), shortest too, and
+  the fastest route on the shallow bugs.
+
+Run as a module it is one engine: `python -m kcm.conformance.explore.hunt REQUEST.json RESULT.json`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from kcm.spec.tlc.modelcheck import Simulation, check_model, vocabulary_name
+from kcm.spec.trace.format import Event
+from kcm.spec.vocabulary import Knobs
+from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
+
+SIMULATE: Final = "tlc-sim"
+BFS: Final = "tlc-bfs"
+BMC: Final = "bmc"
+KINDS: Final = (SIMULATE, BFS, BMC)
+# Whose counterexample is a shortest one (breadth first, or depth by depth).
+SHORTEST: Final = frozenset({BFS, BMC})
+POLL_SECONDS: Final = 0.05
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One search: `depth` bounds a simulated behaviour (tlc-sim), the search (tlc-bfs; 0: unbounded) or the
+    unrolling (bmc; 0: the known bug's own depth)."""
+
+    kind: str
+    seed: int = 0
+    depth: int = 0
+
+    @property
+    def name(self) -> str:
+        if self.kind == SIMULATE:
+            return f"{SIMULATE} seed {self.seed}"
+        return f"{self.kind} to depth {self.depth}" if self.depth else self.kind
+
+
+@dataclass(frozen=True)
+class Hunt:
+    """What is hunted: a reproduction model of spec/ under knobs, for some of its invariants (TLA+ names;
+    None: those its configuration checks)."""
+
+    model: str
+    knobs: Knobs
+    invariants: tuple[str, ...] | None = None
+
+    def known_bug(self) -> KnownBug | None:
+        """The known bug BMC has a story for on this model and design, when the invariants hunted include
+        its invariant."""
+        for bug in KNOWN_BUGS:
+            wanted = self.invariants is None or bug.invariant in {vocabulary_name(n) for n in self.invariants}
+            if bug.model == self.model and bug.knobs == self.knobs and wanted:
+                return bug
+        return None
+
+
+@dataclass
+class Answer:
+    """What one engine found: a counterexample (the invariant it breaks, in the vocabulary's names) or none,
+    and whether its search was exhaustive (then no counterexample means none exists, to its depth bound)."""
+
+    engine: Engine
+    invariant: str | None
+    events: list[Event]
+    seconds: float
+    exhaustive: bool
+    states: int = 0
+
+    @property
+    def steps(self) -> int:
+        return len(self.events) - 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.engine.kind, "seed": self.engine.seed, "depth": self.engine.depth,
+                "invariant": self.invariant, "events": self.events, "seconds": self.seconds,
+                "exhaustive": self.exhaustive, "states": self.states}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Answer:
+        engine = Engine(data["kind"], data["seed"], data["depth"])
+        return cls(engine, data["invariant"], data["events"], data["seconds"], data["exhaustive"], data["states"])
+
+
+def search(hunt: Hunt, engine: Engine) -> Answer:
+    """One engine's search, in this process."""
+    started = time.monotonic()
+    if engine.kind == BMC:
+        bug = hunt.known_bug()
+        if bug is None:
+            raise ValueError(f"bmc: no known bug's story for model {hunt.model} under {hunt.knobs.describe()}")
+        found = bug.run() if not engine.depth else KnownBug(**{**bug.__dict__, "depth": engine.depth}).run()
+        return Answer(engine, found.invariant, found.events, time.monotonic() - started, True)
+    simulate = Simulation(engine.seed, engine.depth) if engine.kind == SIMULATE else None
+    invariants = list(hunt.invariants) if hunt.invariants is not None else None
+    outcome = check_model(hunt.model, hunt.knobs, invariants, simulate=simulate,
+                          max_depth=engine.depth if engine.kind == BFS and engine.depth else None)
+    result = outcome.result
+    invariant = vocabulary_name(result.violated) if result.violated else None
+    return Answer(engine, invariant, outcome.events, time.monotonic() - started, engine.kind == BFS,
+                  result.distinct_states)
+
+
+@dataclass
+class Race:
+    """The outcome of a race: the winning answer (a counterexample, or an exhaustive search that found
+    none), or None when the budget ran out first or every engine gave up; every engine's fate."""
+
+    winner: Answer | None
+    seconds: float
+    fates: dict[str, str] = field(default_factory=dict)
+    groups: list[int] = field(default_factory=list)  # the process groups started, all gone by now
+
+
+@dataclass
+class _Runner:
+    engine: Engine
+    process: subprocess.Popen[bytes]
+    result: Path
+    log: Path
+
+
+def race(hunt: Hunt, engines: Sequence[Engine], budget: float, on_progress: Callable[[str], None] | None = None,
+         ) -> Race:
+    """Runs the engines in parallel until one answers (or `budget` seconds pass), then stops the others."""
+    if not engines:
+        raise ValueError("a race needs at least one engine")
+    started = time.monotonic()
+    folder = Path(tempfile.mkdtemp(prefix="kcm-hunt-"))
+    runners = [_start(hunt, engine, folder / f"engine{i}") for i, engine in enumerate(engines)]
+    outcome = Race(None, 0.0, groups=[r.process.pid for r in runners])
+    try:
+        _await(runners, outcome, started + budget, on_progress)
+    finally:
+        for runner in runners:
+            _stop(runner, outcome)
+        shutil.rmtree(folder, ignore_errors=True)
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _start(hunt: Hunt, engine: Engine, folder: Path) -> _Runner:
+    folder.mkdir(parents=True)
+    request = folder / "request.json"
+    request.write_text(json.dumps({"model": hunt.model, "knobs": hunt.knobs.to_dict(),
+                                   "invariants": hunt.invariants, "kind": engine.kind, "seed": engine.seed,
+                                   "depth": engine.depth}))
+    result, log = folder / "result.json", folder / "engine.log"
+    env = {**os.environ, "TMPDIR": str(folder)}
+    with log.open("wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", __name__, str(request), str(result)], env=env,
+                                   stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    return _Runner(engine, process, result, log)
+
+
+def _await(runners: list[_Runner], outcome: Race, deadline: float,
+           on_progress: Callable[[str], None] | None) -> None:
+    running = list(runners)
+    while running and time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+        for runner in [r for r in running if r.process.poll() is not None]:
+            running.remove(runner)
+            answer = _answer(runner, outcome)
+            if answer is not None and (answer.invariant is not None or answer.exhaustive):
+                outcome.winner = answer
+                return
+        if on_progress is not None:
+            on_progress(f"{len(running)} engines searching")
+
+
+def _answer(runner: _Runner, outcome: Race) -> Answer | None:
+    name = runner.engine.name
+    if runner.process.returncode != 0 or not runner.result.is_file():
+        lines = runner.log.read_text(errors="replace").strip().splitlines()
+        outcome.fates[name] = f"failed: {lines[-1] if lines else f'exit {runner.process.returncode}'}"
+        return None
+    answer = Answer.from_json(json.loads(runner.result.read_text()))
+    if answer.invariant is not None:
+        outcome.fates[name] = f"{answer.invariant} in {answer.steps} steps after {answer.seconds:.1f} s"
+    else:
+        outcome.fates[name] = f"{'holds' if answer.exhaustive else 'nothing found'} after {answer.seconds:.1f} s"
+    return answer
+
+
+def _stop(runner: _Runner, outcome: Race) -> None:
+    """Kills the engine's whole process group (TLC's java with it) and reaps the engine."""
+    if runner.process.poll() is None:
+        outcome.fates[runner.engine.name] = "stopped"
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(runner.process.pid, signal.SIGKILL)
+    runner.process.wait()
+
+
+def _main(argv: list[str]) -> int:
+    request, result = json.loads(Path(argv[0]).read_text()), Path(argv[1])
+    invariants = request["invariants"]
+    hunt = Hunt(request["model"], Knobs.from_dict(request["knobs"]), None if invariants is None else tuple(invariants))
+    answer = search(hunt, Engine(request["kind"], request["seed"], request["depth"]))
+    partial = result.with_suffix(".part")
+    partial.write_text(json.dumps(answer.to_json()))
+    partial.replace(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

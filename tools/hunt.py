@@ -1,0 +1,216 @@
+"""`kcm hunt`: the fastest route to a counterexample for a design, then the shortest one.
+
+    kcm hunt [--set KNOB=VALUE ...] [--model NAME] [--invariant NAME ...] [--budget S] [--json] [--out DIR]
+
+The design's reproduction model (the `kcm review` row of the same knob settings, else `ci`; or `--model`)
+is searched by a portfolio of engines raced in parallel processes, one per core
+(kcm.conformance.explore.hunt): TLC's simulation mode from several seeds, Z3 bounded model checking where a
+known bug's story applies and is shallow, TLC's breadth-first search where the cores allow. The first
+counterexample wins and every other engine is stopped. Unless it is a shortest one already, it is then
+shortened: TLC breadth first, bounded by the depth found (and BMC where it applies), raced the same way.
+The shortest counterexample is confirmed by replay in the implementation and by TLC trace validation.
+
+Exit 0 no counterexample within the budget (`holds`, `holds to depth K`, or `unknown`), 1 a violation, 2 a
+bad knob, model, invariant or option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from kcm.conformance.check.replay import Replayer, ReplayError
+from kcm.conformance.explore.hunt import BFS, BMC, SHORTEST, SIMULATE, Answer, Engine, Hunt, Race, race
+from kcm.spec.tlc.modelcheck import (
+    ModelError,
+    check_invariant_names,
+    model_knobs,
+    models,
+    render_counterexample,
+    write_events,
+)
+from kcm.spec.tlc.runner import TlcError, TlcSetupError
+from kcm.spec.tlc.validate import validate_with_tlc
+from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED, holds_to_depth
+from kcm.spec.vocabulary import Knobs
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.outputs import default_out
+from kcm.tools.progress import Reporter, add_option
+from kcm.tools.review import VARIANTS
+
+DEFAULT_BUDGET: Final = 120.0
+# Behaviours TLC simulates are at most this long: the deepest known bug needs 16 steps, and a longer walk
+# spends its time past the point where the invariant broke (docs/hunt.md, measured 18 against 30).
+SIMULATION_DEPTH: Final = 20
+# BMC joins the race on a known bug of at most this depth: deeper, the simulation wins (docs/hunt.md).
+BMC_SHALLOW: Final = 8
+
+
+def register(subparsers: Any) -> None:
+    hunt = subparsers.add_parser("hunt", help="the fastest counterexample for a design, then the shortest")
+    hunt.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
+                      help="a design knob, as in kcm check (repeatable)")
+    hunt.add_argument("--model", default=None,
+                      help="the MC<name> model of spec/ to search (default: the kcm review row's for the knobs, "
+                           "else ci)")
+    hunt.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME",
+                      help="hunt only this invariant (repeatable; default: the model's)")
+    hunt.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
+                      help=f"seconds each phase (search, shortening) may take (default {DEFAULT_BUDGET:g})")
+    hunt.add_argument("--cores", type=int, default=os.cpu_count() or 1,
+                      help="engines raced at once (default: the machine's cores)")
+    hunt.add_argument("--out", metavar="DIR", help=f"where the traces go (default {default_out('hunt')})")
+    hunt.add_argument("--json", action="store_true")
+    add_option(hunt)
+    # Replay copies a simulated cluster per reading of a step, which compiled objects refuse (as kcm replay).
+    hunt.set_defaults(handler=cmd_hunt, needs_sources=True)
+
+
+def model_for(knobs: Knobs) -> str:
+    """The review row's model for these knob settings (the smallest that shows the design), else `ci`."""
+    return next((v.model for v in VARIANTS if v.knobs == knobs), "ci")
+
+
+def portfolio(hunt: Hunt, cores: int) -> list[Engine]:
+    """The engines of the first race, one per core: BMC on a shallow known bug, then TLC simulations from
+    distinct seeds; on a design no known bug describes, the breadth-first search takes a core (a correct
+    design needs it to end `holds`)."""
+    engines = []
+    bug = hunt.known_bug()
+    if bug is not None and bug.depth <= BMC_SHALLOW:
+        engines.append(Engine(BMC))
+    if bug is None or cores > 2:
+        engines.append(Engine(BFS))
+    seed = 1
+    while len(engines) < max(cores, 1):
+        engines.append(Engine(SIMULATE, seed, SIMULATION_DEPTH))
+        seed += 1
+    return engines[:max(cores, 1)]
+
+
+def shorteners(hunt: Hunt, first: Answer) -> list[Engine]:
+    """The engines that shorten a counterexample of `first.steps` steps: TLC breadth first bounded there, and
+    BMC when a known bug's story applies."""
+    engines = [Engine(BFS, depth=first.steps)]
+    if hunt.known_bug() is not None:
+        engines.append(Engine(BMC))
+    return engines
+
+
+@dataclass
+class Confirmation:
+    replay: str
+    tlc: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"replay": self.replay, "tlc_validation": self.tlc}
+
+
+def confirm(answer: Answer) -> Confirmation:
+    """Replay in the implementation, and TLC trace validation against the specification for a trace TLC did
+    not find itself (a TLC counterexample is one of the specification's behaviours by construction, and its
+    steps carry TLC's action names, not the arguments trace validation matches)."""
+    try:
+        report = Replayer(answer.events, answer.invariant).run()
+        divergence = report.divergence
+        replay = (f"the implementation follows all {report.steps} steps and breaks {answer.invariant}"
+                  if report.verdict == "same-invariant" else
+                  f"not confirmed: {report.verdict}" + (f" at seq {divergence.seq} ({divergence.action})"
+                                                         if divergence is not None else ""))
+    except ReplayError as err:
+        replay = f"not replayed: {err}"
+    if answer.engine.kind != BMC:
+        return Confirmation(replay, "a behaviour of the TLA+ model by construction (TLC found it)")
+    try:
+        check = validate_with_tlc(answer.events)
+        tlc = (f"the specification explains all {check.events} events" if check.accepted
+               else f"not confirmed: event {check.matched} is explained by no behaviour")
+    except (ValueError, TlcError) as err:
+        tlc = f"not validated: {err}"
+    return Confirmation(replay, tlc)
+
+
+def cmd_hunt(args: argparse.Namespace) -> int:
+    hunt = _hunt(args)
+    out = Path(args.out) if args.out else default_out("hunt")
+    try:
+        with Reporter(args.progress) as reporter:
+            with reporter.task(f"hunt {hunt.model}") as task:
+                first = race(hunt, portfolio(hunt, args.cores), args.budget, lambda text: task.update(text))
+            shortest = first
+            if first.winner is not None and first.winner.invariant and first.winner.engine.kind not in SHORTEST:
+                with reporter.task(f"shorten {first.winner.steps} steps") as task:
+                    shortest = race(hunt, shorteners(hunt, first.winner), args.budget,
+                                    lambda text: task.update(text))
+                if shortest.winner is None or shortest.winner.invariant is None:
+                    shortest = first
+    except TlcSetupError as err:
+        raise UsageError(str(err)) from err
+    return _report(args, hunt, out, first, shortest)
+
+
+def _hunt(args: argparse.Namespace) -> Hunt:
+    if args.budget <= 0 or args.cores < 1:
+        raise UsageError("--budget and --cores must be positive")
+    knobs = Knobs().with_settings(args.settings)
+    model = args.model or model_for(knobs)
+    if model not in models():
+        raise UsageError(f"--model {model}: unknown model (known: {', '.join(sorted(models()))})")
+    try:
+        check_invariant_names(args.invariants)
+    except ModelError as err:
+        raise UsageError(f"--invariant: {err}") from err
+    # The model's own settings (its bounds' era) under the ones given.
+    knobs = model_knobs(model).with_settings(args.settings)
+    return Hunt(model, knobs, tuple(args.invariants) if args.invariants else None)
+
+
+def _report(args: argparse.Namespace, hunt: Hunt, out: Path, first: Race, shortest: Race) -> int:
+    found = first.winner
+    summary: dict[str, Any] = {"model": hunt.model, "knobs": hunt.knobs.to_dict(),
+                               "engines": first.fates, "seconds_to_first": round(first.seconds, 2)}
+    if found is None or found.invariant is None:
+        summary["result"] = _no_counterexample(found)
+        print(json.dumps(summary, indent=2) if args.json else
+              f"hunt {hunt.model} ({hunt.knobs.describe()}): no counterexample within the budget: "
+              f"{summary['result']} ({first.seconds:.1f} s; {_fates(first)})")
+        return EXIT_OK
+    best = shortest.winner if shortest.winner is not None and shortest.winner.invariant else found
+    proven = best.engine.kind in SHORTEST
+    first_path, best_path = out / f"{hunt.model}-first.jsonl", out / f"{hunt.model}-shortest.jsonl"
+    write_events(found.events, first_path)
+    write_events(best.events, best_path)
+    confirmation = confirm(best)
+    to_shortest = first.seconds + (shortest.seconds if shortest is not first else 0.0)
+    summary.update(result=VIOLATED, invariant=found.invariant, winner=found.engine.name,
+                   first_steps=found.steps, shortest_steps=best.steps, shortest_engine=best.engine.name,
+                   shortest_proven=proven, seconds_to_shortest=round(to_shortest, 2),
+                   shortening_engines=shortest.fates if shortest is not first else {},
+                   first_trace=str(first_path), trace=str(best_path), **confirmation.to_json())
+    (out / f"{hunt.model}-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return EXIT_VIOLATED
+    print(f"hunt {hunt.model} ({hunt.knobs.describe()}): violated {best.invariant}")
+    print(f"  first: {found.engine.name} after {first.seconds:.1f} s, {found.steps} steps ({_fates(first)})")
+    kind = "shortest" if proven else "shortest found (not proven: the shortening ran out of budget)"
+    print(f"  {kind}: {best.steps} steps by {best.engine.name}, after {to_shortest:.1f} s in all")
+    print(f"  replay: {confirmation.replay}")
+    print(f"  TLC trace validation: {confirmation.tlc}")
+    print(render_counterexample(best.events))
+    print(f"counterexamples written to {first_path} and {best_path} (trace format v2)")
+    return EXIT_VIOLATED
+
+
+def _no_counterexample(answer: Answer | None) -> str:
+    if answer is None or not answer.exhaustive:
+        return UNKNOWN
+    return holds_to_depth(answer.engine.depth) if answer.engine.depth else HOLDS
+
+
+def _fates(outcome: Race) -> str:
+    return "; ".join(f"{name}: {fate}" for name, fate in outcome.fates.items())

@@ -45,6 +45,7 @@ KINDS: Final = (SIMULATE, BFS, BMC)
 # Whose counterexample is a shortest one (breadth first, or depth by depth).
 SHORTEST: Final = frozenset({BFS, BMC})
 POLL_SECONDS: Final = 0.05
+REAP_SECONDS: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,15 @@ def _stop(runner: _Runner, outcome: Race) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(runner.process.pid, signal.SIGKILL)
     runner.process.wait()
+    # TLC's java, orphaned by the kill, is reaped by init: the group is gone once it has been.
+    deadline = time.monotonic() + REAP_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(runner.process.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(POLL_SECONDS)
+    raise RuntimeError(f"{runner.engine.name}: process group {runner.process.pid} outlived SIGKILL")
 
 
 def _main(argv: list[str]) -> int:

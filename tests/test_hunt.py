@@ -12,9 +12,9 @@ import pytest
 
 from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, Engine, Hunt, race
 from kcm.spec.tlc.modelcheck import model_knobs
+from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
 from kcm.tools.hunt import model_for, portfolio
-from kcm.spec.vocabulary import Knobs
 
 
 def gone(group: int) -> bool:

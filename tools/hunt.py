@@ -33,7 +33,7 @@ from kcm.spec.tlc.modelcheck import (
     render_counterexample,
     write_events,
 )
-from kcm.spec.tlc.runner import TlcError, TlcSetupError
+from kcm.spec.tlc.runner import TlcError
 from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED, holds_to_depth
 from kcm.spec.vocabulary import Knobs
@@ -134,22 +134,24 @@ def confirm(answer: Answer) -> Confirmation:
     return Confirmation(replay, tlc)
 
 
+def hunt_races(hunt: Hunt, cores: int, budget: float, reporter: Reporter) -> tuple[Race, Race]:
+    """The race for a first counterexample, then (unless it is a shortest one already) the race that shortens
+    it; without a shortening, the second race is the first. Each race has the budget."""
+    with reporter.task(f"hunt {hunt.model}") as task:
+        first = race(hunt, portfolio(hunt, cores), budget, lambda text: task.update(text))
+    found = first.winner
+    if found is None or found.invariant is None or found.engine.kind in SHORTEST:
+        return first, first
+    with reporter.task(f"shorten {found.steps} steps") as task:
+        shortest = race(hunt, shorteners(hunt, found), budget, lambda text: task.update(text))
+    return first, shortest
+
+
 def cmd_hunt(args: argparse.Namespace) -> int:
     hunt = _hunt(args)
     out = Path(args.out) if args.out else default_out("hunt")
-    try:
-        with Reporter(args.progress) as reporter:
-            with reporter.task(f"hunt {hunt.model}") as task:
-                first = race(hunt, portfolio(hunt, args.cores), args.budget, lambda text: task.update(text))
-            shortest = first
-            if first.winner is not None and first.winner.invariant and first.winner.engine.kind not in SHORTEST:
-                with reporter.task(f"shorten {first.winner.steps} steps") as task:
-                    shortest = race(hunt, shorteners(hunt, first.winner), args.budget,
-                                    lambda text: task.update(text))
-                if shortest.winner is None or shortest.winner.invariant is None:
-                    shortest = first
-    except TlcSetupError as err:
-        raise UsageError(str(err)) from err
+    with Reporter(args.progress) as reporter:
+        first, shortest = hunt_races(hunt, args.cores, args.budget, reporter)
     return _report(args, hunt, out, first, shortest)
 
 
@@ -171,6 +173,9 @@ def _hunt(args: argparse.Namespace) -> Hunt:
 
 def _report(args: argparse.Namespace, hunt: Hunt, out: Path, first: Race, shortest: Race) -> int:
     found = first.winner
+    failures = [fate for fate in first.fates.values() if fate.startswith("failed: ")]
+    if found is None and first.fates and len(failures) == len(first.fates):
+        raise UsageError(f"every engine failed; the first: {failures[0].removeprefix('failed: ')}")
     summary: dict[str, Any] = {"model": hunt.model, "knobs": hunt.knobs.to_dict(),
                                "engines": first.fates, "seconds_to_first": round(first.seconds, 2)}
     if found is None or found.invariant is None:

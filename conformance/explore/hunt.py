@@ -1,7 +1,7 @@
 """A portfolio of searches for a counterexample, raced in parallel processes (`kcm hunt`).
 
-Each engine runs in a process of its own, in a process group of its own (`start_new_session`), so that TLC's
-java, its child, goes with it: the first engine to answer wins, and every other group is killed (SIGKILL to
+Each engine runs in a forked process, in a process group of its own (`setsid`), so that TLC's java, its
+child, goes with it: the first engine to answer wins, and every other group is killed (SIGKILL to
 the group) and reaped. An engine's temporary files go under a folder the race owns (TMPDIR), removed at the
 end, since a killed process cleans up nothing.
 
@@ -13,23 +13,22 @@ The engines (measured in docs/hunt.md):
   counterexample is a shortest one; a search that ends without one proves the invariants (to the bound).
 - `bmc`: Z3 bounded model checking of a known bug's story (kcm.spec.z3.bmc.KNOWN_BUGS), shortest too, and
   the fastest route on the shallow bugs.
-
-Run as a module it is one engine: `python -m kcm.conformance.explore.hunt REQUEST.json RESULT.json`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Final
 
@@ -143,9 +142,18 @@ class Race:
 @dataclass
 class _Runner:
     engine: Engine
-    process: subprocess.Popen[bytes]
+    process: BaseProcess
     result: Path
     log: Path
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.process.exitcode
+
+
+# Forked, an engine starts with the modules this process has loaded (TLC, Z3 and kcm: a second or more of
+# imports otherwise).
+_FORK: Final = multiprocessing.get_context("fork")
 
 
 def race(hunt: Hunt, engines: Sequence[Engine], budget: float, on_progress: Callable[[str], None] | None = None,
@@ -156,7 +164,7 @@ def race(hunt: Hunt, engines: Sequence[Engine], budget: float, on_progress: Call
     started = time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="kcm-hunt-"))
     runners = [_start(hunt, engine, folder / f"engine{i}") for i, engine in enumerate(engines)]
-    outcome = Race(None, 0.0, groups=[r.process.pid for r in runners])
+    outcome = Race(None, 0.0, groups=[r.process.pid or 0 for r in runners])
     try:
         _await(runners, outcome, started + budget, on_progress)
     finally:
@@ -169,17 +177,31 @@ def race(hunt: Hunt, engines: Sequence[Engine], budget: float, on_progress: Call
 
 def _start(hunt: Hunt, engine: Engine, folder: Path) -> _Runner:
     folder.mkdir(parents=True)
-    request = folder / "request.json"
-    request.write_text(json.dumps({"model": hunt.model, "knobs": hunt.knobs.to_dict(),
-                                   "invariants": hunt.invariants, "kind": engine.kind, "seed": engine.seed,
-                                   "depth": engine.depth}))
-    result, log = folder / "result.json", folder / "engine.log"
-    env = {**os.environ, "TMPDIR": str(folder)}
-    with log.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", __name__, str(request), str(result)], env=env,
-                                   stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    return _Runner(engine, process, result, log)
+    runner = _Runner(engine, _FORK.Process(target=_engine, args=(hunt, engine, folder), daemon=True),
+                     folder / "result.json", folder / "engine.log")
+    runner.process.start()
+    return runner
+
+
+def _engine(hunt: Hunt, engine: Engine, folder: Path) -> None:
+    """An engine's process: a session (so a process group) of its own, its temporary files in `folder`, its
+    output in a log; its answer written whole (renamed into place) or not at all."""
+    os.setsid()
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None
+    log = os.open(folder / "engine.log", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    try:
+        answer = search(hunt, engine)
+    except Exception as err:  # the race reports it as the engine's fate, in one line
+        print(f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
+        os._exit(1)
+    partial = folder / "result.part"
+    partial.write_text(json.dumps(answer.to_json()))
+    partial.replace(folder / "result.json")
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def _await(runners: list[_Runner], outcome: Race, deadline: float,
@@ -187,7 +209,7 @@ def _await(runners: list[_Runner], outcome: Race, deadline: float,
     running = list(runners)
     while running and time.monotonic() < deadline:
         time.sleep(POLL_SECONDS)
-        for runner in [r for r in running if r.process.poll() is not None]:
+        for runner in [r for r in running if r.exit_code is not None]:
             running.remove(runner)
             answer = _answer(runner, outcome)
             if answer is not None and (answer.invariant is not None or answer.exhaustive):
@@ -199,9 +221,9 @@ def _await(runners: list[_Runner], outcome: Race, deadline: float,
 
 def _answer(runner: _Runner, outcome: Race) -> Answer | None:
     name = runner.engine.name
-    if runner.process.returncode != 0 or not runner.result.is_file():
-        lines = runner.log.read_text(errors="replace").strip().splitlines()
-        outcome.fates[name] = f"failed: {lines[-1] if lines else f'exit {runner.process.returncode}'}"
+    if runner.exit_code != 0 or not runner.result.is_file():
+        lines = runner.log.read_text(errors="replace").strip().splitlines() if runner.log.is_file() else []
+        outcome.fates[name] = f"failed: {lines[-1] if lines else f'exit {runner.exit_code}'}"
         return None
     answer = Answer.from_json(json.loads(runner.result.read_text()))
     if answer.invariant is not None:
@@ -212,33 +234,23 @@ def _answer(runner: _Runner, outcome: Race) -> Answer | None:
 
 
 def _stop(runner: _Runner, outcome: Race) -> None:
-    """Kills the engine's whole process group (TLC's java with it) and reaps the engine."""
-    if runner.process.poll() is None:
+    """Kills the engine's whole process group (TLC's java with it) and reaps the engine. The engine itself is
+    killed by its id too: stopped before its first instruction, it has no group of its own yet."""
+    pid = runner.process.pid
+    assert pid is not None
+    if runner.exit_code is None:
         outcome.fates[runner.engine.name] = "stopped"
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(runner.process.pid, signal.SIGKILL)
-    runner.process.wait()
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    runner.process.join()
     # TLC's java, orphaned by the kill, is reaped by init: the group is gone once it has been.
     deadline = time.monotonic() + REAP_SECONDS
     while time.monotonic() < deadline:
         try:
-            os.killpg(runner.process.pid, 0)
+            os.killpg(pid, 0)
         except ProcessLookupError:
             return
         time.sleep(POLL_SECONDS)
-    raise RuntimeError(f"{runner.engine.name}: process group {runner.process.pid} outlived SIGKILL")
-
-
-def _main(argv: list[str]) -> int:
-    request, result = json.loads(Path(argv[0]).read_text()), Path(argv[1])
-    invariants = request["invariants"]
-    hunt = Hunt(request["model"], Knobs.from_dict(request["knobs"]), None if invariants is None else tuple(invariants))
-    answer = search(hunt, Engine(request["kind"], request["seed"], request["depth"]))
-    partial = result.with_suffix(".part")
-    partial.write_text(json.dumps(answer.to_json()))
-    partial.replace(result)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+    raise RuntimeError(f"{runner.engine.name}: process group {pid} outlived SIGKILL")

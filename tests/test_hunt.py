@@ -47,8 +47,9 @@ def test_a_budget_that_runs_out_stops_every_engine_java_included() -> None:
     assert all(gone(group) for group in outcome.groups)
 
 
-def test_the_portfolio_takes_bmc_on_a_shallow_known_bug_and_bfs_where_none_applies() -> None:
-    assert portfolio(kafka1211(), 2) == [Engine(BMC), Engine(SIMULATE, 1, 20)]
+def test_the_portfolio_takes_bmc_alone_on_a_shallow_known_bug_and_bfs_beside_simulations_otherwise() -> None:
+    assert portfolio(kafka1211(), 2) == [Engine(BMC)]
+    assert portfolio(kafka1211(), 3) == [Engine(BMC), Engine(SIMULATE, 1, 20)]
     assert portfolio(Hunt("ci", model_knobs("ci")), 2) == [Engine(BFS), Engine(SIMULATE, 1, 20)]
     assert [e.kind for e in portfolio(Hunt("kip101", model_knobs("kip101")), 3)] == [BFS, SIMULATE, SIMULATE]
 

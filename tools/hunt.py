@@ -46,7 +46,7 @@ DEFAULT_BUDGET: Final = 120.0
 # Behaviours TLC simulates are at most this long: the deepest known bug needs 16 steps, and a longer walk
 # spends its time past the point where the invariant broke (docs/hunt.md, measured 18 against 30).
 SIMULATION_DEPTH: Final = 20
-# BMC joins the race on a known bug of at most this depth: deeper, the simulation wins (docs/hunt.md).
+# BMC runs on a known bug of at most this depth: deeper, TLC wins (docs/hunt.md).
 BMC_SHALLOW: Final = 8
 
 
@@ -76,29 +76,43 @@ def model_for(knobs: Knobs) -> str:
 
 
 def portfolio(hunt: Hunt, cores: int) -> list[Engine]:
-    """The engines of the first race, one per core: BMC on a shallow known bug, then TLC simulations from
-    distinct seeds; on a design no known bug describes, the breadth-first search takes a core (a correct
-    design needs it to end `holds`)."""
-    engines = []
+    """The engines of the first race, one per core. On a shallow known bug, BMC alone (on two loaded cores a
+    TLC beside it slows it more than it adds); otherwise the breadth-first search (the only engine that finds
+    the KIP-320 case within minutes, and the one that proves a correct design), then TLC simulations from
+    distinct seeds (docs/hunt.md has the measurements)."""
     bug = hunt.known_bug()
-    if bug is not None and bug.depth <= BMC_SHALLOW:
-        engines.append(Engine(BMC))
-    if bug is None or cores > 2:
-        engines.append(Engine(BFS))
-    seed = 1
-    while len(engines) < max(cores, 1):
-        engines.append(Engine(SIMULATE, seed, SIMULATION_DEPTH))
-        seed += 1
-    return engines[:max(cores, 1)]
+    shallow = bug is not None and bug.depth <= BMC_SHALLOW
+    simulations = max(cores - 2, 0) if shallow else cores - 1
+    return [Engine(BMC if shallow else BFS),
+            *(Engine(SIMULATE, seed, SIMULATION_DEPTH) for seed in range(1, simulations + 1))]
 
 
-def shorteners(hunt: Hunt, first: Answer) -> list[Engine]:
-    """The engines that shorten a counterexample of `first.steps` steps: TLC breadth first bounded there, and
-    BMC when a known bug's story applies."""
-    engines = [Engine(BFS, depth=first.steps)]
-    if hunt.known_bug() is not None:
-        engines.append(Engine(BMC))
-    return engines
+@dataclass
+class HuntResult:
+    """The race for a first counterexample, and the shortest one: from a breadth-first engine of that race
+    kept running, or from a second race bounded by the depth found (`shortening`), or the first itself."""
+
+    first: Race
+    shortest: Answer | None
+    seconds_to_shortest: float
+    shortening: Race | None = None
+
+
+def hunt_races(hunt: Hunt, cores: int, budget: float, reporter: Reporter) -> HuntResult:
+    """The race for a first counterexample, then (unless it is a shortest one, or the race's breadth-first
+    search gave a shortest one too) a race of TLC breadth first bounded by the depth found. Each race has
+    the budget."""
+    with reporter.task(f"hunt {hunt.model}") as task:
+        first = race(hunt, portfolio(hunt, cores), budget, lambda text: task.update(text), keep_shortest=True)
+    found = first.winner
+    if found is None or found.invariant is None or found.engine.kind in SHORTEST:
+        return HuntResult(first, found, first.seconds)
+    if first.shortest is not None:
+        return HuntResult(first, first.shortest, first.seconds_to_shortest)
+    with reporter.task(f"shorten {found.steps} steps") as task:
+        again = race(hunt, [Engine(BFS, depth=found.steps)], budget, lambda text: task.update(text))
+    best = again.winner if again.winner is not None and again.winner.invariant else None
+    return HuntResult(first, best, first.seconds + again.seconds, again)
 
 
 @dataclass
@@ -134,25 +148,12 @@ def confirm(answer: Answer) -> Confirmation:
     return Confirmation(replay, tlc)
 
 
-def hunt_races(hunt: Hunt, cores: int, budget: float, reporter: Reporter) -> tuple[Race, Race]:
-    """The race for a first counterexample, then (unless it is a shortest one already) the race that shortens
-    it; without a shortening, the second race is the first. Each race has the budget."""
-    with reporter.task(f"hunt {hunt.model}") as task:
-        first = race(hunt, portfolio(hunt, cores), budget, lambda text: task.update(text))
-    found = first.winner
-    if found is None or found.invariant is None or found.engine.kind in SHORTEST:
-        return first, first
-    with reporter.task(f"shorten {found.steps} steps") as task:
-        shortest = race(hunt, shorteners(hunt, found), budget, lambda text: task.update(text))
-    return first, shortest
-
-
 def cmd_hunt(args: argparse.Namespace) -> int:
     hunt = _hunt(args)
     out = Path(args.out) if args.out else default_out("hunt")
     with Reporter(args.progress) as reporter:
-        first, shortest = hunt_races(hunt, args.cores, args.budget, reporter)
-    return _report(args, hunt, out, first, shortest)
+        result = hunt_races(hunt, args.cores, args.budget, reporter)
+    return _report(args, hunt, out, result)
 
 
 def _hunt(args: argparse.Namespace) -> Hunt:
@@ -171,7 +172,8 @@ def _hunt(args: argparse.Namespace) -> Hunt:
     return Hunt(model, knobs, tuple(args.invariants) if args.invariants else None)
 
 
-def _report(args: argparse.Namespace, hunt: Hunt, out: Path, first: Race, shortest: Race) -> int:
+def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult) -> int:
+    first = result.first
     found = first.winner
     failures = [fate for fate in first.fates.values() if fate.startswith("failed: ")]
     if found is None and first.fates and len(failures) == len(first.fates):
@@ -184,17 +186,17 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, first: Race, shorte
               f"hunt {hunt.model} ({hunt.knobs.describe()}): no counterexample within the budget: "
               f"{summary['result']} ({first.seconds:.1f} s; {_fates(first)})")
         return EXIT_OK
-    best = shortest.winner if shortest.winner is not None and shortest.winner.invariant else found
+    best = result.shortest or found
     proven = best.engine.kind in SHORTEST
     first_path, best_path = out / f"{hunt.model}-first.jsonl", out / f"{hunt.model}-shortest.jsonl"
     write_events(found.events, first_path)
     write_events(best.events, best_path)
     confirmation = confirm(best)
-    to_shortest = first.seconds + (shortest.seconds if shortest is not first else 0.0)
+    to_shortest = result.seconds_to_shortest
     summary.update(result=VIOLATED, invariant=found.invariant, winner=found.engine.name,
                    first_steps=found.steps, shortest_steps=best.steps, shortest_engine=best.engine.name,
                    shortest_proven=proven, seconds_to_shortest=round(to_shortest, 2),
-                   shortening_engines=shortest.fates if shortest is not first else {},
+                   shortening_engines=result.shortening.fates if result.shortening else {},
                    first_trace=str(first_path), trace=str(best_path), **confirmation.to_json())
     (out / f"{hunt.model}-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if args.json:
@@ -203,6 +205,8 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, first: Race, shorte
     print(f"hunt {hunt.model} ({hunt.knobs.describe()}): violated {best.invariant}")
     print(f"  first: {found.engine.name} after {first.seconds:.1f} s, {found.steps} steps ({_fates(first)})")
     kind = "shortest" if proven else "shortest found (not proven: the shortening ran out of budget)"
+    if result.shortest is None:
+        to_shortest = first.seconds + (result.shortening.seconds if result.shortening else 0.0)
     print(f"  {kind}: {best.steps} steps by {best.engine.name}, after {to_shortest:.1f} s in all")
     print(f"  replay: {confirmation.replay}")
     print(f"  TLC trace validation: {confirmation.tlc}")

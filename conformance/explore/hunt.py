@@ -137,6 +137,9 @@ class Race:
     seconds: float
     fates: dict[str, str] = field(default_factory=dict)
     groups: list[int] = field(default_factory=list)  # the process groups started, all gone by now
+    # With `keep_shortest`: a shortest counterexample from a breadth-first engine kept running after the win.
+    shortest: Answer | None = None
+    seconds_to_shortest: float = 0.0
 
 
 @dataclass
@@ -157,8 +160,11 @@ _FORK: Final = multiprocessing.get_context("fork")
 
 
 def race(hunt: Hunt, engines: Sequence[Engine], budget: float, on_progress: Callable[[str], None] | None = None,
-         ) -> Race:
-    """Runs the engines in parallel until one answers (or `budget` seconds pass), then stops the others."""
+         keep_shortest: bool = False) -> Race:
+    """Runs the engines in parallel until one answers (or `budget` seconds pass), then stops the others.
+    `keep_shortest`: when the winner's counterexample may not be a shortest one, every engine that finds
+    shortest ones (tlc-bfs, bmc) is kept running, the others stopped, until one of them answers too (or the
+    budget runs out): a breadth-first search that has already explored the shallow levels is not restarted."""
     if not engines:
         raise ValueError("a race needs at least one engine")
     started = time.monotonic()
@@ -167,11 +173,23 @@ def race(hunt: Hunt, engines: Sequence[Engine], budget: float, on_progress: Call
     outcome = Race(None, 0.0, groups=[r.process.pid or 0 for r in runners])
     try:
         _await(runners, outcome, started + budget, on_progress)
+        winner = outcome.winner
+        if keep_shortest and winner is not None and winner.invariant and winner.engine.kind not in SHORTEST:
+            outcome.seconds = time.monotonic() - started
+            shorteners = [r for r in runners if r.engine.kind in SHORTEST and r.engine.name not in outcome.fates]
+            for runner in runners:
+                if runner not in shorteners:
+                    _stop(runner, outcome)
+            _await(shorteners, outcome, started + budget, on_progress)
+            outcome.winner, outcome.shortest = winner, outcome.winner if outcome.winner is not winner else None
+            outcome.seconds_to_shortest = time.monotonic() - started
+            return outcome
     finally:
         for runner in runners:
             _stop(runner, outcome)
         shutil.rmtree(folder, ignore_errors=True)
-    outcome.seconds = time.monotonic() - started
+    if outcome.shortest is None:
+        outcome.seconds = time.monotonic() - started
     return outcome
 
 
@@ -206,7 +224,7 @@ def _engine(hunt: Hunt, engine: Engine, folder: Path) -> None:
 
 def _await(runners: list[_Runner], outcome: Race, deadline: float,
            on_progress: Callable[[str], None] | None) -> None:
-    running = list(runners)
+    running = [r for r in runners if r.engine.name not in outcome.fates]
     while running and time.monotonic() < deadline:
         time.sleep(POLL_SECONDS)
         for runner in [r for r in running if r.exit_code is not None]:
@@ -240,6 +258,8 @@ def _stop(runner: _Runner, outcome: Race) -> None:
     assert pid is not None
     if runner.exit_code is None:
         outcome.fates[runner.engine.name] = "stopped"
+    elif runner.engine.name not in outcome.fates:
+        _answer(runner, outcome)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):

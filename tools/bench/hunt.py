@@ -143,16 +143,15 @@ def _round(reporter: Reporter, runs: dict[tuple[str, str], list[Timing]], bug: B
     for engine in engines_of(hunt, seeds):
         reporter.line(f"round {round_}: {bug.model}: {engine.name}")
         runs.setdefault((bug.model, engine.name), []).append(engine_run(hunt, engine, budget))
-    first, shortest = hunt_races(hunt, cores, budget, reporter)
-    found = first.winner
+    result = hunt_races(hunt, cores, budget, reporter)
+    found = result.first.winner
     steps = found.steps if found is not None and found.invariant else None
     winner = found.engine.name if found is not None else "nothing"
-    runs.setdefault((bug.model, "kcm hunt: first"), []).append(Timing(first.seconds, steps, winner))
-    best = shortest.winner
-    total = first.seconds + (shortest.seconds if shortest is not first else 0.0)
+    runs.setdefault((bug.model, "kcm hunt: first"), []).append(Timing(result.first.seconds, steps, winner))
+    best = result.shortest
     runs.setdefault((bug.model, "kcm hunt: shortest"), []).append(
-        Timing(total, best.steps if best is not None and best.invariant else None,
-               best.engine.name if best is not None else "nothing"))
+        Timing(result.seconds_to_shortest, best.steps if best is not None else None,
+               best.engine.name if best is not None else "not within the budget"))
 
 
 def _shown(timings: list[Timing]) -> str:

@@ -103,3 +103,15 @@ def test_kcm_hunt_finds_the_deep_known_bugs(settings: list[str], invariant: str,
     summary = json.loads(capsys.readouterr().out)
     assert code == 1 and summary["invariant"] == invariant, summary
     assert summary["replay"].startswith("the implementation follows all")
+
+
+@pytest.mark.tlc
+def test_the_breadth_first_search_kept_running_after_a_simulation_wins_gives_the_shortest() -> None:
+    hunt = Hunt("kip101", model_knobs("kip101"))
+    outcome = race(hunt, [Engine(BFS), Engine(SIMULATE, 3, 20)], budget=600, keep_shortest=True)
+    assert outcome.winner is not None and outcome.winner.invariant == "ReplicaLogsAgree"
+    if outcome.winner.engine.kind == SIMULATE:
+        assert outcome.shortest is not None and outcome.shortest.engine.kind == BFS
+        assert outcome.shortest.steps <= outcome.winner.steps
+        assert outcome.seconds <= outcome.seconds_to_shortest
+    assert all(gone(group) for group in outcome.groups)

@@ -234,7 +234,7 @@ def _await(runners: list[_Runner], outcome: Race, deadline: float,
                 outcome.winner = answer
                 return
         if on_progress is not None:
-            on_progress(f"{len(running)} engines searching")
+            on_progress("searching: " + ", ".join(r.engine.name for r in running))
 
 
 def _answer(runner: _Runner, outcome: Race) -> Answer | None:

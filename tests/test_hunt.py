@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, Engine, Hunt, race
-from kcm.spec.tlc.modelcheck import model_knobs
+from kcm.spec.tlc.modelcheck import check_model, model_knobs
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
 from kcm.tools.hunt import model_for, portfolio
@@ -115,3 +115,11 @@ def test_the_breadth_first_search_kept_running_after_a_simulation_wins_gives_the
         assert outcome.shortest.steps <= outcome.winner.steps
         assert outcome.seconds <= outcome.seconds_to_shortest
     assert all(gone(group) for group in outcome.groups)
+
+
+def test_a_depth_bound_checks_behaviours_of_that_many_steps_and_no_more() -> None:
+    # KAFKA-1211's shortest counterexample has 8 steps.
+    knobs = model_knobs("kafka1211")
+    assert check_model("kafka1211", knobs, max_depth=7).result.violated is None
+    found = check_model("kafka1211", knobs, max_depth=8).result
+    assert found.violated == "NoCommittedDataLoss" and len(found.trace) == 9

@@ -218,7 +218,7 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
 def _no_counterexample(answer: Answer | None) -> str:
     if answer is None or not answer.exhaustive:
         return UNKNOWN
-    return holds_to_depth(answer.engine.depth) if answer.engine.depth else HOLDS
+    return HOLDS if answer.bound is None else holds_to_depth(answer.bound)
 
 
 def _fates(outcome: Race) -> str:

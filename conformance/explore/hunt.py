@@ -93,6 +93,7 @@ class Answer:
     seconds: float
     exhaustive: bool
     states: int = 0
+    bound: int | None = None  # an exhaustive search's depth bound (None: the whole model)
 
     @property
     def steps(self) -> int:
@@ -101,12 +102,13 @@ class Answer:
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.engine.kind, "seed": self.engine.seed, "depth": self.engine.depth,
                 "invariant": self.invariant, "events": self.events, "seconds": self.seconds,
-                "exhaustive": self.exhaustive, "states": self.states}
+                "exhaustive": self.exhaustive, "states": self.states, "bound": self.bound}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Answer:
         engine = Engine(data["kind"], data["seed"], data["depth"])
-        return cls(engine, data["invariant"], data["events"], data["seconds"], data["exhaustive"], data["states"])
+        return cls(engine, data["invariant"], data["events"], data["seconds"], data["exhaustive"], data["states"],
+                   data["bound"])
 
 
 def search(hunt: Hunt, engine: Engine) -> Answer:
@@ -117,7 +119,7 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
         if bug is None:
             raise ValueError(f"bmc: no known bug's story for model {hunt.model} under {hunt.knobs.describe()}")
         found = bug.run() if not engine.depth else KnownBug(**{**bug.__dict__, "depth": engine.depth}).run()
-        return Answer(engine, found.invariant, found.events, time.monotonic() - started, True)
+        return Answer(engine, found.invariant, found.events, time.monotonic() - started, True, bound=found.depth)
     simulate = Simulation(engine.seed, engine.depth) if engine.kind == SIMULATE else None
     invariants = list(hunt.invariants) if hunt.invariants is not None else None
     outcome = check_model(hunt.model, hunt.knobs, invariants, simulate=simulate,
@@ -125,7 +127,7 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
     result = outcome.result
     invariant = vocabulary_name(result.violated) if result.violated else None
     return Answer(engine, invariant, outcome.events, time.monotonic() - started, engine.kind == BFS,
-                  result.distinct_states)
+                  result.distinct_states, engine.depth or None)
 
 
 @dataclass

@@ -15,6 +15,9 @@ The baseline is the public model of the same bug (hachikuji/kafka-specification,
 give `--public` the folder of a checkout) under TLC with one worker, with the bounds of issue 28: 2 replicas,
 log size 2, 2 records, 2 leader epochs (3 replicas for the deep case), `StrongIsr` checked. Without
 `--public`, the issue's published figures are printed as the reference, and no ratio is claimed.
+
+The engines run for minutes on the deep bugs, so this benchmark is not among the ones `python -m
+kcm.tools.bench` runs (as `bench.bmc`). Figures and what they say: docs/hunt.md.
 """
 
 from __future__ import annotations

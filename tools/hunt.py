@@ -93,21 +93,23 @@ class HuntResult:
     kept running, or from a second race bounded by the depth found (`shortening`), or the first itself."""
 
     first: Race
-    shortest: Answer | None
-    seconds_to_shortest: float
+    shortest: Answer | None  # None: the shortening gave up (its budget ran out, or it failed)
+    seconds_to_shortest: float  # to the shortest, or until the shortening gave up
     shortening: Race | None = None
 
 
 def hunt_races(hunt: Hunt, cores: int, budget: float, reporter: Reporter) -> HuntResult:
-    """The race for a first counterexample, then (unless it is a shortest one, or the race's breadth-first
-    search gave a shortest one too) a race of TLC breadth first bounded by the depth found. Each race has
-    the budget."""
+    """The race for a first counterexample, then its shortest: the first itself (BFS, BMC), or the race's
+    breadth-first search kept running, or (a race without one) a race of TLC breadth first bounded by the
+    depth found. Each race has the budget."""
+    engines = portfolio(hunt, cores)
     with reporter.task(f"hunt {hunt.model}") as task:
-        first = race(hunt, portfolio(hunt, cores), budget, lambda text: task.update(text), keep_shortest=True)
+        first = race(hunt, engines, budget, lambda text: task.update(text), keep_shortest=True)
     found = first.winner
     if found is None or found.invariant is None or found.engine.kind in SHORTEST:
         return HuntResult(first, found, first.seconds)
-    if first.shortest is not None:
+    if any(engine.kind in SHORTEST for engine in engines):
+        # The race's own breadth-first search, kept running: its shortest, or the budget ran out on it.
         return HuntResult(first, first.shortest, first.seconds_to_shortest)
     with reporter.task(f"shorten {found.steps} steps") as task:
         again = race(hunt, [Engine(BFS, depth=found.steps)], budget, lambda text: task.update(text))
@@ -192,10 +194,11 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
     write_events(found.events, first_path)
     write_events(best.events, best_path)
     confirmation = confirm(best)
+    # Without a shortest, the time the shortening took before it gave up.
     to_shortest = result.seconds_to_shortest
     summary.update(result=VIOLATED, invariant=found.invariant, winner=found.engine.name,
                    first_steps=found.steps, shortest_steps=best.steps, shortest_engine=best.engine.name,
-                   shortest_proven=proven, seconds_to_shortest=round(to_shortest, 2),
+                   shortest_proven=proven, seconds_to_shortest=round(to_shortest, 2) if proven else None,
                    shortening_engines=result.shortening.fates if result.shortening else {},
                    first_trace=str(first_path), trace=str(best_path), **confirmation.to_json())
     (out / f"{hunt.model}-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -204,10 +207,10 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
         return EXIT_VIOLATED
     print(f"hunt {hunt.model} ({hunt.knobs.describe()}): violated {best.invariant}")
     print(f"  first: {found.engine.name} after {first.seconds:.1f} s, {found.steps} steps ({_fates(first)})")
-    kind = "shortest" if proven else "shortest found (not proven: the shortening ran out of budget)"
-    if result.shortest is None:
-        to_shortest = first.seconds + (result.shortening.seconds if result.shortening else 0.0)
-    print(f"  {kind}: {best.steps} steps by {best.engine.name}, after {to_shortest:.1f} s in all")
+    if proven:
+        print(f"  shortest: {best.steps} steps by {best.engine.name}, after {to_shortest:.1f} s in all")
+    else:
+        print(f"  no shortest: the shortening gave up after {to_shortest:.1f} s in all; the first is shown")
     print(f"  replay: {confirmation.replay}")
     print(f"  TLC trace validation: {confirmation.tlc}")
     print(render_counterexample(best.events))

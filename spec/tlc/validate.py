@@ -178,7 +178,8 @@ def _batch(event: Event, assigned: set[str]) -> list[str]:
     if action in BATCHED_REQUESTS:
         # LeaderAndIsr lists partition states, StopReplica partition names; a counterexample of TLC's names
         # none (its request is one model step already).
-        return [entry if isinstance(entry, str) else entry["partition"] for entry in event["args"].get("partitions", ())]
+        entries = event["args"].get("partitions", ())
+        return [entry if isinstance(entry, str) else entry["partition"] for entry in entries]
     return []
 
 

@@ -506,3 +506,9 @@ def _ancestors(path: str) -> list[str]:
     names = path.split("/")[1:-1]
     return ["/" + "/".join(names[: depth + 1]) for depth in range(len(names))]
 
+
+
+def check_path(path: str) -> None:
+    """Raise ValueError unless `path` is an absolute node path ZooKeeper accepts: the check every store makes
+    before a request, so the embedded and the ZooKeeper-backed store refuse the same paths."""
+    _check_path(path)

@@ -4,13 +4,15 @@ stop, and that nothing is left running."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from kcm.impl.zookeeper.ensemble import Ensemble, EnsembleError, locate
+from kcm.impl.zookeeper.ensemble import Ensemble, EnsembleError, ServerStatus, locate
 
 pytestmark = [pytest.mark.zk, pytest.mark.usefixtures("zk_installed")]
 
@@ -42,6 +44,31 @@ def test_three_servers_keep_a_quorum_when_one_is_killed_and_restarted(zk_ensembl
     assert after[leader].mode == "down" and after[leader].pid is None
     zk_ensemble3.restart(leader)
     assert sorted(s.mode for s in zk_ensemble3.status()) == ["follower", "follower", "leader"]
+
+
+def test_a_server_alone_of_three_runs_without_serving_until_a_second_is_back(zk_ensemble3: Ensemble) -> None:
+    for index in range(3):
+        zk_ensemble3.kill(index)
+    zk_ensemble3.restart(0, wait=False)
+    alone = zk_ensemble3.status()[0]
+    assert _srvr_once_up(alone.client_port).startswith("This ZooKeeper instance is not currently serving")
+    assert zk_ensemble3.status()[0] == ServerStatus(0, alone.client_port, alone.pid, "down")
+    zk_ensemble3.restart(1)
+    zk_ensemble3.restart(2)
+    assert sorted(s.mode for s in zk_ensemble3.status()) == ["follower", "follower", "leader"]
+
+
+def _srvr_once_up(port: int) -> str:
+    """The server's answer to `srvr` once it accepts connections (bounded)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"srvr")
+                return sock.makefile("rb").read().decode()
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port}")
 
 
 def test_a_second_start_in_the_same_folder_is_refused(tmp_path: Path) -> None:

@@ -127,14 +127,16 @@ class Ensemble:
         server.pid = None
         self._save()
 
-    def restart(self, index: int, timeout: float = 30.0) -> None:
-        """Start server `index` again on its data and ports; returns once it serves (a follower rejoined)."""
+    def restart(self, index: int, timeout: float = 30.0, *, wait: bool = True) -> None:
+        """Start server `index` again on its data and ports; returns once it serves (a follower rejoined), or
+        at once with `wait=False`: a server alone of three never serves until a second one is back."""
         server = self._servers[index]
         if self._alive(server):
             raise EnsembleError(f"server {index} is still running (pid {server.pid})")
         self._spawn(server, *locate())
         self._save()
-        self._await_serving([server], timeout)
+        if wait:
+            self._await_serving([server], timeout)
 
     def __enter__(self) -> Ensemble:
         return self

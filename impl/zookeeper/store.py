@@ -12,7 +12,8 @@ Design, and why:
 - Values are JSON: what the port stores is JSON-like; a node created empty (an ancestor `make_parents`
   created) reads as None, as in the embedded store.
 - Handles are 1, 2, ... as in InMemoryStore; `Stat.ephemeral_owner` is the handle of the session whose
-  ZooKeeper session id owns the node, so results compare exactly with the embedded store's.
+  ZooKeeper session id owns the node (-1 for a session of another client), so results compare exactly with
+  the embedded store's.
 
 Connection loss (a server killed): a request that fails with ConnectionLoss is sent again once the client
 has reconnected, until the session expires (SessionExpiredError) or `retry_bound` seconds pass
@@ -55,7 +56,8 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import PurePosixPath
+from typing import Any, Literal, assert_never
 
 from kazoo import exceptions as zk
 from kazoo.client import KazooClient, KazooState
@@ -78,8 +80,7 @@ from kcm.impl.store import (
     Stat,
     StoreError,
     WatchEvent,
-    _ancestors,
-    _check_path,
+    check_path,
 )
 
 # kazoo warns on stderr of every dropped connection and reconnect, which the store handles; what it cannot
@@ -179,19 +180,19 @@ class ZooKeeperStore:
     # Reads
 
     def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]:
-        _check_path(path)
+        check_path(path)
         client, watcher = self._reader(watch, path)
         data, stat = self._request(client, path, lambda: client.get_async(path, watch=watcher))
         return _decode(data), self._stat(stat)
 
     def exists(self, path: str, *, watch: int | None = None) -> Stat | None:
-        _check_path(path)
+        check_path(path)
         client, watcher = self._reader(watch, path)
         stat = self._request(client, path, lambda: client.exists_async(path, watch=watcher))
         return None if stat is None else self._stat(stat)
 
     def children(self, path: str, *, watch: int | None = None) -> list[str]:
-        _check_path(path)
+        check_path(path)
         client, watcher = self._reader(watch, path)
         return sorted(str(name) for name in self._request(client, path,
                                                            lambda: client.get_children_async(path, watch=watcher)))
@@ -201,7 +202,7 @@ class ZooKeeperStore:
     def create(
         self, session: int, path: str, data: object, *, ephemeral: bool = False, make_parents: bool = False
     ) -> None:
-        _check_path(path)
+        check_path(path)
         owner = self._live(session, path)
         value = _encode(data)
         attempt = _Attempt()
@@ -214,12 +215,12 @@ class ZooKeeperStore:
         self._wrote(path)
         if make_parents:
             # Which ancestors kazoo had to create is not reported: all are re-read, a harmless superset.
-            self._wrote(*_ancestors(path))
+            self._wrote(*(str(a) for a in PurePosixPath(path).parents if str(a) != _ROOT))
         if ephemeral:
             self._track(path, session)
 
     def set(self, session: int, path: str, data: object, version: int = -1) -> Stat:
-        _check_path(path)
+        check_path(path)
         owner = self._live(session, path)
         value = _encode(data)
         attempt = _Attempt()
@@ -228,12 +229,12 @@ class ZooKeeperStore:
         except BadVersionError:
             if not attempt.lost:
                 raise
-            stat = self._own_set(path, value, version)
+            stat = self._own_set(owner, path, value, version)
         self._wrote(path)
         return self._stat(stat)
 
     def delete(self, session: int, path: str, version: int = -1) -> None:
-        _check_path(path)
+        check_path(path)
         if path == _ROOT:
             raise ValueError("the root node cannot be deleted")
         owner = self._live(session, path)
@@ -249,7 +250,7 @@ class ZooKeeperStore:
     def multi(self, session: int, ops: Sequence[Op]) -> list[Stat | None]:
         owner = self._live(session, "")
         for op in ops:
-            _check_path(op.path)
+            check_path(op.path)
         checked = {op.path: self.exists(op.path) for op in ops if isinstance(op, CheckVersion) and op.version < 0}
         attempt = _Attempt()
         results = self._request(owner.client, "", lambda: self._transaction(owner.client, ops).commit_async(), attempt)
@@ -400,8 +401,8 @@ class ZooKeeperStore:
             return int(stat.ephemeralOwner) == owner.zk_id
         return int(stat.ephemeralOwner) == _PERSISTENT and int(stat.version) == 0 and bytes(data) == value
 
-    def _own_set(self, path: str, value: bytes, version: int) -> Any:
-        data, stat = self._request(self._admin, path, lambda: self._admin.get_async(path))
+    def _own_set(self, owner: _Session, path: str, value: bytes, version: int) -> Any:
+        data, stat = self._request(owner.client, path, lambda: owner.client.get_async(path))
         if version >= 0 and int(stat.version) == version + 1 and bytes(data) == value:
             return stat
         raise BadVersionError(path, f"expected version {version}, node is at {stat.version}")
@@ -418,6 +419,8 @@ class ZooKeeperStore:
                     transaction.check(op.path, op.version)
                 case Delete():
                     transaction.delete(op.path, op.version)
+                case _:
+                    assert_never(op)
         return transaction
 
     def _multi_stats(self, session: int, ops: Sequence[Op], results: list[Any],

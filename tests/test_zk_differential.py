@@ -139,3 +139,30 @@ def test_watches_survive_a_connection_loss(zk_hosts: str) -> None:
             pair.compare_trees()
         finally:
             real.close()
+
+
+def test_changes_made_while_a_client_is_cut_off_arrive_as_set_watches_reports_them(zk_hosts: str) -> None:
+    """What the embedded store, having no connections, cannot show: a watch whose node changed while its
+    client was cut off fires once it is back, as ZooKeeper's SetWatches fires it: a node deleted and created
+    again is `changed`, and an exists watch misses a node created and deleted meanwhile (it stays set)."""
+    host, _, port = zk_hosts.split(",")[0].rpartition(":")
+    with Relay((host, int(port))) as relay:
+        cut_off = ZooKeeperStore(f"127.0.0.1:{relay.port}")
+        writer = ZooKeeperStore(zk_hosts, chroot=cut_off.chroot)
+        try:
+            watcher, other = cut_off.open_session(1), writer.open_session(2)
+            writer.create(other, "/a", 0)
+            cut_off.get("/a", watch=watcher)
+            cut_off.exists("/b", watch=watcher)
+            relay.cut()
+            writer.delete(other, "/a")
+            writer.create(other, "/a", 1)
+            writer.create(other, "/b", 0)
+            writer.delete(other, "/b")
+            assert cut_off.poll_watch_events() == [WatchEvent(watcher, "/a", "changed")]
+            writer.create(other, "/b", 2)
+            cut_off.create(watcher, "/c", 0)  # a poll waits for the events of its own store's writes
+            assert cut_off.poll_watch_events() == [WatchEvent(watcher, "/b", "created")]
+        finally:
+            writer.close()
+            cut_off.close()

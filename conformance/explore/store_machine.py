@@ -11,9 +11,10 @@ forced through ZooKeeper), and connection loss: the ZooKeeper store reaches the 
 that cuts every client's connection; they reconnect within the session timeout, which the embedded store,
 having no connections, knows nothing of. Paths come from a small alphabet, so that requests collide.
 
-What may differ, deliberately, is listed in docs/zookeeper.md, "Embedded store vs ZooKeeper", and
-tolerated here by `DELIBERATE` alone; anything else fails the example with a `StoreDivergence` whose message
-is the example as a list of requests (`Pair.log`).
+What may differ, deliberately, is listed in docs/zookeeper.md, "Embedded store vs ZooKeeper"; of it, the
+machine meets only the order in which an expiry deletes the session's ephemerals, and tolerates exactly that
+(`Pair.poll(ordered=False)`, for the events an expiry fires). Anything else fails the example with a
+`StoreDivergence` whose message is the example as a list of requests (`Pair.log`).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ClassVar, Final
 
 from hypothesis import strategies as st
@@ -50,21 +51,26 @@ from kcm.impl.zookeeper.store import ZooKeeperStore
 
 # Two names, three levels: 14 paths, so creates, deletes and watches keep meeting the same nodes.
 NAMES: Final = ("a", "b")
-PATHS: Final = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map(lambda names: "/" + "/".join(names))
+MAX_DEPTH: Final = 3
+PATHS: Final = st.lists(st.sampled_from(NAMES), min_size=1, max_size=MAX_DEPTH).map(lambda names: "/" + "/".join(names))
 # The root too for reads: under a chroot it is the chroot's node.
 READ_PATHS: Final = PATHS | st.just("/")
+# A path drawn, or (an index given) one of the nodes the store holds: most drawn paths name no node, and a
+# set, delete or watch of an existing one is what exercises versions, children and events.
+KNOWN: Final = st.integers(0, 31).map(lambda index: index if index < 24 else None)  # a node held, 3 times in 4
+TARGETS: Final = st.tuples(PATHS, KNOWN)
+READ_TARGETS: Final = st.tuples(READ_PATHS, KNOWN)
 DATA: Final = st.none() | st.integers(0, 2) | st.lists(st.integers(0, 2), max_size=2) | st.fixed_dictionaries(
     {"leader": st.integers(0, 2)})
 # -1 (any) and the first versions, so a version is as often right as wrong.
 VERSIONS: Final = st.integers(-1, 2)
-WATCHERS: Final = st.none() | PICK
-OPS: Final = st.lists(st.one_of(
-    st.builds(CheckVersion, PATHS, VERSIONS),
-    st.builds(Create, PATHS, DATA, st.booleans()),
-    st.builds(SetData, PATHS, DATA, VERSIONS),
-    st.builds(Delete, PATHS, VERSIONS),
-), min_size=1, max_size=4)
+# A live session's index (which shrinks to the first), or None one time in five: a read that sets no watch.
+WATCHERS: Final = st.integers(0, 39).map(lambda index: index if index < 32 else None)
+# A multi's ops, each (kind, node, data, version, ephemeral), made into `Op`s against the store's nodes.
+OPS: Final = st.lists(st.tuples(st.sampled_from(("check", "create", "set", "delete")), TARGETS, DATA, VERSIONS,
+                                st.booleans()), min_size=1, max_size=4)
 MAX_LIVE_SESSIONS: Final = 3
+CUT: Final = "# every client's connection is lost, and restored within the session timeout"
 # What a session may still ask once expired: each must raise SessionExpiredError in both stores.
 EXPIRED_REQUESTS: Final[dict[str, Callable[[CoordinationStore, int, str], object]]] = {
     "create": lambda store, s, path: store.create(s, path, 0),
@@ -80,6 +86,7 @@ EXPIRED_REQUESTS: Final[dict[str, Callable[[CoordinationStore, int, str], object
 RECONNECT_TIMEOUT: Final = 10.0
 
 Outcome = tuple[Any, ...]
+Target = tuple[str, int | None]
 
 
 class StoreDivergence(AssertionError):
@@ -163,6 +170,10 @@ def tree(store: CoordinationStore, path: str = "/") -> dict[str, Outcome]:
     return nodes
 
 
+def _create_with_parents(store: CoordinationStore, session: int, path: str, ephemeral: bool) -> None:
+    store.create(session, path, 0, ephemeral=ephemeral, make_parents=True)
+
+
 def _op_text(op: Op) -> str:
     return repr(op).replace("CheckVersion", "Check")
 
@@ -186,13 +197,36 @@ class StoreMachine(RuleBasedStateMachine):
         self.real = ZooKeeperStore(relayed)
         self.pair = Pair(self.real, type(self).embedded())
         self.diverged = False
+        self.asked: set[int] = set()
         self.tally.examples += 1
 
     def _live(self) -> list[int]:
         return [s for s in self.pair.sessions if self.pair.embedded.session_alive(s)]
 
-    def _expired(self) -> list[int]:
-        return [s for s in self.pair.sessions if not self.pair.embedded.session_alive(s)]
+    def _unasked(self) -> list[int]:
+        """Expired sessions no request has been sent through yet: one each is enough to see it refused."""
+        return [s for s in self.pair.sessions if not self.pair.embedded.session_alive(s) and s not in self.asked]
+
+    def _path(self, target: Target) -> str:
+        drawn, known = target
+        nodes = sorted(tree(self.pair.embedded))[1:]  # not the root, which a delete may not name
+        return drawn if known is None or not nodes else str(pick(known, nodes))
+
+    def _new_path(self, node: Target, name: str) -> str:
+        """The path drawn, or (an index given) a child named `name` of a node the store holds."""
+        drawn, under = node
+        if under is None:
+            return drawn
+        parents = [p for p in tree(self.pair.embedded) if p.count("/") < MAX_DEPTH]
+        return f"{pick(under, parents).rstrip('/')}/{name}"
+
+    def _op(self, kind: str, node: Target, data: object, version: int, ephemeral: bool) -> Op:
+        if kind == "create":
+            return Create(self._new_path(node, node[0].rsplit("/", 1)[1]), data, ephemeral)
+        path = self._path(node)
+        if kind == "set":
+            return SetData(path, data, version)
+        return CheckVersion(path, version) if kind == "check" else Delete(path, version)
 
     def _watcher(self, index: int | None) -> int | None:
         live = self._live()
@@ -212,9 +246,14 @@ class StoreMachine(RuleBasedStateMachine):
         if poll:
             self._checked(self.pair.poll)
 
-    @initialize(owner=st.integers(0, 2))
-    def first_session(self, owner: int) -> None:
-        self.pair.open_session(owner)
+    @initialize(owner=st.integers(0, 2), nodes=st.lists(st.tuples(PATHS, st.booleans()), min_size=1, max_size=6))
+    def start(self, owner: int, nodes: list[tuple[str, bool]]) -> None:
+        """A first session, and a few nodes it creates (an ephemeral when the flag is set), so that the
+        rules find nodes to set, delete and watch from the first step on."""
+        s = self.pair.open_session(owner)
+        for path, ephemeral in nodes:
+            self._call(f"create({s}, {path!r}, 0, ephemeral={ephemeral}, make_parents=True)",
+                       partial(_create_with_parents, session=s, path=path, ephemeral=ephemeral))
 
     @precondition(lambda self: len(self._live()) < MAX_LIVE_SESSIONS)
     @rule(owner=st.integers(0, 2))
@@ -222,43 +261,47 @@ class StoreMachine(RuleBasedStateMachine):
         self.pair.open_session(owner)
 
     @precondition(lambda self: self._live())
-    @rule(index=PICK, path=PATHS, data=DATA, ephemeral=st.booleans(), make_parents=st.booleans(), poll=st.booleans())
-    def create(self, index: int, path: str, data: object, ephemeral: bool, make_parents: bool, poll: bool) -> None:
-        s = pick(index, self._live())
+    @rule(index=PICK, node=TARGETS, name=st.sampled_from(NAMES), data=DATA, ephemeral=st.booleans(),
+          make_parents=st.booleans(), poll=st.booleans())
+    def create(self, index: int, node: Target, name: str, data: object, ephemeral: bool, make_parents: bool,
+               poll: bool) -> None:
+        """A path drawn, or a child of a node the store holds (most drawn paths have no parent yet)."""
+        s, path = pick(index, self._live()), self._new_path(node, name)
         self._call(f"create({s}, {path!r}, {data!r}, ephemeral={ephemeral}, make_parents={make_parents})",
                    lambda store: store.create(s, path, data, ephemeral=ephemeral, make_parents=make_parents), poll)
 
     @precondition(lambda self: self._live())
-    @rule(index=PICK, path=PATHS, data=DATA, version=VERSIONS, poll=st.booleans())
-    def set(self, index: int, path: str, data: object, version: int, poll: bool) -> None:
-        s = pick(index, self._live())
+    @rule(index=PICK, node=TARGETS, data=DATA, version=VERSIONS, poll=st.booleans())
+    def set(self, index: int, node: Target, data: object, version: int, poll: bool) -> None:
+        s, path = pick(index, self._live()), self._path(node)
         self._call(f"set({s}, {path!r}, {data!r}, {version})", lambda store: store.set(s, path, data, version), poll)
 
     @precondition(lambda self: self._live())
-    @rule(index=PICK, path=PATHS, version=VERSIONS, poll=st.booleans())
-    def delete(self, index: int, path: str, version: int, poll: bool) -> None:
-        s = pick(index, self._live())
+    @rule(index=PICK, node=TARGETS, version=VERSIONS, poll=st.booleans())
+    def delete(self, index: int, node: Target, version: int, poll: bool) -> None:
+        s, path = pick(index, self._live()), self._path(node)
         self._call(f"delete({s}, {path!r}, {version})", lambda store: store.delete(s, path, version), poll)
 
     @precondition(lambda self: self._live())
-    @rule(index=PICK, ops=OPS, poll=st.booleans())
-    def multi(self, index: int, ops: list[Op], poll: bool) -> None:
+    @rule(index=PICK, drawn=OPS, poll=st.booleans())
+    def multi(self, index: int, drawn: list[tuple[str, Target, object, int, bool]], poll: bool) -> None:
         s = pick(index, self._live())
+        ops = [self._op(*op) for op in drawn]
         self._call(f"multi({s}, [{', '.join(map(_op_text, ops))}])", lambda store: store.multi(s, ops), poll)
 
-    @rule(path=READ_PATHS, watcher=WATCHERS)
-    def get(self, path: str, watcher: int | None) -> None:
-        w = self._watcher(watcher)
+    @rule(node=READ_TARGETS, watcher=WATCHERS)
+    def get(self, node: Target, watcher: int | None) -> None:
+        w, path = self._watcher(watcher), self._path(node)
         self._call(f"get({path!r}, watch={w})", lambda store: store.get(path, watch=w))
 
-    @rule(path=READ_PATHS, watcher=WATCHERS)
-    def exists(self, path: str, watcher: int | None) -> None:
-        w = self._watcher(watcher)
+    @rule(node=READ_TARGETS, watcher=WATCHERS)
+    def exists(self, node: Target, watcher: int | None) -> None:
+        w, path = self._watcher(watcher), self._path(node)
         self._call(f"exists({path!r}, watch={w})", lambda store: store.exists(path, watch=w))
 
-    @rule(path=READ_PATHS, watcher=WATCHERS)
-    def children(self, path: str, watcher: int | None) -> None:
-        w = self._watcher(watcher)
+    @rule(node=READ_TARGETS, watcher=WATCHERS)
+    def children(self, node: Target, watcher: int | None) -> None:
+        w, path = self._watcher(watcher), self._path(node)
         self._call(f"children({path!r}, watch={w})", lambda store: store.children(path, watch=w))
 
     @precondition(lambda self: self._live())
@@ -270,18 +313,21 @@ class StoreMachine(RuleBasedStateMachine):
         self._checked(self.pair.poll)
         self._call(f"expire_session({s})", lambda store: store.expire_session(s))
         self._checked(lambda: self.pair.poll(ordered=False))
+        if not self._live():
+            self.pair.open_session(0)  # as a broker whose session expired opens a new one
 
-    @precondition(lambda self: self._expired())
+    @precondition(lambda self: self._unasked())
     @rule(index=PICK, path=PATHS, request=st.sampled_from(sorted(EXPIRED_REQUESTS)))
     def request_of_an_expired_session(self, index: int, path: str, request: str) -> None:
-        s = pick(index, self._expired())
+        s = pick(index, self._unasked())
+        self.asked.add(s)
         self._call(f"{request}({s}, {path!r})", lambda store: EXPIRED_REQUESTS[request](store, s, path))
 
-    @precondition(lambda self: self.connection_loss and self._live())
+    @precondition(lambda self: self.connection_loss and self._live() and self.pair.log[-1] != CUT)
     @rule()
     def lose_connection(self) -> None:
         """Every client's connection is cut; each reconnects through the relay and its session lives on."""
-        self.pair.log.append("# every client's connection is lost, and restored within the session timeout")
+        self.pair.log.append(CUT)
         for relay in self.relays:
             cut = relay.cut()
             relay.wait_for_connections(cut, RECONNECT_TIMEOUT)

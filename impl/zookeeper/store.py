@@ -44,7 +44,9 @@ callback thread, which queues them. `poll_watch_events` first makes every live c
 waits until each client's callback thread has run everything queued before that response. So every event
 fired by a write the store made before the poll is returned. Order: per session, ZooKeeper's order (the
 order the server sent them); across sessions ZooKeeper defines none (each client has its own connection),
-so the store returns the sessions' events one session after the other, in handle order.
+so the store returns the sessions' events one session after the other, in handle order. kazoo drops every
+watch when a connection goes; each session's `WatchBook` (impl/zookeeper/watches.py) sets them again once it
+has reconnected and fires the events they missed, as ZooKeeper's own client does with SetWatches.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from kcm.impl.controller import Controller
 from kcm.impl.messages import Record
 from kcm.impl.replica_manager import ReplicaManager
 from kcm.impl.states import PartitionState, ReplicaState
-from kcm.impl.store import InMemoryStore, NoNodeError
+from kcm.impl.store import CoordinationStore, NoNodeError
 from kcm.spec.vocabulary import NO_LEADER
 
 Leaf = Any
@@ -34,7 +34,7 @@ class Abstraction:
 
     def delta(
         self,
-        store: InMemoryStore,
+        store: CoordinationStore,
         changed_paths: set[str],
         managers: dict[int, ReplicaManager],
         controllers: dict[int, Controller],
@@ -67,7 +67,7 @@ class Abstraction:
 
     def snapshot(
         self,
-        store: InMemoryStore,
+        store: CoordinationStore,
         managers: dict[int, ReplicaManager],
         controllers: dict[int, Controller],
         known_partitions: set[str],
@@ -103,7 +103,7 @@ class Abstraction:
     # -- the store ---------------------------------------------------------------------------------------
 
     def _store_delta(
-        self, store: InMemoryStore, paths: set[str], known: set[str], out: dict[str, Any]
+        self, store: CoordinationStore, paths: set[str], known: set[str], out: dict[str, Any]
     ) -> None:
         if zk_paths.CONTROLLER in paths:
             holder = _read(store, zk_paths.CONTROLLER)
@@ -119,7 +119,7 @@ class Abstraction:
             elif len(parts) == 4 and parts[3] == "state":
                 self._partition_node_delta(store, zk_paths.partition_name(parts[0], int(parts[2])), out)
 
-    def _topic_delta(self, store: InMemoryStore, topic: str, known: set[str], out: dict[str, Any]) -> None:
+    def _topic_delta(self, store: CoordinationStore, topic: str, known: set[str], out: dict[str, Any]) -> None:
         data = _read(store, zk_paths.topic_path(topic))
         assignment = zk_paths.topic_assignment(data) if data is not None else {}
         names = {zk_paths.partition_name(topic, i): list(r) for i, r in assignment.items()}
@@ -130,7 +130,7 @@ class Abstraction:
             if partition not in names:
                 self._partition_node_delta(store, partition, out)
 
-    def _partition_node_delta(self, store: InMemoryStore, partition: str, out: dict[str, Any]) -> None:
+    def _partition_node_delta(self, store: CoordinationStore, partition: str, out: dict[str, Any]) -> None:
         try:
             data, stat = store.get(zk_paths.partition_state_path(partition))
         except NoNodeError:
@@ -252,7 +252,7 @@ class Abstraction:
             self.replica_seen.pop((key, partition), None)
 
 
-def _read(store: InMemoryStore, path: str) -> Any:
+def _read(store: CoordinationStore, path: str) -> Any:
     try:
         data, _ = store.get(path)
     except NoNodeError:

@@ -505,12 +505,19 @@ StopReplica(b) ==
     /\ UNCHANGED <<store_vars, ctl_vars, alive, session, reregister, broker_epoch, msgs, bound_vars, ops_vars>>
     /\ HistoryNext
 
+\* A request of b's controlled shutdown, or its answer, is in flight.
+ShutdownInFlight(b) ==
+    \E m \in ctl_msgs : m.type \in {"ControlledShutdownRequest", "ControlledShutdownResponse"} /\ b \in {m.src, m.dst}
+
 (* RequestControlledShutdown(b) -- actor broker:b.
-   When: b is up, has not asked yet, and /controller names a controller.
+   When: b is up, /controller names a controller, and b has not asked yet, or asked and has no attempt
+   in flight any more (refused, or the request or its answer lost): Kafka 2.3.0's broker tries again
+   (KafkaServer.scala doControlledShutdown, controlled.shutdown.max.retries attempts, then an unclean
+   stop; the model retries without bound, see docs/spec.md).
    Does: sends ControlledShutdownRequest to it. *)
 RequestControlledShutdown(b) ==
     /\ alive[b]
-    /\ ~cs_requested[b]
+    /\ ~cs_requested[b] \/ ~ShutdownInFlight(b)
     /\ controller # NoLeader
     /\ crashes < MaxCrashes
     /\ cs_requested' = [cs_requested EXCEPT ![b] = TRUE]
@@ -522,7 +529,7 @@ RequestControlledShutdown(b) ==
 (* ControlledShutdownResponse(b) -- actor broker:b.
    When: the controller's answer to b's request is in flight.
    Does: if b leads nothing any more it checkpoints its HWs and stops (as a crash, counted by the
-   crash bound); otherwise it may ask again. *)
+   crash bound); otherwise it stays leaving and asks again (RequestControlledShutdown). *)
 ControlledShutdownResponse(b) ==
     \E m \in ctl_msgs :
     /\ m.type = "ControlledShutdownResponse"
@@ -557,8 +564,8 @@ ControlledShutdownResponse(b) ==
             /\ UNCHANGED <<controller_epoch, assignment, leader, leader_epoch, isr, partition_controller_epoch,
                            partition_version, session, broker_epoch, log, next_record, expiries, h_flags, admin_vars>>
        ELSE /\ ctl_msgs' = ctl_msgs \ {m}
-            /\ cs_requested' = [cs_requested EXCEPT ![b] = FALSE]
-            /\ UNCHANGED <<store_vars, ctl_vars, broker_vars, replica_vars, msgs, bound_vars, h_flags, admin_vars, opsctx_vars>>
+            /\ UNCHANGED <<store_vars, ctl_vars, broker_vars, replica_vars, msgs, bound_vars, h_flags, admin_vars, opsctx_vars,
+                           cs_requested>>
     /\ HistoryNext
 
 (* Admin requests -- actor admin.  Each creates its admin node (which must not exist yet). *)

@@ -1,6 +1,6 @@
 ------------------------------ MODULE KafkaInvariants ------------------------------
 (***************************************************************************************)
-(* TypeOK and the eleven invariants of kcm (docs/invariants.md), with their exact names.*)
+(* TypeOK and the twelve invariants of kcm (docs/invariants.md), with their exact names.*)
 (*                                                                                     *)
 (* State properties are predicates on the state.  Step and history properties are       *)
 (* state predicates over the history variables of KafkaReplication:                     *)
@@ -81,6 +81,12 @@ HighWatermarkMonotonicAcrossLeaders ==
 
 HighWatermarkMonotonic == HighWatermarkMonotonicPerLeaderEpoch /\ HighWatermarkMonotonicAcrossLeaders
 
+(* HighWatermarkWithinLog (state): no broker's HW of p passes the end of its log of p (Kafka 2.4.0
+   Log.updateHighWatermark bounds it by the log end offset, and updateLogEndOffset lowers it on a
+   truncation; 2.3.0 only warned, in ReplicaFetcherThread.truncate). *)
+HighWatermarkWithinLog ==
+    \A b \in Brokers : \A p \in Partitions : hw[b][p] <= Len(log[b][p])
+
 (* NoCommittedDataLoss (history): records below a leader's HW are committed and form a prefix C(p)
    (a leader committing a conflicting prefix is a violation); the log of the current leader and of
    every ISR member that holds a log starts with C(p). *)
@@ -97,7 +103,8 @@ ReplicaLogsAgree ==
             LET k == Min(Min(hw[b1][p], hw[b2][p]), Min(Len(log[b1][p]), Len(log[b2][p])))
             IN SubSeq(log[b1][p], 1, k) = SubSeq(log[b2][p], 1, k)
 
-(* ControllerEpochMonotonic (step): controller_epoch never decreases; a broker's
+(* ControllerEpochMonotonic (step): controller_epoch never decreases, and rises at the step that
+   fills /controller (one multi-op, Kafka 2.3.0 KafkaZkClient.registerControllerAndIncrementControllerEpoch); a broker's
    broker_controller_epoch never decreases while it stays up. *)
 ControllerEpochMonotonic == "ControllerEpochMonotonic" \notin h_violations
 
@@ -117,12 +124,12 @@ StaleControllerFenced == ~h_flags.stale
 ValidPartitionTransitions == ~h_flags.partition
 ValidReplicaTransitions == ~h_flags.replica
 
-(* Informational, not one of the eleven: no controller ever asks its state machines for a
+(* Informational, not one of the twelve: no controller ever asks its state machines for a
    transition the tables forbid (Kafka logs and refuses such requests). *)
 NoRefusedTransitions == ~h_flags.refused
 
 AllInvariants ==
-    /\ TypeOK /\ OneLeaderPerEpoch /\ IsrSubsetOfReplicas /\ LeaderInIsr /\ HighWatermarkMonotonic
+    /\ TypeOK /\ OneLeaderPerEpoch /\ IsrSubsetOfReplicas /\ LeaderInIsr /\ HighWatermarkMonotonic /\ HighWatermarkWithinLog
     /\ NoCommittedDataLoss /\ ReplicaLogsAgree /\ ControllerEpochMonotonic /\ LeaderEpochMonotonic
     /\ StaleControllerFenced /\ ValidPartitionTransitions /\ ValidReplicaTransitions
 =============================================================================

@@ -14,9 +14,11 @@ EXTENDS KafkaControllerOps, KafkaProperties
 (* cannot compute ENABLED of a whole controller event, so each condition is written     *)
 (* with a guard that implies ENABLED: the guard of the event, which then changes a      *)
 (* variable (the controller, b's acting epoch or context, a request taken off the       *)
-(* network, an admin node).  The operators' requests (RequestControlledShutdown,        *)
-(* ReassignPartitions, DeleteTopic) get no fairness; neither do preferred elections,    *)
-(* which no property here needs.                                                        *)
+(* network, an admin node).  The operators' requests (the first RequestControlledShutdown *)
+(* of a broker, ReassignPartitions, DeleteTopic) get no fairness; neither do preferred  *)
+(* elections, which no property here needs.  A leaving broker's retry of its controlled *)
+(* shutdown is the broker's own step (Kafka 2.3.0 KafkaServer.doControlledShutdown), so *)
+(* it is weakly fair.                                                                   *)
 (***************************************************************************************)
 OpsCoreStep(b) ==
     \/ OpsControllerElect(b) \/ OpsBrokerReregister(b) \/ OpsBrokerChange(b) \/ OpsTopicChange(b)
@@ -49,14 +51,21 @@ OpsControllerFairness ==
     CoreEventFairness /\ ShutdownFairness /\ ReassignFairness /\ ReassignIsrFairness /\ DeletionFairness
     /\ StopAnswerFairness
 
-\* Each broker's request handler: LeaderAndIsr, StopReplica, and the answer to its controlled shutdown.
+\* Each broker's request handling, per broker and per connection: the controller's requests (LeaderAndIsr,
+\* StopReplica) come in order on the controller's connection to b, the answer to b's own controlled shutdown on
+\* b's connection to the controller, and b's handler threads serve both.  One condition for all of them would
+\* let a leaving broker's answers and retries starve its own or another broker's LeaderAndIsr.
 OpsRequestFairness ==
-    WF_all_vars(\E b \in Brokers : CoreStep(LeaderAndIsr(b)) \/ StopReplica(b) \/ ControlledShutdownResponse(b))
+    \A b \in Brokers :
+        /\ WF_all_vars(CoreStep(LeaderAndIsr(b)) \/ StopReplica(b))
+        /\ WF_all_vars(ControlledShutdownResponse(b))
+
+ShutdownRetryFairness == WF_all_vars(\E b \in Brokers : cs_requested[b] /\ RequestControlledShutdown(b))
 
 OpsFetchFairness ==
     WF_all_vars(\E b \in Brokers, p \in Partitions : CoreStep(FetchRound(b, p)) \/ CoreStep(TruncationRound(b, p)))
 
-OpsFairness == OpsControllerFairness /\ OpsRequestFairness /\ OpsFetchFairness
+OpsFairness == OpsControllerFairness /\ OpsRequestFairness /\ ShutdownRetryFairness /\ OpsFetchFairness
 
 (***************************************************************************************)
 (* The properties.                                                                      *)
@@ -71,9 +80,9 @@ Movable(b) == \A p \in Partitions : leader[p] = b => \E r \in isr[p] \ {b} : Liv
    (Movable) eventually moves every leadership off it and completes: the broker stops, leading
    nothing.  The stop counts as a crash (ControlledShutdownResponse), and comes only once the
    controller answers that b leads no partition any more; a refusal leaves b up, the fault count
-   unchanged, and the property unmet.  A broker that is the last live ISR member of a partition it
-   leads is refused by design (Kafka's broker then retries and at last stops uncleanly; the model
-   leaves the retry to the operator), so the property asks nothing of it. *)
+   unchanged, and b asks again.  A broker that is the last live ISR member of a partition it leads
+   is refused by design (Kafka's broker retries and at last stops uncleanly; the model retries), so
+   the property asks nothing of it. *)
 ControlledShutdownCompletes ==
     \A b \in Brokers, k \in Faults :
         (cs_requested[b] /\ alive[b] /\ Movable(b) /\ FaultCount = k) ~> (Stopped(b) \/ FaultCount # k)

@@ -236,6 +236,7 @@ HistoryNext ==
                      THEN {1} ELSE {}) }
           \cup { "ControllerEpochMonotonic" :
               i \in (IF \/ controller_epoch' < controller_epoch
+                        \/ controller' # NoLeader /\ controller' # controller /\ controller_epoch' <= controller_epoch
                         \/ \E b \in Brokers : alive[b] /\ alive'[b] /\ broker_controller_epoch'[b] < broker_controller_epoch[b]
                      THEN {1} ELSE {}) }
           \cup { "LeaderEpochMonotonic" :

@@ -18,6 +18,7 @@ INVARIANTS: Final[tuple[str, ...]] = (
     "IsrSubsetOfReplicas",
     "LeaderInIsr",
     "HighWatermarkMonotonic",
+    "HighWatermarkWithinLog",
     "NoCommittedDataLoss",
     "ReplicaLogsAgree",
     "ControllerEpochMonotonic",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +27,16 @@ def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Ch
         return found[model]
 
     return outcome
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_zookeeper_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every ZooKeeper server a test of this session started (all under the session's temporary folder) is
+    stopped by the end of the session: an error at teardown names any left running."""
+    base = tmp_path_factory.getbasetemp()
+    yield
+    left = subprocess.run(["pgrep", "-af", f"QuorumPeerMain {base}"], capture_output=True, text=True).stdout
+    assert not left.strip(), f"ZooKeeper servers left running by the tests:\n{left}"
 
 
 def _require_zookeeper() -> None:

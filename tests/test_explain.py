@@ -37,6 +37,8 @@ NAMED: dict[str, str] = {
     "LeaderInIsr": r"leader \d+ of leader epoch \d+ is not in the ISR \[.*\]",
     "ControllerEpochMonotonic": r"controller epoch went back from \d+ of controller \d+ to \d+ "
                                 r"\(BrokerChange by observer\)",
+    "HighWatermarkWithinLog": r"broker \d+ holds HW \d+ past its log end \d+ \(Fetch by broker:\d+\): it would expose "
+                              r"as committed offsets it does not hold",
     "LeaderEpochMonotonic": r"leader epoch in the store went back from \d+ to \d+ \(BrokerChange by observer\)",
     "NoCommittedDataLoss": rf"committed record \[\d+, \d+\] {EPOCH} at offset \d+ is (missing from|replaced by "
                            rf"\[\d+, \d+\] {EPOCH} in) the log of broker \d+; committed at step \d+ when the HW of "
@@ -66,6 +68,24 @@ def test_every_planted_violation_is_explained_with_its_facts(kind: str) -> None:
     assert mine, found
     for v in mine:
         assert re.search(NAMED[v.invariant], v.message), v.message
+
+
+@pytest.mark.parametrize("raised", [True, False])
+def test_a_controller_elected_without_raising_the_epoch_is_named(raised: bool) -> None:
+    events = _simulate(PLANT_SEEDS[0], 250, "elected")
+    checker = InvariantChecker()
+    for e in events:
+        checker.step(e)
+    epoch, holder = checker.state["controller_epoch"], checker.state["controller"]
+    brokers = events[0]["args"]["brokers"]
+    other = next(b for b in brokers if b != holder)
+    delta: dict[str, Any] = {"controller": other, **({"controller_epoch": epoch + 1} if raised else {})}
+    found = checker.step(make_event("elected", events[-1]["seq"] + 1, f"controller:{other}", "ControllerElect",
+                                    {}, delta))
+    messages = [v.message for v in found if v.invariant == "ControllerEpochMonotonic"]
+    assert messages == ([] if raised else [
+        f"broker {other} became controller without raising the controller epoch: {epoch} after {epoch} of "
+        f"controller {holder} (ControllerElect by controller:{other})"])
 
 
 def test_the_explanations_cover_every_invariant() -> None:

@@ -14,6 +14,7 @@ from kcm.impl.messages import Envelope, FetchRequest, StopReplicaResponse
 from kcm.impl.sim.cluster import Cluster
 from kcm.impl.sim.network import Network
 from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.impl.store import InMemoryStore
 from kcm.spec.trace.format import Event, apply_event, empty_state
 from kcm.spec.vocabulary import Knobs
 
@@ -33,6 +34,7 @@ def _fresh_state(cluster: Cluster) -> dict[str, Any]:
     for controller in cluster.controllers.values():
         if controller.ctx is not None:
             controller.ctx.dirty.update(controller.ctx.partition_states, controller.ctx.replica_states)
+    assert isinstance(cluster.store, InMemoryStore)  # the embedded store alone lists every node
     every_path = set(cluster.store.dump())
     snapshot = Abstraction().delta(cluster.store, every_path, cluster.managers, cluster.controllers, cluster.partitions)
     state = empty_state()

@@ -27,7 +27,7 @@ from kcm.spec.vocabulary import PROPERTIES, Knobs
 from kcm.spec.z3.validate import validate_events
 from kcm.tools.cli import main
 
-NAMED_FLOOR = 0.80
+NAMED_TARGET = 0.90
 # The mutants of the implementation's state tables, each with a simulator run (seed, steps) that takes the
 # edited edge, and the invariant the checker names.
 TABLE_MUTANTS = {
@@ -110,6 +110,6 @@ def test_full_mutation_run_meets_the_target(capsys: pytest.CaptureFixture[str]) 
     summary = json.loads(capsys.readouterr().out)
     assert summary["kill_rate"] >= 0.95, summary["survivors"]
     assert summary["progress_unnamed"] == [], summary["progress_unnamed"]
-    # The floor measured for docs/mutation.md, kept from falling; the exit code says whether the target is met.
-    assert summary["named_rate"] >= NAMED_FLOOR, summary["unnamed"]
-    assert code == (0 if summary["named_rate"] >= summary["named_target"] else 1)
+    # The target of issue 25, met (docs/mutation.md): the exit code says so too.
+    assert summary["named_rate"] >= NAMED_TARGET, summary["unnamed"]
+    assert code == 0

@@ -89,6 +89,10 @@ def _plant(kind: str, events: list[Event]) -> tuple[Event, str]:
     if kind == "leader epoch back":
         return (make_event(run, seq, "observer", "BrokerChange", {}, {"leader_epoch": {p: s["leader_epoch"][p] - 1}}),
                 "LeaderEpochMonotonic")
+    if kind == "hw past log end":
+        hw = len(s["log"][str(leader)][p]) + 1
+        return (make_event(run, seq, f"broker:{leader}", "Fetch", {}, {"hw": {str(leader): {p: hw}}}),
+                "HighWatermarkWithinLog")
     if kind == "committed record lost":
         return (make_event(run, seq, f"broker:{leader}", "Fetch", {}, {"log": {str(leader): {p: []}}}),
                 "NoCommittedDataLoss")
@@ -189,7 +193,7 @@ def test_check_and_its_z3_sample_agree_with_check_trace_on_every_kafka_log(spark
 # Every invariant broken once, by a planted event (the plant's seed) or by an unsafe design on its own.
 EVERY_PLANT = ("two leaders", "isr outside", "hw back", "stale request", "invalid transition", "leader outside isr",
                "controller epoch back", "leader epoch back", "committed record lost", "follower rewrites",
-               "invalid replica transition")
+               "invalid replica transition", "hw past log end")
 
 
 def _check_trace(trace: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

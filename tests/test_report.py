@@ -112,8 +112,8 @@ def build_pages(folder: Path, capsys: pytest.CaptureFixture[str] | None = None) 
     assert kcm("report", str(review_folder(folder / "review")), "--out", str(pages["review"])) == 0
     assert kcm("verify", "--only", "simulation", "--seeds", "2", "--steps", "300", "--set", "unclean_election=true",
                "--html", str(pages["verify"])) == 1
-    # Derandomized: these twelve examples find the unclean election's data loss (a few seconds).
-    assert kcm("conform", "--examples", "12", "--steps", "20", "--no-step-check", "--set", "unclean_election=true",
+    # Derandomized: these twenty examples find the unclean election's data loss (a few seconds).
+    assert kcm("conform", "--examples", "20", "--steps", "20", "--no-step-check", "--set", "unclean_election=true",
                "--report", str(folder / "conform"), "--html", str(pages["conform"])) == 1
     pipeline = folder / "pipeline"
     shutil.copytree(PIPELINE_FIXTURE, pipeline)

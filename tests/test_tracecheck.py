@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from histories import reelected_controller, restarted_broker_requests
 
 from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.tlc.modelcheck import CheckOutcome
 from kcm.spec.tlc.validate import model_steps, trace_config, trace_module, uses_operations, validate_with_tlc
 from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import Knobs
@@ -198,3 +200,15 @@ def test_bad_input_and_a_missing_java_are_one_line(tmp_path: Path, capsys: pytes
     assert main(["validate", "--tlc", str(path)]) == 2
     err = capsys.readouterr().err
     assert "Java 17 is required" in err and err.count("\n") == 1
+
+
+@pytest.mark.tlc
+def test_a_counterexample_of_tlcs_is_refused_in_one_line(reproduction: Callable[[str], CheckOutcome],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """TLC's own counterexample names its requests' partitions nowhere (each is one model step): validating it
+    is a one-line answer, not a KeyError."""
+    trace = reproduction("kafka1211").trace_path
+    assert trace is not None
+    code = main(["validate", "--tlc", str(trace)])
+    out = capsys.readouterr()
+    assert code in (0, 1) and "Traceback" not in out.err and out.out.count("\n") <= 2, out

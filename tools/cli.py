@@ -15,6 +15,7 @@ from kcm.tools import (
     check,
     check_trace,
     conform,
+    hunt,
     interpreted,
     mutate,
     pipeline,
@@ -31,7 +32,7 @@ from kcm.tools.errors import EXIT_OK, EXIT_USAGE, Parser, UsageError
 from kcm.tools.report import command as report
 
 # In the order `kcm --help` lists them.
-COMMANDS = (sim, check_trace, check, verify, prove, validate, review, conform, trace, replay, mutate, pipeline,
+COMMANDS = (sim, check_trace, check, hunt, verify, prove, validate, review, conform, trace, replay, mutate, pipeline,
             report, zk)
 
 

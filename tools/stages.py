@@ -47,6 +47,8 @@ class VerifyContext:
     out: Path = field(default_factory=lambda: default_out("verify"))
     # The campaign is also reported in full (first violation, reproduce line), beyond its rows.
     campaigns: list[CampaignResult] = field(default_factory=list)
+    # `--zk`: the ZooKeeper the cluster runs on ("host:port"), or "" for an ensemble the stage starts.
+    zk: str = ""
 
 
 Stage = Callable[[VerifyContext], list[StageRow]]

@@ -5,6 +5,8 @@ Z3 proofs, the TLC model check and review matrix, the conformance campaign and t
 from its command's module. A stage returns rows for the summary table; the run's verdict is the worst row
 (kcm.spec.verdicts). By default TLC checks the safe design's ci model exhaustively and each unsafe review
 row for the invariants it is documented to break; `--full` fills the whole review matrix (docs/verify.md).
+`--zk` adds the cluster on ZooKeeper (kcm.tools.zk_cluster), which needs a ZooKeeper and so runs only when
+asked for (docs/zookeeper.md).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rich.table import Table
 
 from kcm.conformance.explore.campaign import CampaignResult, SeedResult, run_campaign
 from kcm.spec.verdicts import severity
-from kcm.tools import conform, pipeline, prove, review
+from kcm.tools import conform, pipeline, prove, review, zk_cluster
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
@@ -40,9 +42,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--full", action="store_true",
                         help="fill the whole TLC review matrix, every variant on every invariant (about 3 minutes "
                              "more on 2 cores)")
-    parser.add_argument("--only", action="append", choices=list(STAGES), metavar="ENGINE",
-                        help=f"run only this engine (repeatable): {', '.join(STAGES)}")
-    parser.add_argument("--skip", action="append", choices=list(STAGES), default=[], metavar="ENGINE",
+    parser.add_argument("--zk", nargs="?", const="", default=None, metavar="HOST:PORT",
+                        help="add the cluster on ZooKeeper (engine zookeeper): a fault campaign on a 3-server "
+                             "ensemble kcm starts and stops, or on the ZooKeeper at HOST:PORT (no server faults)")
+    parser.add_argument("--only", action="append", choices=[*STAGES, *ON_REQUEST], metavar="ENGINE",
+                        help=f"run only this engine (repeatable): {', '.join([*STAGES, *ON_REQUEST])}")
+    parser.add_argument("--skip", action="append", choices=[*STAGES, *ON_REQUEST], default=[], metavar="ENGINE",
                         help="leave this engine out (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--out", default=None, metavar="DIR",
@@ -57,11 +62,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     stream = sys.stderr if args.json else sys.stdout
     # Piped output keeps the table's columns whole instead of wrapping them to 80 characters.
     console = Console(stderr=args.json, width=None if stream.isatty() else 160)
-    engines = [e for e in (args.only or STAGES) if e not in args.skip]
+    asked = [*(args.only or STAGES), *(["zookeeper"] if args.zk is not None else [])]
+    engines = [e for e in dict.fromkeys(asked) if e not in args.skip]
     started = time.perf_counter()
     with Reporter(args.progress) as reporter:
         ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full,
-                            Path(args.out) if args.out else default_out("verify"))
+                            Path(args.out) if args.out else default_out("verify"), zk=args.zk or "")
         rows = run(ctx, engines)
     seconds = time.perf_counter() - started
     report(console, ctx, rows, args.json, seconds)
@@ -97,6 +103,8 @@ STAGES: dict[str, Stage] = {
     "conformance": conform.verify_stage,
     "pipeline": pipeline.verify_stage,
 }
+# Engines that run only when asked for (`--zk`, or `--only`), after the others: they need a ZooKeeper.
+ON_REQUEST: dict[str, Stage] = {"zookeeper": zk_cluster.verify_stage}
 
 
 def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:
@@ -104,7 +112,7 @@ def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:
     for engine in engines:
         started = time.perf_counter()
         ctx.reporter.line(f"verify: {engine} started")
-        found = STAGES[engine](ctx)
+        found = {**STAGES, **ON_REQUEST}[engine](ctx)
         ctx.reporter.line(f"verify: {engine} {verdict(found)} ({len(found)} rows, "
                           f"{time.perf_counter() - started:.1f} s)")
         rows.extend(found)

@@ -34,6 +34,7 @@ READS: Final[dict[str, tuple[str, ...]]] = {
     "IsrSubsetOfReplicas": ("isr", "assignment"),
     "LeaderInIsr": ("leader", "isr"),
     "HighWatermarkMonotonic": ("role", "local_leader_epoch", "hw"),
+    "HighWatermarkWithinLog": ("log", "hw"),
     "NoCommittedDataLoss": ("role", "log", "hw"),
     "ReplicaLogsAgree": ("log", "hw"),
     "ControllerEpochMonotonic": ("controller_epoch",),
@@ -257,6 +258,8 @@ class InvariantChecker:
             self._data_checks(p, found)
         if epochs is not None:
             self._epoch_checks(delta, controller_epoch, epochs, found)
+        if "controller" in delta:
+            self._election_check(controller_epoch, found)
         if request:
             self._request_fencing_check(event, actor_id, seen, found)
         if actor_kind == "controller":
@@ -485,6 +488,8 @@ class InvariantChecker:
             role = roles.get(b, _NONE).get(p)
             epoch = local_epochs.get(b, _NONE).get(p)
             hw = hws.get(b, _NONE).get(p)
+            if hw is not None:
+                self._hw_within_log(b, p, hw, found)
             if role == "leader" and epoch is not None and epoch >= 0:
                 # A broker leading in an epoch claims it whether or not its HW is observed (a Kafka log
                 # shows roles, seldom HWs), as LeaderClaims of KafkaReplication.tla does.
@@ -501,6 +506,16 @@ class InvariantChecker:
             if last is None or last[1] != hw or last[0] != epoch:
                 leader_hw[key] = (epoch, hw, self.seq)
             self._commit(p, b, hw, found)
+
+    def _hw_within_log(self, b: str, p: str, hw: int, found: list[Violation]) -> None:
+        log = self._logs.get(p, _NONE).get(b)
+        if log is None:
+            return  # a partial trace that does not observe this log: nothing to judge
+        self._count("HighWatermarkWithinLog")
+        if hw > len(log):
+            self._violate(found, "HighWatermarkWithinLog",
+                          f"{p}: broker {b} holds HW {hw} past its log end {len(log)} ({self._doer()}): it would "
+                          f"expose as committed offsets it does not hold")
 
     def _commit(self, p: str, b: str, hw: int, found: list[Violation]) -> None:
         """Records below a leader's HW are committed; the committed records of a partition form a prefix."""
@@ -701,6 +716,21 @@ class InvariantChecker:
             if old is not None and new is not None and new < old:
                 self._violate(found, "LeaderEpochMonotonic",
                               f"{p}: broker {b} went back from leader epoch {old} to {new} ({self._doer()})")
+
+    def _election_check(self, controller_epoch: int, found: list[Violation]) -> None:
+        """A broker that takes /controller raises the controller epoch in the same step: Kafka 2.3.0 creates
+        /controller and writes the incremented /controller_epoch in one multi-op
+        (KafkaZkClient.registerControllerAndIncrementControllerEpoch). Two controllers sharing an epoch
+        could not be told apart by the epoch fence."""
+        s = self.state
+        if s["controller"] == NO_LEADER or "controller_epoch" not in self._report.observed:
+            return
+        self._count("ControllerEpochMonotonic")
+        if s["controller_epoch"] <= controller_epoch:
+            self._violate(found, "ControllerEpochMonotonic",
+                          f"broker {s['controller']} became controller without raising the controller epoch: "
+                          f"{s['controller_epoch']} after {controller_epoch}{self._elected_in(controller_epoch)} "
+                          f"({self._doer()})")
 
     def _request_fencing_check(self, event: Event, actor_id: str, seen: Any, found: list[Violation]) -> None:
         args = event["args"]

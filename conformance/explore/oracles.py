@@ -11,7 +11,7 @@ Every oracle runs, whatever an earlier one found (`kills`: oracle -> its first e
   (`conformance/check/replay.py`): it behaves differently where the model allowed the reference's behaviour;
 - `expected output`: a scenario's output differs from its file, or a violation the file expects is missing.
   This is the one oracle `KCM_REWRITE=1` would silence;
-- `crash`: the implementation raises.
+- `crash`: the implementation raises, or stalls the state machine's cluster (it never settles).
 """
 
 from __future__ import annotations
@@ -140,5 +140,10 @@ def _replay(seed: int, events: list[Event], note: Note) -> None:
 def _campaign(suite: Suite, note: Note) -> None:
     from kcm.conformance.explore.stateful import run_campaign  # hypothesis, loaded only where it runs
 
-    for found in run_campaign(Knobs(), suite.examples, suite.steps, database=False, shrink=False).found:
-        note(oracle_of(found.invariant), f"{found.invariant} (campaign, {len(found.commands)} commands)")
+    try:
+        found = run_campaign(Knobs(), suite.examples, suite.steps, database=False, shrink=False).found
+    except RuntimeError as err:  # the machine's cluster never settled: the mutant stalls its own steps
+        note(CRASH, f"campaign: {err}")
+        return
+    for finding in found:
+        note(oracle_of(finding.invariant), f"{finding.invariant} (campaign, {len(finding.commands)} commands)")

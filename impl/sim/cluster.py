@@ -1,13 +1,16 @@
-"""A simulated cluster: brokers (replica manager + controller each), the embedded store and the network,
+"""A simulated cluster: brokers (replica manager + controller each), a coordination store and the network,
 wired together. Every public method is one step of the model: it changes the cluster and records one
-trace event (actor, action, arguments, and the change of the model's variables)."""
+trace event (actor, action, arguments, and the change of the model's variables).
+
+The store is the embedded one unless the cluster is given another (a real ZooKeeper's, kcm.impl.zookeeper):
+the controllers and brokers reach it through the port alone, so they run unchanged on either."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kcm.impl import zk_paths
 from kcm.impl.abstraction import Abstraction
@@ -24,7 +27,7 @@ from kcm.impl.messages import (
 )
 from kcm.impl.replica_manager import LEADER, Replica, ReplicaManager
 from kcm.impl.sim.network import Network
-from kcm.impl.store import InMemoryStore, NodeExistsError, NoNodeError
+from kcm.impl.store import CoordinationStore, InMemoryStore, NodeExistsError, NoNodeError
 from kcm.spec.trace.format import FORMAT_VERSION
 from kcm.spec.vocabulary import ACTIONS, NO_LEADER, Knobs
 
@@ -35,6 +38,15 @@ ADMIN = -1  # the owner of the operators' session: not a broker id, which is nev
 # sets broker.id=0 (2.3.0), but 1 keeps the broker names of every scenario file and recorded seed stable.
 FIRST_BROKER_ID: Final = 1
 TO_CONTROLLER = (ControlledShutdownRequest, StopReplicaResponse)
+
+
+class ClusterStore(CoordinationStore, Protocol):
+    """The port, and what recording a step needs beyond it: which paths the step changed (the trace's state
+    delta re-reads only those) and whether any watch fired (most steps fire none: no queue is swapped)."""
+
+    def drain_changes(self) -> set[str]: ...
+
+    def has_watch_events(self) -> bool: ...
 
 
 def broker_ids(count: int, first: int = FIRST_BROKER_ID) -> list[int]:
@@ -51,14 +63,16 @@ class Cluster:
         run: str = "run",
         rng: random.Random | None = None,
         max_delay: int = 0,
+        store: ClusterStore | None = None,
     ) -> None:
+        """`store`: an empty store for this cluster alone (default: a new embedded one)."""
         self.knobs = knobs
         self.sink = sink
         self.run = run
         self.seq = 0
         self.now = 0
         self.next_record = 1
-        self.store = InMemoryStore()
+        self.store: ClusterStore = InMemoryStore() if store is None else store
         self.network = Network(rng or random.Random(0), max_delay)
         self.abstraction = Abstraction()
         self.admin_session = self.store.open_session(ADMIN)
@@ -176,9 +190,12 @@ class Cluster:
 
     def expire_session(self, broker: int) -> Event:
         """The broker's store session expires; its client opens a new one at once, but the broker only
-        learns of it when it takes the expiry notification off its controller queue."""
+        learns of it when it takes the expiry notification off its controller queue. A real ZooKeeper also
+        expires a session on its own clock, once its client has been silent for the session timeout: the store
+        is then not asked again, and the step is the client learning of it."""
         manager = self.managers[broker]
-        self.store.expire_session(manager.session)
+        if self.store.session_alive(manager.session):
+            self.store.expire_session(manager.session)
         session = self.store.open_session(broker)
         self.session_owner[session] = broker
         manager.session = session

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kcm.impl import zk_paths
 from kcm.impl.replica_manager import LEADER
-from kcm.impl.sim.cluster import FIRST_BROKER_ID, Cluster, Event, EventSink, broker_ids
+from kcm.impl.sim.cluster import FIRST_BROKER_ID, Cluster, ClusterStore, Event, EventSink, broker_ids
 from kcm.impl.sim.quiescence import calm_phase
 from kcm.spec.vocabulary import NO_LEADER, Knobs
 
@@ -73,12 +73,15 @@ ADMIN_WEIGHTS = {"create_topic": 0.1, "create_partitions": 0.1, "delete_topic": 
 
 
 class Simulator:
-    def __init__(self, seed: int, knobs: Knobs, config: SimConfig, sink: EventSink) -> None:
+    def __init__(
+        self, seed: int, knobs: Knobs, config: SimConfig, sink: EventSink, store: ClusterStore | None = None
+    ) -> None:
+        """`store`: the cluster's coordination store, empty (default: a new embedded one)."""
         check_fits(knobs, config)
         self.rng = random.Random(seed)
         self.config = config
         self.cluster = Cluster(broker_ids(config.brokers, config.first_broker_id), knobs, sink, run=f"seed-{seed}",
-                               rng=self.rng, max_delay=config.max_delay)
+                               rng=self.rng, max_delay=config.max_delay, store=store)
         self.topics = 0
         self.storm = 0  # steps since the last calm phase
         self.weights = dict(PROTOCOL_WEIGHTS)

@@ -44,9 +44,9 @@ callback thread, which queues them. `poll_watch_events` first makes every live c
 waits until each client's callback thread has run everything queued before that response. So every event
 fired by a write the store made before the poll is returned. Order: per session, ZooKeeper's order (the
 order the server sent them); across sessions ZooKeeper defines none (each client has its own connection),
-so the store returns the sessions' events one session after the other, in handle order. kazoo drops every
-watch when a connection goes; each session's `WatchBook` (impl/zookeeper/watches.py) sets them again once it
-has reconnected and fires the events they missed, as ZooKeeper's own client does with SetWatches.
+so the store returns the sessions' events one session after the other, in handle order. A session's watches
+survive a connection loss (a server killed, the quorum lost) as with ZooKeeper's Java client, which kazoo
+alone does not do: kcm.impl.zookeeper.watches.
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import PurePosixPath
 from typing import Any, Literal, assert_never
 
@@ -86,7 +85,7 @@ from kcm.impl.store import (
     WatchEvent,
     check_path,
 )
-from kcm.impl.zookeeper.watches import ABSENT, Family, WatchBook
+from kcm.impl.zookeeper.watches import WatchKeeper
 
 # kazoo warns on stderr of every dropped connection and reconnect, which the store handles; what it cannot
 # handle it raises. A program that configures logging still gets kazoo's records.
@@ -119,10 +118,11 @@ class _Session:
     alive: bool = True
     expired: threading.Event = field(default_factory=threading.Event)  # the server said so (kazoo's LOST)
     events: list[WatchEvent] = field(default_factory=list)
-    book: WatchBook = field(default_factory=WatchBook)  # the watches it holds, which decide what it hears
+    last_event: object = None
     # One callable per session: kazoo keeps a set of watchers per path, so a second watch of the same kind
     # on a path by the same session is one watch, as on the server.
     watcher: Callable[[WatchedEvent], None] | None = None
+    keeper: WatchKeeper | None = None  # its watches across connection losses (kcm.impl.zookeeper.watches)
 
 
 class ZooKeeperStore:
@@ -157,6 +157,7 @@ class ZooKeeperStore:
         session.watcher = lambda event: self._on_event(session, event)
         session.client = self._client(self._hosts + self.chroot, session)
         session.zk_id = int(session.client.client_id[0])
+        session.keeper = WatchKeeper(session.client, session.watcher)
         self._sessions[handle] = session
         self._owners[session.zk_id] = handle
         return handle
@@ -190,22 +191,27 @@ class ZooKeeperStore:
     def get(self, path: str, *, watch: int | None = None) -> tuple[Any, Stat]:
         check_path(path)
         client, watcher = self._reader(watch, path)
-        data, stat = self._watched(watch, path, "data", lambda: client.get_async(path, watch=watcher),
-                                   lambda answer: int(answer[1].mzxid))
+        data, stat = self._request(client, path, lambda: client.get_async(path, watch=watcher))
+        self._note_watch(watch, path, exists=True)
         return _decode(data), self._stat(stat)
 
     def exists(self, path: str, *, watch: int | None = None) -> Stat | None:
         check_path(path)
         client, watcher = self._reader(watch, path)
-        stat = self._watched(watch, path, "data", lambda: client.exists_async(path, watch=watcher), _mzxid)
+        stat = self._request(client, path, lambda: client.exists_async(path, watch=watcher))
+        self._note_watch(watch, path, exists=stat is not None)
         return None if stat is None else self._stat(stat)
 
     def children(self, path: str, *, watch: int | None = None) -> list[str]:
         check_path(path)
         client, watcher = self._reader(watch, path)
-        names, _ = self._watched(watch, path, "child", lambda: client.get_children_async(
-            path, watch=watcher, include_data=True), lambda answer: int(answer[1].pzxid))
-        return sorted(str(name) for name in names)
+        return sorted(str(name) for name in self._request(client, path,
+                                                           lambda: client.get_children_async(path, watch=watcher)))
+
+    def _note_watch(self, watch: int | None, path: str, *, exists: bool) -> None:
+        keeper = None if watch is None else self._sessions[watch].keeper
+        if keeper is not None:
+            keeper.watched(path, exists=exists)
 
     # Writes
 
@@ -275,7 +281,6 @@ class ZooKeeperStore:
         return self._multi_stats(session, ops, results, checked)
 
     def poll_watch_events(self) -> list[WatchEvent]:
-        self._restore_watches()
         self._flush_if_written()
         with self._lock:
             events = [event for s in self._sessions.values() for event in s.events]
@@ -285,7 +290,6 @@ class ZooKeeperStore:
 
     def has_watch_events(self) -> bool:
         """Whether `poll_watch_events` has anything; the round trips it costs are not repeated by the poll."""
-        self._restore_watches()
         self._flush_if_written()
         with self._lock:
             return any(s.events for s in self._sessions.values())
@@ -319,7 +323,6 @@ class ZooKeeperStore:
         return client
 
     def _live(self, handle: int, path: str) -> _Session:
-        self._restore_watches()
         session = self._sessions.get(handle)
         if session is not None and session.alive and session.expired.is_set():
             self._retire(session)  # expired on its own (its client was cut off too long)
@@ -328,7 +331,6 @@ class ZooKeeperStore:
         return session
 
     def _reader(self, watch: int | None, path: str) -> tuple[Any, Callable[[WatchedEvent], None] | None]:
-        self._restore_watches()
         if watch is None:
             return self._admin, None
         session = self._live(watch, path)
@@ -336,62 +338,17 @@ class ZooKeeperStore:
 
     def _on_event(self, session: _Session, event: WatchedEvent) -> None:
         kind = _KINDS.get(event.type)
-        if kind is None or not session.alive:
+        # kazoo hands a deletion to both the data and the child watchers of the path: one event object,
+        # dispatched twice in a row; ZooKeeper sends one event.
+        if kind is None or event is session.last_event or not session.alive:
             return
-        # kazoo hands a deletion to both the data and the child watchers of the path; the book hears it once.
+        session.last_event = event
         with self._lock:
-            if session.book.take(str(event.path), kind):
-                session.events.append(WatchEvent(session.handle, str(event.path), kind))
-
-    def _watched(self, watch: int | None, path: str, family: Family, send: Callable[[], Any],
-                 zxid: Callable[[Any], int]) -> Any:
-        """The answer to a read; with `watch`, the watch it sets recorded in that session's book."""
-        if watch is None:
-            return self._request(self._admin, path, send)
-        session = self._sessions[watch]
-        with self._lock:
-            session.book.arm(path, family)
-        try:
-            answer = self._request(session.client, path, send)
-        except NoNodeError:
-            with self._lock:
-                session.book.disarm(path, family)
-            raise
-        with self._lock:
-            session.book.settle(path, family, zxid(answer))
-        return answer
-
-    def _restore_watches(self) -> None:
-        """Sets again the watches kazoo dropped with a lost connection, and queues the events they missed,
-        once each session is connected again (see impl/zookeeper/watches.py)."""
-        for session in self._sessions.values():
-            if session.book.lost and session.alive:
-                try:
-                    self._await_connected(session.client, "", time.monotonic() + self.retry_bound)
-                except SessionExpiredError:
-                    continue  # expired meanwhile: its watches are gone for good
-                missed = session.book.restore(partial(self._mzxid, session), partial(self._pzxid, session))
-                with self._lock:
-                    session.events.extend(WatchEvent(session.handle, path, kind) for path, kind in missed)
-
-    def _mzxid(self, session: _Session, path: str) -> int:
-        client = session.client
-        return _mzxid(self._request(client, path, lambda: client.exists_async(path, watch=session.watcher)))
-
-    def _pzxid(self, session: _Session, path: str) -> int:
-        client = session.client
-        try:
-            _, stat = self._request(client, path, lambda: client.get_children_async(path, watch=session.watcher,
-                                                                                     include_data=True))
-        except NoNodeError:
-            return ABSENT
-        return int(stat.pzxid)
+            session.events.append(WatchEvent(session.handle, str(event.path), kind))
 
     def _on_state(self, session: _Session, state: str) -> None:
         # kazoo's LOST: the server said the session expired, so its ephemerals are gone. (kazoo would go on
         # with a new session; the store closes the client at the next use of the handle.)
-        if state == KazooState.SUSPENDED:
-            session.book.lost = True  # kazoo dropped every watch: `_restore_watches` sets them again
         if state == KazooState.LOST:
             session.expired.set()
             with self._lock:
@@ -534,10 +491,6 @@ class _Attempt:
 
     def __init__(self) -> None:
         self.lost = False
-
-
-def _mzxid(stat: Any) -> int:
-    return ABSENT if stat is None else int(stat.mzxid)
 
 
 def _close(client: Any) -> None:

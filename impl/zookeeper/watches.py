@@ -1,89 +1,122 @@
-"""The watches one session holds (`WatchBook`), so that they outlive a connection loss.
+"""A ZooKeeper store whose sessions keep their watches across a connection loss, as ZooKeeper's own client does.
 
-ZooKeeper's Java client keeps a session's watches across a reconnection: it sends SetWatches with the last
-zxid it saw, and the server fires at once, for each watch, the event it missed (ZooKeeper 3.8
-zookeeper-server/src/main/java/org/apache/zookeeper/server/DataTree.java `setWatches`: a data watch on a
-node gone is NodeDeleted, on a node modified since (its mzxid) NodeDataChanged; an exists watch on a node
-now present is NodeCreated; a child watch on a node gone is NodeDeleted, on one whose children changed since
-(its pzxid) NodeChildrenChanged), and sets the others again. kazoo has no SetWatches: it drops every watch
-when the connection goes (python-zk/kazoo issue 151). The book records each watch with the zxid it was set
-at and, after a reconnection, `restore` does what SetWatches does, one read per watch.
+kazoo 2.11 drops every watch of a client whose connection is lost (kazoo/client.py `_reset_watchers`, on the
+way to SUSPENDED) and never registers them again: a session that moved to another server (its server was
+killed, the quorum was lost) stops hearing of the nodes it watched, though the session lives on. ZooKeeper's
+Java client, which Kafka uses, re-sends its watches when it reconnects: ZooKeeper 3.8.0
+`ClientCnxn.SendThread.primeConnection` sends a SetWatches request (opcode 101) naming the data, exist and
+child watches with the last zxid the client saw, and the server fires at once every event those watches
+missed (a node deleted, changed, created, or its children changed after that zxid) and keeps the others.
 
-The book is also what decides which events the session hears: an event is delivered only for a watch the
-book holds (`take`), so a deletion both watch kinds observe is one event, and a watch set again by `restore`
-for a node whose change it reported (the server now holds it, the session no longer does) stays silent.
+`WatchKeeper` does the same for one session of `ZooKeeperStore`: when its client loses the connection, the
+watches kazoo still holds are noted (data watches set on a node that existed, exist watches on one that did
+not, child watches); once reconnected, the session's watcher is given them back in kazoo's tables and a
+SetWatches request is queued before any other request, so the events the server fires reach the session like
+any other.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any
 
-Kind = Literal["created", "deleted", "changed", "children"]
-Family = Literal["data", "child"]
-_FAMILIES: Final[dict[str, tuple[Family, ...]]] = {
-    "created": ("data",), "changed": ("data",), "children": ("child",), "deleted": ("data", "child"),
-}
-ABSENT: Final = -1  # a data watch set on a node that did not exist (an exists watch)
-_PENDING: Final = -2  # set, its answer not yet in
+from kazoo.client import KazooState
+from kazoo.protocol.serialization import int_struct, long_struct, write_string
+
+_SET_WATCHES = 101  # ZooKeeper's OpCode.setWatches
+
+
+class _SetWatches(namedtuple("_SetWatches", "relative_zxid data_watches exist_watches child_watches")):
+    """The request kazoo lacks, in ZooKeeper's wire format (zookeeper.jute SetWatches): a long, then three
+    vectors of strings; the answer has no body."""
+
+    type = _SET_WATCHES
+
+    def serialize(self) -> bytearray:
+        out = bytearray(long_struct.pack(self.relative_zxid))
+        for paths in (self.data_watches, self.exist_watches, self.child_watches):
+            out.extend(int_struct.pack(len(paths)))
+            for path in paths:
+                out.extend(write_string(path))
+        return out
+
+    @classmethod
+    def deserialize(cls, _bytes: bytes, _offset: int) -> None:
+        return None
 
 
 @dataclass
-class WatchBook:
-    """(path, family) -> the zxid the watch saw: a data watch the node's mzxid (or ABSENT), a child watch
-    its pzxid. `lost`: the connection went since the watches were set."""
+class _Lost:
+    """The watches a session's client held when its connection went."""
 
-    watches: dict[tuple[str, Family], int] = field(default_factory=dict)
-    lost: bool = False
+    relative_zxid: int = 0
+    data: list[str] = field(default_factory=list)
+    exist: list[str] = field(default_factory=list)
+    child: list[str] = field(default_factory=list)
 
-    def arm(self, path: str, family: Family) -> None:
-        """Before the request that sets the watch is sent: its event may come before its answer is read."""
-        self.watches.setdefault((path, family), _PENDING)
 
-    def settle(self, path: str, family: Family, zxid: int) -> None:
-        """The request's answer: the zxid the watch saw, unless its event already came."""
-        if (path, family) in self.watches:
-            self.watches[(path, family)] = zxid
+class WatchKeeper:
+    """The watches of one session (its started KazooClient and its one watcher callable), kept across
+    connection losses."""
 
-    def disarm(self, path: str, family: Family) -> None:
-        """The request failed and set no watch (a get or children of a missing node)."""
-        if self.watches.get((path, family)) == _PENDING:
-            del self.watches[(path, family)]
+    def __init__(self, client: Any, watcher: Callable[[Any], None]) -> None:
+        self._client = client
+        self._watcher = watcher
+        # The paths of its exist watches (set by `exists` on a missing node): kazoo keeps exist and data
+        # watches in one table, and SetWatches must tell them apart.
+        self._exist: set[str] = set()
+        self._lost: _Lost | None = None
+        self._lock = threading.Lock()
+        client.add_listener(self._on_connection)
 
-    def take(self, path: str, kind: Kind) -> bool:
-        """An event the server sent: whether the session held a watch it fires; those watches are spent."""
-        held = [(path, family) for family in _FAMILIES[kind] if (path, family) in self.watches]
-        for key in held:
-            del self.watches[key]
-        return bool(held)
-
-    def restore(self, read_data: Callable[[str], int], read_children: Callable[[str], int]) -> list[tuple[str, Kind]]:
-        """After a reconnection: each watch set again by a read (`read_data` answers the node's mzxid or
-        ABSENT, `read_children` its pzxid or ABSENT, both setting the watch), and the events it missed, in
-        SetWatches's order (data watches, then exists watches, then child watches)."""
-        self.lost = False
-        order = sorted(self.watches, key=lambda key: (key[1] == "child", self.watches[key] == ABSENT))
-        missed: list[tuple[str, Kind]] = []
-        for path, family in order:
-            seen = self.watches.get((path, family))
-            if seen is None:
-                continue  # fired meanwhile: only a writer outside this store can do that
-            now = read_data(path) if family == "data" else read_children(path)
-            kind = _missed(family, seen, now)
-            if kind is None:
-                self.watches[(path, family)] = now
+    def watched(self, path: str, *, exists: bool) -> None:
+        """A data watch was set on `path` (store path, without the chroot), which exists or not."""
+        with self._lock:
+            if exists:
+                self._exist.discard(path)
             else:
-                del self.watches[(path, family)]
-                missed.append((path, kind))
-        return missed
+                self._exist.add(path)
+
+    def _on_connection(self, state: str) -> None:
+        """kazoo's state listener, run on its connection thread, which it must not block."""
+        if state == KazooState.SUSPENDED:
+            # Listeners run before kazoo empties its watch tables (KazooClient._session_callback).
+            self._note_lost()
+        elif state == KazooState.CONNECTED:
+            lost, self._lost = self._lost, None
+            if lost is not None:
+                self._rearm(lost)
+        else:  # LOST: the session expired, and its watches with it
+            self._lost = None
+
+    def _note_lost(self) -> None:
+        client = self._client
+        data = _watched(client._data_watchers)
+        child = _watched(client._child_watchers)
+        if not (data or child):
+            return
+        with self._lock:
+            exist = set(self._exist)
+        chroot = client.chroot or ""
+        lost = self._lost if self._lost is not None else _Lost()
+        self._lost = lost
+        lost.relative_zxid = int(client.last_zxid)
+        for path in data:
+            (lost.exist if path[len(chroot):] in exist else lost.data).append(path)
+        lost.child.extend(child)
+
+    def _rearm(self, lost: _Lost) -> None:
+        client = self._client
+        for path in (*lost.data, *lost.exist):
+            client._data_watchers[path].add(self._watcher)
+        for path in lost.child:
+            client._child_watchers[path].add(self._watcher)
+        request = _SetWatches(lost.relative_zxid, lost.data, lost.exist, lost.child)
+        client._call(request, client.handler.async_result())
 
 
-def _missed(family: Family, seen: int, now: int) -> Kind | None:
-    if now == ABSENT:
-        return None if seen == ABSENT else "deleted"
-    if seen == ABSENT:
-        return "created"
-    if now > seen:
-        return "changed" if family == "data" else "children"
-    return None
+def _watched(table: dict[str, set[Any]]) -> list[str]:
+    return sorted(path for path, watchers in table.items() if watchers)

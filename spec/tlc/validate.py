@@ -176,8 +176,10 @@ def _batch(event: Event, assigned: set[str]) -> list[str]:
     if action == "ReassignPartitions":
         return sorted(event["args"].get("targets", {}))
     if action in BATCHED_REQUESTS:
-        # LeaderAndIsr lists partition states, StopReplica partition names.
-        return [entry if isinstance(entry, str) else entry["partition"] for entry in event["args"]["partitions"]]
+        # LeaderAndIsr lists partition states, StopReplica partition names; a counterexample of TLC's names
+        # none (its request is one model step already).
+        entries = event["args"].get("partitions", ())
+        return [entry if isinstance(entry, str) else entry["partition"] for entry in entries]
     return []
 
 

@@ -69,6 +69,10 @@ def one_leader_per_epoch(s: State) -> Expr:
     return and_(store_claim, *broker_claims)
 
 
+def hw_within_log(s: State) -> Expr:
+    return and_all(s.b("hw", b) <= s.b("log_len", b) for b in s.cfg.ids)
+
+
 def replica_logs_agree(s: State) -> Expr:
     cfg = s.cfg
     if cfg.logs != "content":
@@ -97,6 +101,7 @@ STATE_INVARIANTS: Final[dict[str, StateFormula]] = {
     "OneLeaderPerEpoch": one_leader_per_epoch,
     "IsrSubsetOfReplicas": isr_subset_of_replicas,
     "LeaderInIsr": leader_in_isr,
+    "HighWatermarkWithinLog": hw_within_log,
     "ReplicaLogsAgree": replica_logs_agree,
 }
 
@@ -107,7 +112,9 @@ STATE_INVARIANTS: Final[dict[str, StateFormula]] = {
 def controller_epoch_monotonic(s: State, t: State) -> Expr:
     brokers = [implies(and_(s.b("alive", b), t.b("alive", b)),
                        t.b("broker_controller_epoch", b) >= s.b("broker_controller_epoch", b)) for b in s.cfg.ids]
-    return and_(t["controller_epoch"] >= s["controller_epoch"], *brokers)
+    elected = and_(t["controller"] != NO_LEADER, t["controller"] != s["controller"])
+    return and_(t["controller_epoch"] >= s["controller_epoch"],
+                implies(elected, t["controller_epoch"] > s["controller_epoch"]), *brokers)
 
 
 def leader_epoch_monotonic(s: State, t: State) -> Expr:

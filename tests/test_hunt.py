@@ -1,0 +1,125 @@
+"""kcm hunt: the portfolio race (first answer wins, no engine process left behind), the command's verdicts,
+files and exit codes. The fast ones hunt the cheapest known bug (KAFKA-1211, seconds); the deep bugs are
+behind the `tlc` marker."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, Engine, Hunt, race
+from kcm.spec.tlc.modelcheck import check_model, model_knobs
+from kcm.spec.vocabulary import Knobs
+from kcm.tools.cli import main
+from kcm.tools.hunt import model_for, portfolio
+
+
+def gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def kafka1211() -> Hunt:
+    return Hunt("kafka1211", model_knobs("kafka1211"))
+
+
+def test_the_first_counterexample_wins_and_every_engine_process_is_gone() -> None:
+    outcome = race(kafka1211(), [Engine(BMC), Engine(SIMULATE, 1, 20)], budget=120)
+    assert outcome.winner is not None and outcome.winner.invariant == "NoCommittedDataLoss"
+    assert len(outcome.fates) == 2 and len(outcome.groups) == 2
+    loser = next(name for name in outcome.fates if name != outcome.winner.engine.name)
+    assert outcome.fates[loser] == "stopped" or "NoCommittedDataLoss" in outcome.fates[loser]
+    assert all(gone(group) for group in outcome.groups)
+
+
+def test_a_budget_that_runs_out_stops_every_engine_java_included() -> None:
+    # The KIP-320 case takes TLC tens of seconds: two seconds is TLC started and searching.
+    hunt = Hunt("kip279", model_knobs("kip279"))
+    outcome = race(hunt, [Engine(SIMULATE, 1, 20), Engine(BFS)], budget=2)
+    assert outcome.winner is None
+    assert set(outcome.fates.values()) == {"stopped"}
+    assert all(gone(group) for group in outcome.groups)
+
+
+def test_the_portfolio_takes_bmc_alone_on_a_shallow_known_bug_and_bfs_beside_simulations_otherwise() -> None:
+    assert portfolio(kafka1211(), 2) == [Engine(BMC)]
+    assert portfolio(kafka1211(), 3) == [Engine(BMC), Engine(SIMULATE, 1, 20)]
+    assert portfolio(Hunt("ci", model_knobs("ci")), 2) == [Engine(BFS), Engine(SIMULATE, 1, 20)]
+    assert [e.kind for e in portfolio(Hunt("kip101", model_knobs("kip101")), 3)] == [BFS, SIMULATE, SIMULATE]
+
+
+def test_a_design_hunts_on_its_review_model() -> None:
+    assert model_for(Knobs(truncation="hw")) == "kafka1211"
+    assert model_for(Knobs(controller_epoch_fencing=False)) == "zombie"
+    assert model_for(Knobs(min_isr=3)) == "ci"
+
+
+def test_kcm_hunt_finds_kafka1211_confirms_it_and_writes_its_traces(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["hunt", "--set", "truncation=hw", "--budget", "120", "--json", "--progress", "none",
+                 "--out", str(tmp_path)])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 1 and summary["result"] == "violated" and summary["invariant"] == "NoCommittedDataLoss"
+    assert summary["shortest_steps"] <= summary["first_steps"]
+    assert Path(summary["trace"]).is_file() and Path(summary["first_trace"]).is_file()
+    assert (tmp_path / "kafka1211-summary.json").is_file()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--invariant", "NoSuchThing"], "unknown invariant 'NoSuchThing'"),
+    (["--model", "nosuch"], "--model nosuch: unknown model"),
+    (["--set", "truncation=nosuch"], "truncation"),
+    (["--budget", "0"], "--budget and --cores must be positive"),
+])
+def test_a_bad_argument_is_one_line_and_exit_2(argv: list[str], message: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["hunt", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_safe_design_within_a_small_budget_is_unknown_and_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["hunt", "--budget", "3", "--json", "--progress", "none"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["result"] == "unknown" and summary["model"] == "ci"
+    assert set(summary["engines"].values()) == {"stopped"}
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize(("settings", "invariant"), [
+    (["truncation=kip101"], "ReplicaLogsAgree"),
+    (["truncation=kip279"], "ReplicaLogsAgree"),
+])
+def test_kcm_hunt_finds_the_deep_known_bugs(settings: list[str], invariant: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [a for s in settings for a in ("--set", s)]
+    code = main(["hunt", *argv, "--budget", "600", "--json", "--progress", "none", "--out", str(tmp_path)])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 1 and summary["invariant"] == invariant, summary
+    assert summary["replay"].startswith("the implementation follows all")
+
+
+@pytest.mark.tlc
+def test_the_breadth_first_search_kept_running_after_a_simulation_wins_gives_the_shortest() -> None:
+    hunt = Hunt("kip101", model_knobs("kip101"))
+    outcome = race(hunt, [Engine(BFS), Engine(SIMULATE, 3, 20)], budget=600, keep_shortest=True)
+    assert outcome.winner is not None and outcome.winner.invariant == "ReplicaLogsAgree"
+    if outcome.winner.engine.kind == SIMULATE:
+        assert outcome.shortest is not None and outcome.shortest.engine.kind == BFS
+        assert outcome.shortest.steps <= outcome.winner.steps
+        assert outcome.seconds <= outcome.seconds_to_shortest
+    assert all(gone(group) for group in outcome.groups)
+
+
+def test_a_depth_bound_checks_behaviours_of_that_many_steps_and_no_more() -> None:
+    # KAFKA-1211's shortest counterexample has 8 steps.
+    knobs = model_knobs("kafka1211")
+    assert check_model("kafka1211", knobs, max_depth=7).result.violated is None
+    found = check_model("kafka1211", knobs, max_depth=8).result
+    assert found.violated == "NoCommittedDataLoss" and len(found.trace) == 9

@@ -160,9 +160,11 @@ def test_changes_made_while_a_client_is_cut_off_arrive_as_set_watches_reports_th
             writer.create(other, "/a", 1)
             writer.create(other, "/b", 0)
             writer.delete(other, "/b")
+            # A poll waits for the events of its own store's writes: one write brings the others' too.
+            cut_off.create(watcher, "/c", 0)
             assert cut_off.poll_watch_events() == [WatchEvent(watcher, "/a", "changed")]
             writer.create(other, "/b", 2)
-            cut_off.create(watcher, "/c", 0)  # a poll waits for the events of its own store's writes
+            cut_off.create(watcher, "/d", 0)
             assert cut_off.poll_watch_events() == [WatchEvent(watcher, "/b", "created")]
         finally:
             writer.close()

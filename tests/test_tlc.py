@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kcm.spec.tlc.runner import (
+    QUICK_JIT,
     TlcResult,
     TlcSetupError,
     default_heap_mb,
@@ -101,6 +102,9 @@ def test_heap_is_bounded_and_configurable(monkeypatch: pytest.MonkeyPatch) -> No
     command = tlc_command("java", Path("t.jar"), "/tmp/m", 2, 1536, "M.cfg", "M.tla", ("-deadlock",))
     assert command[:2] == ["java", "-Xmx1536m"]
     assert command[command.index("-metadir") + 1] == "/tmp/m" and command[-2:] == ["-deadlock", "M.tla"]
+    assert not set(QUICK_JIT) & set(command)
+    quick = tlc_command("java", Path("t.jar"), "/tmp/m", 1, 1536, "M.cfg", "M.tla", quick=True)
+    assert set(QUICK_JIT) <= set(quick[:quick.index("tlc2.TLC")])
 
 
 COUNTER = (

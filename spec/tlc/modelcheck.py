@@ -184,12 +184,14 @@ def check_model(
     properties: list[str] | None = None,
     simulate: Simulation | None = None,
     max_depth: int | None = None,
+    quick: bool = False,
 ) -> CheckOutcome:
     """TLC on a model under knobs (and, optionally, only some invariants or temporal properties), with TLC's
     heap bounded (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time. A counterexample
     is kept in the outcome, and written to `trace_out` when given; a temporal property's is a lasso, its
     loop recorded in the last event (`loop_to`, `loop_action`). `simulate`: random behaviours instead of
-    the breadth-first search; `max_depth`: breadth-first, no state beyond that many steps is explored."""
+    the breadth-first search; `max_depth`: breadth-first, no state beyond that many steps is explored;
+    `quick`: TLC's JVM tuned for a run of seconds (kcm.spec.tlc.runner.tlc_command)."""
     base = _model(model)
     check_invariant_names(invariants or [])
     with tempfile.TemporaryDirectory(prefix="kcm-model-") as folder:
@@ -200,7 +202,7 @@ def check_model(
         # Bounded models end where their bounds do: a state without successors is not an error here.
         mode = simulate.args() if simulate is not None else ()
         result = run_tlc(module, config, workers=workers, heap_mb=heap_mb, on_progress=on_progress,
-                         extra_args=("-deadlock", *mode), budget_seconds=budget_seconds)
+                         extra_args=("-deadlock", *mode), budget_seconds=budget_seconds, quick=quick)
     events = counterexample_events(result.trace, knobs, f"tlc-{model}") if result.violated and result.trace else []
     if events and result.loop_start is not None:
         events[-1]["args"].update(loop_to=result.loop_start, loop_action=result.loop_action)

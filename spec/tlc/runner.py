@@ -332,12 +332,19 @@ def default_heap_mb() -> int:
     return int(configured)
 
 
+# The JIT's first tier only: a TLC run of seconds spends them compiling less (docs/hunt.md: 1.9 -> 1.3 s on
+# KAFKA-1211's model, TLC's simulation of the KIP-279 case 7-8 -> 3-6 s), one of minutes runs slower code.
+QUICK_JIT: Final = ("-XX:TieredStopAtLevel=1",)
+
+
 def tlc_command(java: str, jar: Path, metadir: str, workers: int, heap_mb: int, config: str, module: str,
-                extra_args: tuple[str, ...] = ()) -> list[str]:
+                extra_args: tuple[str, ...] = (), quick: bool = False) -> list[str]:
     """The java command line: a bounded heap, TLC's state files in `metadir`, its `-tool` messages. TLC
     unpacks the standard modules (TLC.tla, Naturals.tla, ...) into java.io.tmpdir: a folder of its own keeps
-    two TLC processes started at once from parsing each other's half-written copies."""
-    return [java, f"-Xmx{heap_mb}m", "-XX:+UseParallelGC", f"-Djava.io.tmpdir={metadir}", "-cp", str(jar),
+    two TLC processes started at once from parsing each other's half-written copies. `quick`: tuned for a
+    run of seconds (QUICK_JIT)."""
+    return [java, f"-Xmx{heap_mb}m", "-XX:+UseParallelGC", *(QUICK_JIT if quick else ()),
+            f"-Djava.io.tmpdir={metadir}", "-cp", str(jar),
             "tlc2.TLC", "-tool",
             "-metadir", metadir, "-workers", str(workers), "-config", config, *extra_args, module]
 
@@ -350,16 +357,17 @@ def run_tlc(
     on_progress: Callable[[TlcProgress], None] | None = None,
     extra_args: tuple[str, ...] = (),
     budget_seconds: float | None = None,
+    quick: bool = False,
 ) -> TlcResult:
     """Runs TLC on `module` with `config`; its state files go to a temporary folder removed afterwards.
     With a budget, TLC is stopped when it runs out (`result.complete` is then False: the figures are those
-    of its last progress report)."""
+    of its last progress report). `quick`: the JVM tuned for a run of seconds (tlc_command)."""
     java, _ = find_java()
     jar = find_jar()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kcm-tlc-") as metadir:
         command = tlc_command(java, jar, metadir, workers, heap_mb or default_heap_mb(),
-                              os.path.relpath(config, module.parent), module.name, extra_args)
+                              os.path.relpath(config, module.parent), module.name, extra_args, quick)
         output = _run_streaming(command, module.parent, on_progress, budget_seconds)
         result = parse_output(output.text, TlcResult(output.exit_code, complete=not output.stopped))
     result.seconds = time.monotonic() - started

@@ -49,7 +49,7 @@ from kcm.tools.bench._common import (
     table,
     write_summary,
 )
-from kcm.tools.hunt import SIMULATION_DEPTH, free_cores, hunt_races
+from kcm.tools.hunt import SIMULATION_DEPTH, hunt_races
 from kcm.tools.progress import Reporter
 
 NAME = "hunt"
@@ -120,8 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", default="1,2,3", help="TLC simulation seeds (default 1,2,3)")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
     parser.add_argument("--budget", type=float, default=180.0, help="seconds per engine run (default 180)")
-    parser.add_argument("--cores", type=int, default=None,
-                        help="kcm hunt's engines at once (default: as kcm hunt, the cores the load leaves free)")
+    parser.add_argument("--cores", type=int, default=2, help="kcm hunt's engines at once (default 2)")
     args = parser.parse_args(argv)
     out = console()
     print_header(out, "kcm hunt benchmark", command_line(NAME, list(sys.argv[1:] if argv is None else argv)))
@@ -140,9 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _round(reporter: Reporter, runs: dict[tuple[str, str], list[Timing]], bug: Bug, seeds: list[int],
            args: argparse.Namespace, round_: int) -> None:
-    public, budget = args.public, args.budget
-    # As `kcm hunt` decides it, at the time of its run.
-    cores = args.cores if args.cores is not None else free_cores()
+    public, budget, cores = args.public, args.budget, args.cores
     hunt = Hunt(bug.model, model_knobs(bug.model))
     if public is not None:
         runs.setdefault((bug.model, "public TLC"), []).append(public_tlc(Path(public), bug, budget))

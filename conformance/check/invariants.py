@@ -507,7 +507,7 @@ class InvariantChecker:
                 leader_hw[key] = (epoch, hw, self.seq)
             self._commit(p, b, hw, found)
 
-    def _hw_within_log(self, b: str, p: str, hw: int, found: list[Violation]) -> None:
+    def _hw_within_log(self, b: str, p: str, hw: Any, found: list[Violation]) -> None:
         log = self._logs.get(p, _NONE).get(b)
         if log is None:
             return  # a partial trace that does not observe this log: nothing to judge
@@ -717,7 +717,7 @@ class InvariantChecker:
                 self._violate(found, "LeaderEpochMonotonic",
                               f"{p}: broker {b} went back from leader epoch {old} to {new} ({self._doer()})")
 
-    def _election_check(self, controller_epoch: int, found: list[Violation]) -> None:
+    def _election_check(self, controller_epoch: Any, found: list[Violation]) -> None:
         """A broker that takes /controller raises the controller epoch in the same step: Kafka 2.3.0 creates
         /controller and writes the incremented /controller_epoch in one multi-op
         (KafkaZkClient.registerControllerAndIncrementControllerEpoch). Two controllers sharing an epoch

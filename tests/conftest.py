@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,10 +32,21 @@ def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Ch
 def no_zookeeper_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every ZooKeeper server a test of this session started (all under the session's temporary folder) is
     stopped by the end of the session: an error at teardown names any left running."""
-    base = tmp_path_factory.getbasetemp()
+    base = str(tmp_path_factory.getbasetemp())
     yield
-    left = subprocess.run(["pgrep", "-af", f"QuorumPeerMain {base}"], capture_output=True, text=True).stdout
-    assert not left.strip(), f"ZooKeeper servers left running by the tests:\n{left}"
+    left = [line for line in _command_lines() if "QuorumPeerMain" in line and base in line]
+    assert not left, "ZooKeeper servers left running by the tests:\n" + "\n".join(left)
+
+
+def _command_lines() -> list[str]:
+    """Every process's command line, read off /proc (no procps needed)."""
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            lines.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:  # the process ended meanwhile
+            continue
+    return lines
 
 
 def _require_zookeeper() -> None:

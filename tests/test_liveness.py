@@ -25,7 +25,8 @@ from kcm.spec.trace.format import Event, make_event
 from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, VIOLATED
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
-from kcm.tools.review import LIVENESS_VARIANTS, Cell, RowResult, markdown, select
+from kcm.tools.review import Cell, RowResult, markdown, select
+from kcm.tools.variants import LIVENESS_VARIANTS
 
 DATA = Path(__file__).parent / "data"
 

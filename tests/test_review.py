@@ -13,18 +13,15 @@ from kcm.spec.trace.format import load_trace
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 from kcm.tools.errors import UsageError
 from kcm.tools.review import (
-    COLUMNS,
-    TLA_INVARIANTS,
-    VARIANTS,
     Cell,
     RowResult,
-    Variant,
     cmd_review,
     markdown,
     review,
     select,
     to_json,
 )
+from kcm.tools.variants import COLUMNS, TLA_INVARIANTS, VARIANTS, Variant
 
 
 def test_columns_are_typeok_and_the_vocabulary_with_both_hw_readings_checked() -> None:
@@ -156,4 +153,30 @@ def test_a_quick_row_ends_at_its_first_documented_violation(tmp_path: Path) -> N
     assert row.as_expected and row.verdict == "as expected"
     # Only the columns of the documented invariants were looked at; the others are not claimed to hold.
     assert set(row.cells) == row.violated
-    assert seen[0].startswith("run 1: 0 distinct states") and "states/s" in seen[-1]
+    # kcm hunt's route: the breadth-first search alone on one core (the KIP-279 case is no shallow bug).
+    assert seen and all(text.startswith("hunt kip101: searching: tlc-bfs") for text in seen)
+    cell = next(iter(row.cells.values()))
+    assert cell.engine == "tlc-bfs" and cell.distinct_states > 0
+
+
+def test_a_quick_row_of_a_shallow_known_bug_is_answered_by_bmc(tmp_path: Path) -> None:
+    from kcm.tools.review import review_row
+
+    variant = select(["truncation=hw"])[0]
+    row = review_row(variant, tmp_path, quick=True)
+    assert row.violated == {"NoCommittedDataLoss"} and row.verdict == "as expected"
+    cell = row.cells["NoCommittedDataLoss"]
+    assert cell.engine == "bmc" and cell.trace is not None
+    events = load_trace(Path(cell.trace))
+    assert cell.trace_length == len(events) and len(events) > 2
+    assert "by bmc" in cell.text()
+
+
+def test_a_quick_row_without_an_answer_in_its_budget_is_unknown(tmp_path: Path) -> None:
+    from kcm.tools.review import hunted_row
+
+    variant = select(["truncation=kip279"])[0]
+    row = hunted_row(variant, tmp_path, budget=0.2)
+    assert row.verdict == "unknown" and not row.violated
+    assert set(row.cells) == variant.expected
+    assert all((cell.error or "").startswith("no answer within 0.2 s: tlc-bfs: stopped") for cell in row.cells.values())

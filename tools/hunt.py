@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -40,7 +41,7 @@ from kcm.spec.vocabulary import Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
-from kcm.tools.review import VARIANTS
+from kcm.tools.variants import VARIANTS
 
 DEFAULT_BUDGET: Final = 120.0
 # Behaviours TLC simulates are at most this long: on the KIP-279 case (13 steps at the shortest), depth 15 found
@@ -104,21 +105,23 @@ class HuntResult:
     shortening: Race | None = None
 
 
-def hunt_races(hunt: Hunt, cores: int, budget: float, reporter: Reporter) -> HuntResult:
+def hunt_races(hunt: Hunt, cores: int, budget: float, on_progress: Callable[[str], None] | None = None) -> HuntResult:
     """The race for a first counterexample, then its shortest: the first itself (BFS, BMC), or the race's
     breadth-first search kept running, or (a race without one) a race of TLC breadth first bounded by the
-    depth found. Each race has the budget."""
+    depth found. Each race has the budget. `kcm review` and `kcm verify` take their unsafe rows this way."""
     engines = portfolio(hunt, cores)
-    with reporter.task(f"hunt {hunt.model}") as task:
-        first = race(hunt, engines, budget, lambda text: task.update(text), keep_shortest=True)
+
+    def show(phase: str) -> Callable[[str], None] | None:
+        return None if on_progress is None else lambda text: on_progress(f"{phase}: {text}")
+
+    first = race(hunt, engines, budget, show(f"hunt {hunt.model}"), keep_shortest=True)
     found = first.winner
     if found is None or found.invariant is None or found.engine.kind in SHORTEST:
         return HuntResult(first, found, first.seconds)
     if any(engine.kind in SHORTEST for engine in engines):
         # The race's own breadth-first search, kept running: its shortest, or the budget ran out on it.
         return HuntResult(first, first.shortest, first.seconds_to_shortest)
-    with reporter.task(f"shorten {found.steps} steps") as task:
-        again = race(hunt, [Engine(BFS, depth=found.steps)], budget, lambda text: task.update(text))
+    again = race(hunt, [Engine(BFS, depth=found.steps)], budget, show(f"shorten {found.steps} steps"))
     best = again.winner if again.winner is not None and again.winner.invariant else None
     return HuntResult(first, best, first.seconds + again.seconds, again)
 
@@ -159,8 +162,8 @@ def confirm(answer: Answer) -> Confirmation:
 def cmd_hunt(args: argparse.Namespace) -> int:
     hunt = _hunt(args)
     out = Path(args.out) if args.out else default_out("hunt")
-    with Reporter(args.progress) as reporter:
-        result = hunt_races(hunt, args.cores, args.budget, reporter)
+    with Reporter(args.progress) as reporter, reporter.task(f"hunt {hunt.model}") as task:
+        result = hunt_races(hunt, args.cores, args.budget, task.update)
     return _report(args, hunt, out, result)
 
 

@@ -1,10 +1,10 @@
 """`kcm review`: the design-review matrix, knob setting x invariant, filled by TLC.
 
-    kcm review [--liveness] [--json] [--workers N] [--out DIR] [--row LABEL ...] [--heap MIB]
+    kcm review [--quick | --liveness] [--json] [--workers N] [--out DIR] [--row LABEL ...] [--heap MIB]
 
 Each row is a design variant (a knob setting) checked on one model of spec/: the smallest instance that
 shows what the variant does (the `ci` model for the safe defaults). Each column is an invariant (`TypeOK`
-and the eleven of the vocabulary). A cell holds (TLC explored the model exhaustively without breaking it:
+and the twelve of the vocabulary). A cell holds (TLC explored the model exhaustively without breaking it:
 the distinct states are shown) or is violated (the length of TLC's shortest counterexample and the trace
 written in format v2 under `--out`).
 
@@ -13,6 +13,11 @@ while one is violated, record it and check the rest again. A violated run ends a
 breadth-first (a fraction of the state space); only the last run of a row explores its whole model. Rows
 run in parallel, one TLC process (one TLC worker) per `--workers`, longest first; the matrix takes about
 as long as its longest row, the `ci` row, on 2 cores.
+
+`--quick` (what `kcm verify` runs) takes each unsafe row to its first documented violation by `kcm hunt`'s
+route, one engine per core the row has: Z3 BMC on a shallow known bug (KAFKA-1211, the zombie controller, the
+stale leader epoch, unclean election), TLC breadth first otherwise; the counterexample is a shortest one and
+its cell names the engine. A safe row is checked on every invariant as without `--quick`.
 
 `--liveness` fills the other matrix, design x progress property (spec/KafkaProperties.tla): which knob costs
 which property. Its rows are liveness models of spec/ under a knob setting, or broken variants of them (a
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import os
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,110 +37,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from kcm.conformance.explore.hunt import Hunt
 from kcm.spec.tlc.modelcheck import (
     PROPERTIES,
-    TLA_READINGS,
-    WRITES_ACCEPTED,
     ModelError,
     check_liveness,
     check_model,
     model_properties,
     vocabulary_name,
+    write_events,
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError
 from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, VIOLATED
-from kcm.spec.vocabulary import INVARIANTS, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError
+from kcm.tools.hunt import hunt_races
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
 from kcm.tools.stages import StageRow, VerifyContext
+from kcm.tools.variants import COLUMNS, HW, LIVENESS_VARIANTS, TLA_INVARIANTS, VARIANTS, Variant, column
 
 DEFAULT_OUT: Final = default_out("review")
-HW: Final = "HighWatermarkMonotonic"
-COLUMNS: Final = ("TypeOK", *INVARIANTS)
-# What TLC checks for the columns: the two readings of HighWatermarkMonotonic separately, so that a
-# violated cell says which reading broke.
-TLA_INVARIANTS: Final = tuple(
-    name for column in COLUMNS for name in ((*TLA_READINGS,) if column == HW else (column,))
-)
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A row: a knob setting, the model it is checked on, and the invariants the design is documented to
-    break there (`kcm verify` checks that they are among the violated ones; `kcm review` just reports)."""
-
-    label: str
-    settings: tuple[str, ...]
-    model: str
-    expected: frozenset[str] = frozenset()
-
-    @property
-    def knobs(self) -> Knobs:
-        return Knobs().with_settings(self.settings)
-
-    @property
-    def slug(self) -> str:
-        return re.sub(r"[^a-z0-9]+", "-", self.label.lower()).strip("-")
-
-    def focus(self) -> list[str]:
-        """What a quick look at the row checks: what an unsafe design is documented to break (TLC stops at
-        the first bad state, a fraction of the model), every invariant for a safe one."""
-        if not self.expected:
-            return list(TLA_INVARIANTS)
-        return [name for name in TLA_INVARIANTS if _column(name) in self.expected]
-
-
-VARIANTS: Final = (
-    Variant("defaults (kip320)", (), "ci"),
-    Variant("truncation=hw", ("truncation=hw",), "kafka1211", frozenset({"NoCommittedDataLoss"})),
-    Variant("truncation=kip101", ("truncation=kip101",), "kip101",
-            frozenset({"ReplicaLogsAgree", "NoCommittedDataLoss", HW})),
-    Variant("truncation=kip279", ("truncation=kip279",), "kip279",
-            frozenset({"ReplicaLogsAgree", "NoCommittedDataLoss", HW})),
-    Variant("truncation=kip320", (), "kip320"),
-    Variant("unclean_election=true", ("unclean_election=true",), "unclean",
-            frozenset({"NoCommittedDataLoss", HW})),
-    Variant("unclean_election=true, min_isr=2", ("unclean_election=true", "min_isr=2"), "unclean",
-            frozenset({"NoCommittedDataLoss", HW})),
-    Variant("controller_epoch_fencing=false", ("controller_epoch_fencing=false",), "zombie",
-            frozenset({"StaleControllerFenced"})),
-    Variant("leader_epoch_check=false", ("leader_epoch_check=false",), "staleepoch",
-            frozenset({"LeaderEpochMonotonic"})),
-    # Before KIP-380: a restarted broker applies the requests of its previous incarnation and bounces go
-    # unseen; on the ci model (crashes, restarts, expiries, lost and reordered requests) nothing breaks.
-    Variant("broker_epoch=false", ("broker_epoch=false",), "ci"),
-)
-
-# The progress matrix (kcm review --liveness): the safe design on every liveness model, the availability the
-# safety knobs trade, and one broken variant per property.
-LIVENESS_VARIANTS: Final = (
-    Variant("defaults (kip320)", (), "liveness"),
-    Variant("defaults: controlled shutdown", (), "opsliveness"),
-    # A shutdown refused while the controller has not yet seen the broker restart is retried, as Kafka 2.3.0's
-    # broker does (KafkaServer.scala doControlledShutdown), and completes (docs/spec.md).
-    Variant("controlled shutdown after a crash", (), "opslivenesscrash"),
-    Variant("defaults: reassignment", (), "opslivenessreassign"),
-    Variant("defaults: topic deletion", (), "opslivenessdelete"),
-    # Clean elections give up a partition whose only ISR member is dead (LeaderElected does not apply: it asks
-    # for a live ISR member); an unclean election keeps it writable and loses committed data instead.
-    Variant("defaults: availability", (), "livenessavailability", frozenset({WRITES_ACCEPTED})),
-    Variant("unclean_election=true", ("unclean_election=true",), "livenessavailability"),
-    # Writes are refused while the ISR is smaller than min_isr (Produce's guard).
-    Variant("min_isr=2", ("min_isr=2",), "livenessavailability", frozenset({WRITES_ACCEPTED})),
-    Variant("no failover on broker failure", (), "livenessnofailover", frozenset({"LeaderElected"})),
-    Variant("controller election not fair", (), "livenessunfairelection", frozenset({"ControllerElected"})),
-    Variant("fetches and ISR expiration not fair", (), "livenessunfairfetch", frozenset({"HighWatermarkCatchesUp"})),
-    Variant("controlled shutdown request not fair", (), "opslivenessunfairshutdown",
-            frozenset({"ControlledShutdownCompletes"})),
-    Variant("reassignment ISR change not fair", (), "opslivenessreassignunfair", frozenset({"ReassignmentCompletes"})),
-    Variant("StopReplica response not fair", (), "opslivenessdeleteunfair", frozenset({"TopicDeletionCompletes"})),
-    # A finding: a leader whose session expired crashes before it registers again; the controller, elected
-    # meanwhile, took it for dead already and never elects another leader (docs/spec.md).
-    Variant("session expiry", (), "livenessexpiry", frozenset({"LeaderElected"})),
-)
+# Seconds an unsafe row's hunt may take per phase (the search, then its shortening); the seven take about
+# twenty together on two cores (docs/hunt.md).
+HUNT_BUDGET: Final = 600.0
 
 
 @dataclass
@@ -148,6 +74,7 @@ class Cell:
     trace_length: int | None = None
     trace: str | None = None
     error: str | None = None
+    engine: str | None = None  # what found the counterexample, on a row taken by kcm hunt's route
 
     def to_json(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if value is not None}
@@ -158,7 +85,8 @@ class Cell:
         if self.result == VIOLATED:
             reading = f" {self.reading}" if self.reading else ""
             steps = (self.trace_length or 1) - 1  # the trace's states, the initial one included
-            return f"**violated**{reading} ({steps} steps, `{self.trace}`)"
+            by = f" by {self.engine}" if self.engine else ""
+            return f"**violated**{reading} ({steps} steps{by}, `{self.trace}`)"
         return f"unknown: {self.error}"
 
 
@@ -213,9 +141,18 @@ Progress = Callable[[Variant, str], None]
 
 
 def review_row(variant: Variant, out: Path, heap_mb: int | None = None,
-               on_progress: Progress | None = None, quick: bool = False) -> RowResult:
-    """Fills one row by peeling: every run checks the invariants not yet found violated. A quick row is one
-    run over the variant's focus: it ends at the first violation, or holds."""
+               on_progress: Progress | None = None, quick: bool = False, cores: int = 1) -> RowResult:
+    """A row: an unsafe design's quick row by kcm hunt's route (`hunted_row`) with `cores` engines, any other
+    by TLC (`tlc_row`)."""
+    if quick and variant.expected:
+        return hunted_row(variant, out, heap_mb, on_progress, cores)
+    return tlc_row(variant, out, heap_mb, on_progress, quick)
+
+
+def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
+            on_progress: Progress | None = None, quick: bool = False) -> RowResult:
+    """Fills one row by TLC breadth first, peeling: every run checks the invariants not yet found violated. A
+    quick row is one run over the variant's focus: it ends at the first violation, or holds."""
     started = time.monotonic()
     row = RowResult(variant, quick=quick)
     remaining = variant.focus() if quick else list(TLA_INVARIANTS)
@@ -234,28 +171,57 @@ def review_row(variant: Variant, out: Path, heap_mb: int | None = None,
                                   trace_out=out / f"{variant.slug}-run{row.runs}.jsonl", on_progress=show)
         except TlcError as err:
             for name in remaining:
-                row.cells.setdefault(_column(name), Cell(_column(name), UNKNOWN, error=str(err)))
+                row.cells.setdefault(column(name), Cell(column(name), UNKNOWN, error=str(err)))
             break
         result = outcome.result
         if result.violated is None:
             for name in remaining:
-                row.cells.setdefault(_column(name), Cell(_column(name), HOLDS, result.distinct_states,
+                row.cells.setdefault(column(name), Cell(column(name), HOLDS, result.distinct_states,
                                                          result.seconds))
             break
         if result.violated not in remaining:
             raise TlcError(f"{variant.model}: TLC reports {result.violated}, which was not checked")
         remaining.remove(result.violated)
-        column = _column(result.violated)
+        name = column(result.violated)
         if quick:
             remaining = []
         trace = out / f"{variant.slug}-{vocabulary_name(result.violated).replace('/', '-')}.jsonl"
         if outcome.trace_path is not None:
             outcome.trace_path.replace(trace)
-        readings.setdefault(column, []).append(vocabulary_name(result.violated).partition("/")[2])
-        if column not in row.cells:
-            row.cells[column] = Cell(column, VIOLATED, result.distinct_states, result.seconds,
-                                     trace_length=len(result.trace), trace=str(trace))
-        row.cells[column].reading = "/".join(readings[column]) if column == HW else None
+        readings.setdefault(name, []).append(vocabulary_name(result.violated).partition("/")[2])
+        if name not in row.cells:
+            row.cells[name] = Cell(name, VIOLATED, result.distinct_states, result.seconds,
+                                   trace_length=len(result.trace), trace=str(trace))
+        row.cells[name].reading = "/".join(readings[name]) if name == HW else None
+    row.seconds = time.monotonic() - started
+    return row
+
+
+def hunted_row(variant: Variant, out: Path, heap_mb: int | None = None, on_progress: Progress | None = None,
+               cores: int = 1, budget: float = HUNT_BUDGET) -> RowResult:
+    """An unsafe design's quick row by kcm hunt's route: the fastest engine for its model and focus (BMC on a
+    shallow known bug, TLC breadth first otherwise, raced when the row has more than one core), then the
+    shortest counterexample. A search that ends without one holds its focus; one that runs out of budget, or
+    whose engines all fail, leaves the focus unknown."""
+    started = time.monotonic()
+    row = RowResult(variant, quick=True, runs=1)
+    hunt = Hunt(variant.model, variant.knobs, tuple(variant.focus()), heap_mb)
+    show = None if on_progress is None else (lambda text: on_progress(variant, text))
+    result = hunt_races(hunt, cores, budget, show)
+    found = result.shortest or result.first.winner
+    if found is not None and found.invariant is not None:
+        name = column(found.invariant)
+        trace = out / f"{variant.slug}-{found.invariant.replace('/', '-')}.jsonl"
+        write_events(found.events, trace)
+        reading = found.invariant.partition("/")[2] if name == HW else None
+        row.cells[name] = Cell(name, VIOLATED, found.states, found.seconds, reading, len(found.events), str(trace),
+                               engine=found.engine.name)
+    else:
+        verdict = HOLDS if found is not None else UNKNOWN
+        error = None if found is not None else (
+            f"no answer within {budget:g} s: " + "; ".join(f"{n}: {f}" for n, f in result.first.fates.items()))
+        for name in dict.fromkeys(column(n) for n in variant.focus()):
+            row.cells[name] = Cell(name, verdict, found.states if found else 0, result.first.seconds, error=error)
     row.seconds = time.monotonic() - started
     return row
 
@@ -290,10 +256,6 @@ def review_liveness_row(variant: Variant, out: Path, heap_mb: int | None = None,
     return row
 
 
-def _column(tla_name: str) -> str:
-    return vocabulary_name(tla_name).partition("/")[0]
-
-
 def select(labels: Iterable[str] | None, liveness: bool = False) -> list[Variant]:
     """The rows asked for by label (all by default) of the invariant matrix or, with `liveness`, the progress
     matrix; an unknown label is a ModelError."""
@@ -318,11 +280,12 @@ def review(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | 
     out.mkdir(parents=True, exist_ok=True)
     # The ci row is the longest: start it first so that the short rows fill the other worker.
     order = sorted(variants, key=lambda v: v.model != "ci")
+    cores = max(1, (os.cpu_count() or 1) // max(1, workers))
 
     def one(variant: Variant, progress: Progress | None) -> RowResult:
         if liveness:
             return review_liveness_row(variant, out, heap_mb, progress)
-        return review_row(variant, out, heap_mb, progress, quick)
+        return review_row(variant, out, heap_mb, progress, quick, cores)
 
     def fill(variant: Variant) -> RowResult:
         if reporter is None:
@@ -366,6 +329,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("review", help="the design-review matrix: knob setting x invariant, by TLC")
     parser.add_argument("--liveness", action="store_true",
                         help="the progress matrix: design x temporal property (liveness models of spec/)")
+    parser.add_argument("--quick", action="store_true",
+                        help="each unsafe row to its first documented violation, by kcm hunt's route (seconds)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--workers", type=int, default=1, help="TLC processes at a time (default 1)")
     parser.add_argument("--out", default=str(DEFAULT_OUT),
@@ -385,11 +350,14 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers must be at least 1 and --heap at least {MIN_HEAP_MB} (MiB)")
     if args.html and args.liveness:
         raise UsageError("--html shows the invariant matrix; the progress matrix is in review-liveness.md")
+    if args.quick and args.liveness:
+        raise UsageError("--quick looks at the invariant matrix's unsafe rows; --liveness checks properties")
     try:
         variants = select(args.rows, args.liveness)
         started = time.monotonic()
         with Reporter(args.progress) as reporter:
-            rows = review(variants, Path(args.out), args.workers, args.heap, reporter, liveness=args.liveness)
+            rows = review(variants, Path(args.out), args.workers, args.heap, reporter, quick=args.quick,
+                          liveness=args.liveness)
     except (TlcSetupError, TlcError, ModelError) as err:
         raise UsageError(str(err)) from err
     seconds = time.monotonic() - started
@@ -405,7 +373,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     else:
         print(markdown(rows, columns))
         plural = "" if len(rows) == 1 else "s"
-        print(f"\n{len(rows)} row{plural}, {sum(r.runs for r in rows)} TLC runs, {seconds:.0f} s; "
+        print(f"\n{len(rows)} row{plural}, {sum(r.runs for r in rows)} runs, {seconds:.0f} s; "
               f"counterexamples and {name}.json in {args.out}/")
     return EXIT_USAGE if any(row.verdict == UNKNOWN for row in rows) else EXIT_OK
 

@@ -66,11 +66,12 @@ class Engine:
 @dataclass(frozen=True)
 class Hunt:
     """What is hunted: a reproduction model of spec/ under knobs, for some of its invariants (TLA+ names;
-    None: those its configuration checks)."""
+    None: those its configuration checks); `heap_mb`: each TLC's heap (None: the runner's default)."""
 
     model: str
     knobs: Knobs
     invariants: tuple[str, ...] | None = None
+    heap_mb: int | None = None
 
     def known_bug(self) -> KnownBug | None:
         """The known bug BMC has a story for on this model and design, when the invariants hunted include
@@ -123,7 +124,7 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
     simulate = Simulation(engine.seed, engine.depth) if engine.kind == SIMULATE else None
     invariants = list(hunt.invariants) if hunt.invariants is not None else None
     # A simulation answers in seconds or not at all: the JVM tuned for that (measured in docs/hunt.md).
-    outcome = check_model(hunt.model, hunt.knobs, invariants, simulate=simulate,
+    outcome = check_model(hunt.model, hunt.knobs, invariants, heap_mb=hunt.heap_mb, simulate=simulate,
                           max_depth=engine.depth if engine.kind == BFS and engine.depth else None,
                           quick=simulate is not None)
     result = outcome.result

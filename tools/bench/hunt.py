@@ -146,7 +146,7 @@ def _round(reporter: Reporter, runs: dict[tuple[str, str], list[Timing]], bug: B
     for engine in engines_of(hunt, seeds):
         reporter.line(f"round {round_}: {bug.model}: {engine.name}")
         runs.setdefault((bug.model, engine.name), []).append(engine_run(hunt, engine, budget))
-    result = hunt_races(hunt, cores, budget, reporter)
+    result = hunt_races(hunt, cores, budget)
     found = result.first.winner
     steps = found.steps if found is not None and found.invariant else None
     winner = found.engine.name if found is not None else "nothing"

@@ -76,13 +76,17 @@ def test_markdown_and_json_of_a_row() -> None:
 
 
 def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
-    args = argparse.Namespace(rows=["nope"], workers=1, heap=1024, out=str(tmp_path), json=True, liveness=False,
-                              html=None)
+    def options(**given: object) -> argparse.Namespace:
+        defaults = {"rows": None, "workers": 1, "heap": 1024, "out": str(tmp_path), "json": True,
+                    "liveness": False, "quick": False, "html": None}
+        return argparse.Namespace(**{**defaults, **given})
+
     with pytest.raises(UsageError, match="unknown review row"):
-        cmd_review(args)
+        cmd_review(options(rows=["nope"]))
     with pytest.raises(UsageError, match="--workers"):
-        cmd_review(argparse.Namespace(rows=None, workers=0, heap=1024, out=str(tmp_path), json=True,
-                                      liveness=False, html=None))
+        cmd_review(options(workers=0))
+    with pytest.raises(UsageError, match="--quick looks at the invariant matrix"):
+        cmd_review(options(quick=True, liveness=True))
 
 
 @pytest.mark.tlc

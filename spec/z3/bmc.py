@@ -157,12 +157,13 @@ class Unrolling:
     def trace(self, model: Expr, invariant: str, run: str) -> list[Event]:
         cfg = self.cfg
         states = [trace_state(model, s) for s in self.states]
+        chosen = [effects[py_value(model, choice)] for effects, choice in zip(self.effects, self.choices, strict=True)]
+        _fill_machines(model, self.states, chosen, states)
         events = [make_event(run, 0, "env", "Init", {
             "knobs": cfg.knobs.to_dict(), "brokers": list(cfg.ids), "source": "z3-bmc",
             "invariant": invariant, "depth": self.depth,
         }, states[0], full=True)]
-        for i, effects in enumerate(self.effects):
-            effect = effects[py_value(model, self.choices[i])]
+        for i, effect in enumerate(chosen):
             args = _eval_args(model, effect.args)
             if effect.action == "LeaderAndIsr":
                 for entry in args.get("partitions", []):
@@ -173,6 +174,52 @@ class Unrolling:
             events.append(make_event(run, i + 1, effect.actor, effect.action, args,
                                      diff_states(states[i], states[i + 1])))
         return events
+
+
+# The controller events after which the controller's state machines are what the spec's failover or broker
+# change leaves (spec/KafkaReplication.tla: LoadWork and FailoverWork for ControllerElect, BrokerChangeWork).
+_LOADING_EVENTS: Final = frozenset({"ControllerElect", "BrokerChange"})
+
+
+def _fill_machines(model: Any, states: list[State], chosen: list[Effect], out: list[dict[str, Any]]) -> None:
+    """The controllers' partition and replica state machines (`partition_state`, `replica_state`), which the
+    Z3 model leaves out, written into the trace's states `out` as the TLA+ specification has them: a
+    controller of the initial state as InitStable leaves it; a controller's after it handles a failover
+    or a broker change; none once it stops acting (ResignVars: crash, resignation, a fenced write,
+    re-registration). Other actions leave them as they are."""
+    machines: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for k, t in enumerate(states):
+        acting = {b for b in t.cfg.ids if py_value(model, t.b("acting_controller_epoch", b)) != 0}
+        if k == 0:
+            loaders = acting
+        else:
+            effect = chosen[k - 1]
+            loaders = {effect.broker} if effect.action in _LOADING_EVENTS and effect.broker is not None else set()
+        before = states[max(k - 1, 0)]
+        for b in loaders & acting:
+            machines[str(b)] = _loaded_machines(model, before, t)
+        for key in [key for key in machines if int(key) not in acting]:
+            del machines[key]
+        out[k]["partition_state"] = {b: partitions for b, (partitions, _) in sorted(machines.items())}
+        out[k]["replica_state"] = {b: replicas for b, (_, replicas) in sorted(machines.items())}
+
+
+def _loaded_machines(model: Any, before: State, after: State) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A controller's state machines after a failover or broker change: the partition online when the
+    state node names a leader, offline when no election found one (OfflinePartition is where Failure
+    leaves it); each assigned replica online when its broker was registered as the event read the
+    registrations (a bounced broker fails and starts up again: Startup after Failure), else offline."""
+    cfg = after.cfg
+
+    def v(s: State, name: str) -> Any:
+        return py_value(model, s[name])
+
+    if not (v(after, "assigned") and v(after, "node")):
+        return {}, {}
+    online = v(after, "leader") != NO_LEADER
+    replicas = {str(r): "OnlineReplica" if v(before, f"registered.{r}") else "OfflineReplica"
+                for r in cfg.ids if v(after, f"assignment.{r}")}
+    return {PARTITION: "OnlinePartition" if online else "OfflinePartition"}, {PARTITION: replicas}
 
 
 def _claims(s: State) -> list[tuple[Expr, Expr, Expr]]:

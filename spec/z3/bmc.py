@@ -158,7 +158,7 @@ class Unrolling:
         cfg = self.cfg
         states = [trace_state(model, s) for s in self.states]
         chosen = [effects[py_value(model, choice)] for effects, choice in zip(self.effects, self.choices, strict=True)]
-        _fill_machines(model, self.states, chosen, states)
+        transitions = _fill_machines(model, self.states, chosen, states)
         events = [make_event(run, 0, "env", "Init", {
             "knobs": cfg.knobs.to_dict(), "brokers": list(cfg.ids), "source": "z3-bmc",
             "invariant": invariant, "depth": self.depth,
@@ -171,6 +171,8 @@ class Unrolling:
             for key in ("partition",):
                 if key in args and args[key] is None:
                     args[key] = PARTITION
+            if transitions[i]:
+                args["transitions"] = transitions[i]
             events.append(make_event(run, i + 1, effect.actor, effect.action, args,
                                      diff_states(states[i], states[i + 1])))
         return events
@@ -179,32 +181,50 @@ class Unrolling:
 # The controller events after which the controller's state machines are what the spec's failover or broker
 # change leaves (spec/KafkaReplication.tla: LoadWork and FailoverWork for ControllerElect, BrokerChangeWork).
 _LOADING_EVENTS: Final = frozenset({"ControllerElect", "BrokerChange"})
+_Machines = tuple[dict[str, str], dict[str, dict[str, str]]]
 
 
-def _fill_machines(model: Any, states: list[State], chosen: list[Effect], out: list[dict[str, Any]]) -> None:
+def _fill_machines(model: Any, states: list[State], chosen: list[Effect],
+                   out: list[dict[str, Any]]) -> list[list[list[Any]]]:
     """The controllers' partition and replica state machines (`partition_state`, `replica_state`), which the
     Z3 model leaves out, written into the trace's states `out` as the TLA+ specification has them: a
     controller of the initial state as InitStable leaves it; a controller's after it handles a failover
     or a broker change; none once it stops acting (ResignVars: crash, resignation, a fenced write,
-    re-registration). Other actions leave them as they are."""
-    machines: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    re-registration). Other actions leave them as they are. Returns each step's transitions (the
+    `transitions` argument of the trace format, which the checker holds a controller's step to)."""
+    machines: dict[str, _Machines] = {}
+    steps: list[list[list[Any]]] = []
     for k, t in enumerate(states):
         acting = {b for b in t.cfg.ids if py_value(model, t.b("acting_controller_epoch", b)) != 0}
-        if k == 0:
+        effect = chosen[k - 1] if k else None
+        if effect is None:
             loaders = acting
         else:
-            effect = chosen[k - 1]
             loaders = {effect.broker} if effect.action in _LOADING_EVENTS and effect.broker is not None else set()
         before = states[max(k - 1, 0)]
-        for b in loaders & acting:
-            machines[str(b)] = _loaded_machines(model, before, t)
+        transitions: list[list[Any]] = []
+        for b in sorted(loaders & acting):
+            loaded = _loaded_machines(model, before, t)
+            if effect is not None:
+                transitions = _transitions(effect.action, machines.get(str(b), ({}, {})), loaded,
+                                           _leader_failed(model, before))
+            machines[str(b)] = loaded
         for key in [key for key in machines if int(key) not in acting]:
             del machines[key]
         out[k]["partition_state"] = {b: partitions for b, (partitions, _) in sorted(machines.items())}
         out[k]["replica_state"] = {b: replicas for b, (_, replicas) in sorted(machines.items())}
+        if k:
+            steps.append(transitions)
+    return steps
 
 
-def _loaded_machines(model: Any, before: State, after: State) -> tuple[dict[str, Any], dict[str, Any]]:
+def _leader_failed(model: Any, before: State) -> bool:
+    """Whether the partition's leader is not registered as a controller event reads the registrations."""
+    leader = py_value(model, before["leader"])
+    return leader != NO_LEADER and not py_value(model, before.b("registered", leader))
+
+
+def _loaded_machines(model: Any, before: State, after: State) -> _Machines:
     """A controller's state machines after a failover or broker change: the partition online when the
     state node names a leader, offline when no election found one (OfflinePartition is where Failure
     leaves it); each assigned replica online when its broker was registered as the event read the
@@ -220,6 +240,31 @@ def _loaded_machines(model: Any, before: State, after: State) -> tuple[dict[str,
     replicas = {str(r): "OnlineReplica" if v(before, f"registered.{r}") else "OfflineReplica"
                 for r in cfg.ids if v(after, f"assignment.{r}")}
     return {PARTITION: "OnlinePartition" if online else "OfflinePartition"}, {PARTITION: replicas}
+
+
+def _transitions(action: str, was: _Machines, now: _Machines, leader_failed: bool) -> list[list[Any]]:
+    """The transitions that take a controller's machines from `was` to `now`, in the trace format's
+    entries. A failover loads its states (from None: LoadWork reads the partition offline when its leader
+    is gone), then elects (Offline -> Online); a broker change takes the partition of a failed leader
+    offline and elects again (Failure, then TriggerOnline), and moves each replica whose state changes."""
+    out: list[list[Any]] = []
+    loading = action == "ControllerElect"
+    for p, state in now[0].items():
+        first = ("OfflinePartition" if leader_failed else state) if loading else was[0].get(p)
+        if loading:
+            out.append(["partition", p, None, first])
+        elif leader_failed and first == "OnlinePartition":
+            out.append(["partition", p, first, "OfflinePartition"])
+            first = "OfflinePartition"
+        if first != state:
+            out.append(["partition", p, first, state])
+    for p, replicas in now[1].items():
+        for r, state in replicas.items():
+            if loading:
+                out.append(["replica", p, r, None, state])
+            elif was[1].get(p, {}).get(r) != state:
+                out.append(["replica", p, r, was[1].get(p, {}).get(r), state])
+    return out
 
 
 def _claims(s: State) -> list[tuple[Expr, Expr, Expr]]:

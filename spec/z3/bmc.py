@@ -22,7 +22,7 @@ from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO
 from kcm.spec.z3.actions import Effect, Relations, next_relation
 from kcm.spec.z3.invariants import STATE_INVARIANTS, STEP_INVARIANTS, exposed_hw, initial, stale_controller_fenced
 from kcm.spec.z3.model import NO_EPOCH, ROLE_LEADER, ROLE_NAMES, Config, State
-from kcm.spec.z3.solver import Expr, and_, int_const, ite, not_, num, or_, or_all, py_value, z3
+from kcm.spec.z3.solver import Expr, and_, implies, int_const, ite, not_, num, or_, or_all, py_value, z3
 
 PARTITION: Final = "t0-0"
 TOPIC: Final = "t0"
@@ -65,6 +65,10 @@ class Unrolling:
         # times faster here than linear integer arithmetic (measured: 4.6 s against 33 s at depth 5).
         self.solver = z3.SolverFor(logic) if cfg.width is not None else z3.Solver()
         self.solver.add(initial(self.states[0], controller))
+        # Per follower: whether the last step was a Fetch of its (its response is in flight), and whether a
+        # response of an earlier one was never taken (see `_fetch_rounds`).
+        self._fetched: dict[int, Expr] = {f: z3.BoolVal(False) for f in cfg.ids}
+        self._stuck: dict[int, Expr] = {f: z3.BoolVal(False) for f in cfg.ids}
 
     @property
     def depth(self) -> int:
@@ -80,9 +84,29 @@ class Unrolling:
         # No step leaves the state as it was: a shortest counterexample has none, and ruling them out
         # spares the solver every placement of idle steps.
         self.solver.add(or_all(t[n] != s[n] for n in s.names() if not n.startswith("g.")))
+        self._fetch_rounds(effects, choice)
         self.states.append(t)
         self.effects.append(effects)
         self.choices.append(choice)
+
+    def _fetch_rounds(self, effects: list[Effect], choice: Expr) -> None:
+        """The Z3 model's fetch is two halves that read each other's current state: `Fetch(l)` (the leader
+        handles a fetch from the follower's log end) and `FetchResponse(f)` (the follower takes what its
+        leader has now). The specification and the implementation send a request (SendFetch), handle it
+        (Fetch) and answer it (FetchResponse) with what the leader had when it handled it; a follower has one
+        request in flight at a time (`inflight`, KafkaReplication.tla SendFetch). So a response here
+        follows its fetch at once (the leader's state it reads is the one the answer carries), and a fetch
+        whose response was not taken next leaves it in flight for good: that follower fetches no more.
+        Every step is then one the specification has (`trace` writes the request out)."""
+        fetches = {f: or_all(choice == i for i, e in enumerate(effects) if e.action == "Fetch"
+                             and _constant(e.params["replica_id"]) == f) for f in self.cfg.ids}
+        answers = {f: or_all(choice == i for i, e in enumerate(effects) if e.action == "FetchResponse"
+                             and e.broker == f) for f in self.cfg.ids}
+        for f in self.cfg.ids:
+            self.solver.add(implies(answers[f], self._fetched[f]))
+            stuck = or_(self._stuck[f], and_(self._fetched[f], not_(answers[f])))
+            self.solver.add(implies(fetches[f], not_(stuck)))
+            self._fetched[f], self._stuck[f] = fetches[f], stuck
 
     # -- violations at the last depth -----------------------------------------------------------------
 
@@ -173,7 +197,11 @@ class Unrolling:
                     args[key] = PARTITION
             if transitions[i]:
                 args["transitions"] = transitions[i]
-            events.append(make_event(run, i + 1, effect.actor, effect.action, args,
+            if effect.action == "Fetch":
+                # The request the leader handles, sent by the follower (it changes no variable of the trace).
+                follower = f"broker:{args['replica_id']}"
+                events.append(make_event(run, len(events), follower, "SendFetch", {"partition": PARTITION}, {}))
+            events.append(make_event(run, len(events), effect.actor, effect.action, args,
                                      diff_states(states[i], states[i + 1])))
         return events
 
@@ -265,6 +293,11 @@ def _transitions(action: str, was: _Machines, now: _Machines, leader_failed: boo
             elif was[1].get(p, {}).get(r) != state:
                 out.append(["replica", p, r, was[1].get(p, {}).get(r), state])
     return out
+
+
+def _constant(expr: Expr) -> int:
+    value = z3.simplify(expr)
+    return int(value.as_signed_long()) if z3.is_bv_value(value) else int(value.as_long())
 
 
 def _claims(s: State) -> list[tuple[Expr, Expr, Expr]]:
@@ -530,7 +563,7 @@ _KAFKA1211_STORY: Final = ("Produce", "Fetch", "FetchResponse", "BrokerCrash", "
 _REPLICATION_STORY: Final = ("Produce", "Fetch", "FetchResponse", "OffsetsForLeaderEpochResponse", "BrokerCrash",
                              "BrokerRestart", "BrokerChange", "LeaderAndIsr")
 KNOWN_BUGS: Final = (
-    KnownBug("KAFKA-1211: truncation to the HW", ("truncation=hw",), "NoCommittedDataLoss", "kafka1211", 7,
+    KnownBug("KAFKA-1211: truncation to the HW", ("truncation=hw",), "NoCommittedDataLoss", "kafka1211", 8,
              brokers=3, capacity=1, actions=_KAFKA1211_STORY, deep=True),
     # MCkip101 and MCkip279 assign <<2, 3, 1>> with broker 1 as controller: the last broker in preference
     # order controls, and the leader is another broker.
@@ -538,7 +571,7 @@ KNOWN_BUGS: Final = (
              brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
     KnownBug("the KIP-320 case: a stale follower", ("truncation=kip279",), "ReplicaLogsAgree", "kip279", 15,
              brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
-    KnownBug("KAFKA-2334: the HW goes back", ("truncation=kip279",), HW_ACROSS_LEADERS, "kafka2334", 7),
+    KnownBug("KAFKA-2334: the HW goes back", ("truncation=kip279",), HW_ACROSS_LEADERS, "kafka2334", 8),
     KnownBug("unclean election", ("unclean_election=true",), "NoCommittedDataLoss", "unclean", 4),
     KnownBug("zombie controller", ("controller_epoch_fencing=false",), "StaleControllerFenced", "zombie", 4),
     # MCstaleepoch produces no records: with them, committed data is lost first.

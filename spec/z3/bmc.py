@@ -69,6 +69,8 @@ class Unrolling:
         # response of an earlier one was never taken (see `_fetch_rounds`).
         self._fetched: dict[int, Expr] = {f: z3.BoolVal(False) for f in cfg.ids}
         self._stuck: dict[int, Expr] = {f: z3.BoolVal(False) for f in cfg.ids}
+        # Per broker: the oldest controller epoch a request it receives can come from (see `_requests_after`).
+        self._floor: dict[int, Expr] = {b: num(0, cfg.width) for b in cfg.ids}
 
     @property
     def depth(self) -> int:
@@ -85,9 +87,28 @@ class Unrolling:
         # spares the solver every placement of idle steps.
         self.solver.add(or_all(t[n] != s[n] for n in s.names() if not n.startswith("g.")))
         self._fetch_rounds(effects, choice)
+        self._requests_after_restart(effects, choice, s, t)
         self.states.append(t)
         self.effects.append(effects)
         self.choices.append(choice)
+
+    def _requests_after_restart(self, effects: list[Effect], choice: Expr, s: State, t: State) -> None:
+        """The Z3 model lets a restarted broker take any version of the state node from the version the
+        controller that saw it come back left on (`horizon`), in any controller epoch from the version's
+        writer's on. But its earlier connections were reset: what it receives was sent by that controller
+        or a later one, in their epochs (the failover's or broker change's LeaderAndIsr in the spec and the
+        implementation). Without this, a restarted broker applies a request of a controller that crashed
+        before it came back, which neither has."""
+        for b in self.cfg.ids:
+            for i, e in enumerate(effects):
+                if e.broker == b and e.request_ce is not None:
+                    self.solver.add(implies(choice == i, e.request_ce >= self._floor[b]))
+            back = and_(s.b("bounced", b), not_(t.b("bounced", b)))
+            floor = self._floor[b]
+            for i, e in enumerate(effects):
+                if e.action in _LOADING_EVENTS and e.broker is not None:
+                    floor = ite(and_(choice == i, back), t.b("acting_controller_epoch", e.broker), floor)
+            self._floor[b] = floor
 
     def _fetch_rounds(self, effects: list[Effect], choice: Expr) -> None:
         """The Z3 model's fetch is two halves that read each other's current state: `Fetch(l)` (the leader

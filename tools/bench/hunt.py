@@ -23,6 +23,8 @@ kcm.tools.bench` runs (as `bench.bmc`). Figures and what they say: docs/hunt.md.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
 import shutil
 import statistics
 import sys
@@ -33,9 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import hypothesis
+from hypothesis.stateful import run_state_machine_as_test
 from rich.console import Console
 
+from kcm.conformance.explore.config import campaign_settings
+from kcm.conformance.explore.finding import ConformanceFailure
 from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, Engine, Hunt, race
+from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
+from kcm.conformance.explore.stateful import machine_class
 from kcm.spec.tlc.modelcheck import model_knobs
 from kcm.spec.tlc.runner import run_tlc
 from kcm.tools.bench._common import (
@@ -64,13 +72,18 @@ class Bug:
     public_module: str  # the public spec's module that shows it
     replicas: int
     published: str  # issue 28's figures for the public model (TLC 2.15, load 5-7 on 2 cores)
+    search: str  # the steered search of the bug (KNOWN_BUG_SEARCHES)
 
 
 BUGS: Final = (
-    Bug("KAFKA-1211 (HW truncation)", "kafka1211", "KafkaTruncateToHighWatermark", 2, "7.8 / 8.4 s, 1,789 states"),
-    Bug("KIP-101 hole (the KIP-279 case)", "kip101", "Kip101", 2, "13.0 / 15.4 s, 4,083 states"),
-    Bug("KIP-279 with 3 replicas (the KIP-320 case)", "kip279", "Kip279", 3, "71.4 / 69.9 s, 222,811 states"),
+    Bug("KAFKA-1211 (HW truncation)", "kafka1211", "KafkaTruncateToHighWatermark", 2, "7.8 / 8.4 s, 1,789 states",
+        "hw-protocol"),
+    Bug("KIP-101 hole (the KIP-279 case)", "kip101", "Kip101", 2, "13.0 / 15.4 s, 4,083 states",
+        "kip279-case-kip101-replication"),
+    Bug("KIP-279 with 3 replicas (the KIP-320 case)", "kip279", "Kip279", 3, "71.4 / 69.9 s, 222,811 states",
+        "kip320-case-kip279-replication"),
 )
+STEERED: Final = "steered search"
 
 
 @dataclass
@@ -108,6 +121,48 @@ def engine_run(hunt: Hunt, engine: Engine, budget: float) -> Timing:
                   "" if found else next(iter(outcome.fates.values()), ""))
 
 
+def _steered(search: KnownBugSearch, seed: int) -> None:
+    """One steered search (the danger scores of conformance/explore/danger.py) from a seed, until its first
+    failing example: exit 0 when it is the bug's invariant."""
+    config = search.config(steer=True)
+    machine = hypothesis.seed(seed)(machine_class(config))
+    # Not derandomized (the `ci` profile is), so that the seed decides; no shrinking: the first failure is
+    # the time measured, and a shortening would follow it as it follows TLC's simulation.
+    run_settings = hypothesis.settings(campaign_settings("ci", 10**9, search.steps, shrink=False), derandomize=False)
+    try:
+        run_state_machine_as_test(machine, settings=run_settings)
+    except ConformanceFailure as failure:
+        os._exit(0 if failure.found.invariant.split("/")[0] == search.invariant else 1)
+    os._exit(1)
+
+
+def steered_run(bug: Bug, seeds: list[int], budget: float) -> Timing:
+    """The steered search on one process per seed (issue 28: "on both cores"), the first to fail the bug's
+    invariant wins and the others are killed; the process's start (a fork) included."""
+    search = next(s for s in KNOWN_BUG_SEARCHES if s.name == bug.search)
+    context = multiprocessing.get_context("fork")
+    started = time.monotonic()
+    processes = [context.Process(target=_steered, args=(search, seed), daemon=True) for seed in seeds]
+    for process in processes:
+        process.start()
+    winner = None
+    try:
+        while winner is None and time.monotonic() < started + budget:
+            time.sleep(0.05)
+            done = [i for i, p in enumerate(processes) if p.exitcode is not None]
+            winner = next((i for i in done if processes[i].exitcode == 0), None)
+            if len(done) == len(processes) and winner is None:
+                break
+    finally:
+        for process in processes:
+            process.kill()
+            process.join()
+    seconds = time.monotonic() - started
+    if winner is None:
+        return Timing(seconds, None, f"{search.name}: none in {seconds:.0f} s")
+    return Timing(seconds, None, f"{search.name}: seed {seeds[winner]} first")
+
+
 def engines_of(hunt: Hunt, seeds: list[int]) -> list[Engine]:
     engines = [Engine(BFS), *(Engine(SIMULATE, seed, SIMULATION_DEPTH) for seed in seeds)]
     return engines + ([Engine(BMC)] if hunt.known_bug() is not None else [])
@@ -121,6 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
     parser.add_argument("--budget", type=float, default=180.0, help="seconds per engine run (default 180)")
     parser.add_argument("--cores", type=int, default=2, help="kcm hunt's engines at once (default 2)")
+    parser.add_argument("--steered", metavar="SEEDS", default=None,
+                        help="also the steered search, one process per seed (e.g. 1,2), not raced by kcm hunt")
+    parser.add_argument("--engines", choices=("all", "none"), default="all",
+                        help="none: only the public model and the steered search (default all)")
     args = parser.parse_args(argv)
     out = console()
     print_header(out, "kcm hunt benchmark", command_line(NAME, list(sys.argv[1:] if argv is None else argv)))
@@ -143,6 +202,12 @@ def _round(reporter: Reporter, runs: dict[tuple[str, str], list[Timing]], bug: B
     hunt = Hunt(bug.model, model_knobs(bug.model))
     if public is not None:
         runs.setdefault((bug.model, "public TLC"), []).append(public_tlc(Path(public), bug, budget))
+    if args.steered:
+        reporter.line(f"round {round_}: {bug.model}: {STEERED}")
+        steered = [int(seed) for seed in args.steered.split(",")]
+        runs.setdefault((bug.model, f"{STEERED} x{len(steered)}"), []).append(steered_run(bug, steered, budget))
+    if args.engines == "none":
+        return
     for engine in engines_of(hunt, seeds):
         reporter.line(f"round {round_}: {bug.model}: {engine.name}")
         runs.setdefault((bug.model, engine.name), []).append(engine_run(hunt, engine, budget))

@@ -590,7 +590,7 @@ KNOWN_BUGS: Final = (
     # order controls, and the leader is another broker.
     KnownBug("the KIP-279 case: logs diverge", ("truncation=kip101",), "ReplicaLogsAgree", "kip101", 13,
              brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
-    KnownBug("the KIP-320 case: a stale follower", ("truncation=kip279",), "ReplicaLogsAgree", "kip279", 15,
+    KnownBug("the KIP-320 case: a stale follower", ("truncation=kip279",), "ReplicaLogsAgree", "kip279", 16,
              brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
     KnownBug("KAFKA-2334: the HW goes back", ("truncation=kip279",), HW_ACROSS_LEADERS, "kafka2334", 8),
     KnownBug("unclean election", ("unclean_election=true",), "NoCommittedDataLoss", "unclean", 4),

@@ -23,8 +23,6 @@ kcm.tools.bench` runs (as `bench.bmc`). Figures and what they say: docs/hunt.md.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import os
 import shutil
 import statistics
 import sys
@@ -35,15 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import hypothesis
-from hypothesis.stateful import run_state_machine_as_test
 from rich.console import Console
 
-from kcm.conformance.explore.config import campaign_settings
-from kcm.conformance.explore.finding import ConformanceFailure
-from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, Engine, Hunt, race
-from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
-from kcm.conformance.explore.stateful import machine_class
+from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, STEERED, Engine, Hunt, race
 from kcm.spec.tlc.modelcheck import model_knobs
 from kcm.spec.tlc.runner import run_tlc
 from kcm.tools.bench._common import (
@@ -72,18 +64,13 @@ class Bug:
     public_module: str  # the public spec's module that shows it
     replicas: int
     published: str  # issue 28's figures for the public model (TLC 2.15, load 5-7 on 2 cores)
-    search: str  # the steered search of the bug (KNOWN_BUG_SEARCHES)
 
 
 BUGS: Final = (
-    Bug("KAFKA-1211 (HW truncation)", "kafka1211", "KafkaTruncateToHighWatermark", 2, "7.8 / 8.4 s, 1,789 states",
-        "hw-protocol"),
-    Bug("KIP-101 hole (the KIP-279 case)", "kip101", "Kip101", 2, "13.0 / 15.4 s, 4,083 states",
-        "kip279-case-kip101-replication"),
-    Bug("KIP-279 with 3 replicas (the KIP-320 case)", "kip279", "Kip279", 3, "71.4 / 69.9 s, 222,811 states",
-        "kip320-case-kip279-replication"),
+    Bug("KAFKA-1211 (HW truncation)", "kafka1211", "KafkaTruncateToHighWatermark", 2, "7.8 / 8.4 s, 1,789 states"),
+    Bug("KIP-101 hole (the KIP-279 case)", "kip101", "Kip101", 2, "13.0 / 15.4 s, 4,083 states"),
+    Bug("KIP-279 with 3 replicas (the KIP-320 case)", "kip279", "Kip279", 3, "71.4 / 69.9 s, 222,811 states"),
 )
-STEERED: Final = "steered search"
 
 
 @dataclass
@@ -113,54 +100,13 @@ def public_tlc(folder: Path, bug: Bug, budget: float) -> Timing:
     return Timing(time.monotonic() - started, steps, f"{result.distinct_states:,} states")
 
 
-def engine_run(hunt: Hunt, engine: Engine, budget: float) -> Timing:
-    outcome = race(hunt, [engine], budget)
+def engine_run(hunt: Hunt, engine: Engine, budget: float, also: Sequence[Engine] = ()) -> Timing:
+    """One engine alone, as the race runs it (or raced against copies of itself from other seeds: `also`)."""
+    outcome = race(hunt, [engine, *also], budget)
     answer = outcome.winner
     found = answer is not None and answer.invariant is not None
     return Timing(outcome.seconds, answer.steps if found and answer is not None else None,
                   "" if found else next(iter(outcome.fates.values()), ""))
-
-
-def _steered(search: KnownBugSearch, seed: int) -> None:
-    """One steered search (the danger scores of conformance/explore/danger.py) from a seed, until its first
-    failing example: exit 0 when it is the bug's invariant."""
-    config = search.config(steer=True)
-    machine = hypothesis.seed(seed)(machine_class(config))
-    # Not derandomized (the `ci` profile is), so that the seed decides; no shrinking: the first failure is
-    # the time measured, and a shortening would follow it as it follows TLC's simulation.
-    run_settings = hypothesis.settings(campaign_settings("ci", 10**9, search.steps, shrink=False), derandomize=False)
-    try:
-        run_state_machine_as_test(machine, settings=run_settings)
-    except ConformanceFailure as failure:
-        os._exit(0 if failure.found.invariant.split("/")[0] == search.invariant else 1)
-    os._exit(1)
-
-
-def steered_run(bug: Bug, seeds: list[int], budget: float) -> Timing:
-    """The steered search on one process per seed (issue 28: "on both cores"), the first to fail the bug's
-    invariant wins and the others are killed; the process's start (a fork) included."""
-    search = next(s for s in KNOWN_BUG_SEARCHES if s.name == bug.search)
-    context = multiprocessing.get_context("fork")
-    started = time.monotonic()
-    processes = [context.Process(target=_steered, args=(search, seed), daemon=True) for seed in seeds]
-    for process in processes:
-        process.start()
-    winner = None
-    try:
-        while winner is None and time.monotonic() < started + budget:
-            time.sleep(0.05)
-            done = [i for i, p in enumerate(processes) if p.exitcode is not None]
-            winner = next((i for i in done if processes[i].exitcode == 0), None)
-            if len(done) == len(processes) and winner is None:
-                break
-    finally:
-        for process in processes:
-            process.kill()
-            process.join()
-    seconds = time.monotonic() - started
-    if winner is None:
-        return Timing(seconds, None, f"{search.name}: none in {seconds:.0f} s")
-    return Timing(seconds, None, f"{search.name}: seed {seeds[winner]} first")
 
 
 def engines_of(hunt: Hunt, seeds: list[int]) -> list[Engine]:
@@ -203,9 +149,11 @@ def _round(reporter: Reporter, runs: dict[tuple[str, str], list[Timing]], bug: B
     if public is not None:
         runs.setdefault((bug.model, "public TLC"), []).append(public_tlc(Path(public), bug, budget))
     if args.steered:
-        reporter.line(f"round {round_}: {bug.model}: {STEERED}")
-        steered = [int(seed) for seed in args.steered.split(",")]
-        runs.setdefault((bug.model, f"{STEERED} x{len(steered)}"), []).append(steered_run(bug, steered, budget))
+        # One process per seed, the first to fail wins (issue 28: "on both cores").
+        engines = [Engine(STEERED, int(seed)) for seed in args.steered.split(",")]
+        reporter.line(f"round {round_}: {bug.model}: {STEERED} x{len(engines)}")
+        runs.setdefault((bug.model, f"{STEERED} x{len(engines)}"), []).append(
+            engine_run(hunt, engines[0], budget, engines[1:]))
     if args.engines == "none":
         return
     for engine in engines_of(hunt, seeds):

@@ -39,6 +39,7 @@ import hypothesis
 from hypothesis.stateful import run_state_machine_as_test
 
 from kcm.conformance.explore.config import campaign_settings
+from kcm.conformance.explore.derandomize import no_local_constants
 from kcm.conformance.explore.finding import ConformanceFailure
 from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
 from kcm.conformance.explore.stateful import machine_class
@@ -164,7 +165,9 @@ def _steered(hunt: Hunt, engine: Engine, started: float) -> Answer:
     run_settings = hypothesis.settings(campaign_settings("ci", 10**9, search_.steps, shrink=False),
                                        derandomize=False)
     try:
-        run_state_machine_as_test(machine, settings=run_settings)
+        # The same draws whatever modules the process has loaded (hypothesis's pool of their literals).
+        with no_local_constants():
+            run_state_machine_as_test(machine, settings=run_settings)
     except ConformanceFailure as failure:
         found = failure.found
         return Answer(engine, found.invariant, found.events, time.monotonic() - started, False)

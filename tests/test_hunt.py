@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kcm.conformance.check.replay import Replayer
-from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, Answer, Engine, Hunt, race, search
+from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, STEERED, Answer, Engine, Hunt, race, search
 from kcm.spec.tlc.modelcheck import check_model, model_knobs
 from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.vocabulary import Knobs
@@ -170,3 +170,11 @@ def test_a_bmc_counterexample_replays_in_the_implementation(bug: KnownBug) -> No
 def test_a_bmc_counterexample_is_a_behaviour_of_the_specification(bug: KnownBug) -> None:
     check = validate_with_tlc(bmc_answer(bug).events)
     assert check.accepted, check.first_unexplained
+
+
+def test_the_steered_engine_searches_the_known_bug_of_the_design_and_none_other() -> None:
+    search_ = Hunt("kafka1211", model_knobs("kafka1211")).steered_search()
+    assert search_ is not None and search_.name == "hw-protocol"
+    assert Hunt("kafka1211", model_knobs("kafka1211"), ("ReplicaLogsAgree",)).steered_search() is None
+    with pytest.raises(ValueError, match="no steered search"):
+        search(Hunt("ci", Knobs()), Engine(STEERED, 1))

@@ -71,6 +71,8 @@ class Unrolling:
         self._stuck: dict[int, Expr] = {f: z3.BoolVal(False) for f in cfg.ids}
         # Per broker: the oldest controller epoch a request it receives can come from (see `_requests_after`).
         self._floor: dict[int, Expr] = {b: num(0, cfg.width) for b in cfg.ids}
+        # Per broker: the LeaderAndIsr requests delivered so far, (taken, version, controller epoch).
+        self._delivered: dict[int, list[tuple[Expr, Expr, Expr]]] = {b: [] for b in cfg.ids}
 
     @property
     def depth(self) -> int:
@@ -88,6 +90,7 @@ class Unrolling:
         self.solver.add(or_all(t[n] != s[n] for n in s.names() if not n.startswith("g.")))
         self._fetch_rounds(effects, choice)
         self._requests_after_restart(effects, choice, s, t)
+        self._requests_once(effects, choice)
         self.states.append(t)
         self.effects.append(effects)
         self.choices.append(choice)
@@ -109,6 +112,21 @@ class Unrolling:
                 if e.action in _LOADING_EVENTS and e.broker is not None:
                     floor = ite(and_(choice == i, back), t.b("acting_controller_epoch", e.broker), floor)
             self._floor[b] = floor
+
+    def _requests_once(self, effects: list[Effect], choice: Expr) -> None:
+        """The Z3 model delivers any version of the state node a controller could have sent, as often as
+        asked; a controller sends a version once in an epoch, and the network of the implementation (and of
+        a reproduction model, which starts with none in flight) duplicates nothing unless told to. So a
+        broker takes each (version, controller epoch) once, and never the bootstrap's (version 0 in epoch 1,
+        applied in the initial state)."""
+        for b in self.cfg.ids:
+            for i, e in enumerate(effects):
+                if e.action != "LeaderAndIsr" or e.broker != b or e.request_ce is None:
+                    continue
+                version, ce = e.params["version"], e.request_ce
+                taken = [and_(cond, v == version, c == ce) for cond, v, c in self._delivered[b]]
+                self.solver.add(implies(choice == i, not_(or_(and_(version == 0, ce == 1), or_all(taken)))))
+                self._delivered[b].append((choice == i, version, ce))
 
     def _fetch_rounds(self, effects: list[Effect], choice: Expr) -> None:
         """The Z3 model's fetch is two halves that read each other's current state: `Fetch(l)` (the leader

@@ -71,6 +71,8 @@ class Unrolling:
         self._stuck: dict[int, Expr] = {f: z3.BoolVal(False) for f in cfg.ids}
         # Per broker: the oldest controller epoch a request it receives can come from (see `_requests_after`).
         self._floor: dict[int, Expr] = {b: num(0, cfg.width) for b in cfg.ids}
+        # Per broker: the newest controller epoch a request to it may come from while it is not registered.
+        self._cap: dict[int, Expr] = {b: num(0, cfg.width) for b in cfg.ids}
         # Per broker: the LeaderAndIsr requests delivered so far, (taken, version, controller epoch).
         self._delivered: dict[int, list[tuple[Expr, Expr, Expr]]] = {b: [] for b in cfg.ids}
 
@@ -105,7 +107,12 @@ class Unrolling:
         for b in self.cfg.ids:
             for i, e in enumerate(effects):
                 if e.broker == b and e.request_ce is not None:
-                    self.solver.add(implies(choice == i, e.request_ce >= self._floor[b]))
+                    # Nor does a controller send to a broker it does not see registered (LiveOf in AddLai):
+                    # while b's registration is gone, only requests of the epochs before it was lost arrive.
+                    sent = or_(s.b("registered", b), e.request_ce <= self._cap[b])
+                    self.solver.add(implies(choice == i, and_(e.request_ce >= self._floor[b], sent)))
+            lost = and_(s.b("registered", b), not_(t.b("registered", b)))
+            self._cap[b] = ite(lost, s["controller_epoch"], self._cap[b])
             back = and_(s.b("bounced", b), not_(t.b("bounced", b)))
             floor = self._floor[b]
             for i, e in enumerate(effects):

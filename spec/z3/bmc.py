@@ -613,7 +613,7 @@ KNOWN_BUGS: Final = (
              brokers=3, capacity=1, actions=_KAFKA1211_STORY, deep=True),
     # MCkip101 and MCkip279 assign <<2, 3, 1>> with broker 1 as controller: the last broker in preference
     # order controls, and the leader is another broker.
-    KnownBug("the KIP-279 case: logs diverge", ("truncation=kip101",), "ReplicaLogsAgree", "kip101", 13,
+    KnownBug("the KIP-279 case: logs diverge", ("truncation=kip101",), "ReplicaLogsAgree", "kip101", 15,
              brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
     KnownBug("the KIP-320 case: a stale follower", ("truncation=kip279",), "ReplicaLogsAgree", "kip279", 16,
              brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),

@@ -112,9 +112,12 @@ MatchNext(Action(_, _), unchanged) ==
        \/ Observed(l + 1) = Observed(l) /\ UNCHANGED unchanged
     /\ MatchesNext(l + 1)
 
+\* A trace begins where the implementation does (InitEmpty) or where the reproduction models do
+\* (InitStable, the cluster the implementation's bootstrap leaves): a model's counterexample, or
+\* Z3 BMC's, starts there.
 TraceInit ==
     /\ l = 1
-    /\ InitEmpty
+    /\ InitEmpty \/ InitStable
     /\ Matches(1)
 
 TraceNext == MatchNext(SpecAction, vars)

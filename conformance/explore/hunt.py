@@ -13,6 +13,9 @@ The engines (measured in docs/hunt.md):
   counterexample is a shortest one; a search that ends without one proves the invariants (to the bound).
 - `bmc`: Z3 bounded model checking of a known bug's story (kcm.spec.z3.bmc.KNOWN_BUGS), shortest too, and
   the fastest route on the shallow bugs.
+- `steered`: the implementation's simulator under hypothesis, steered by the danger scores
+  (conformance/explore/danger.py) towards a known bug's preconditions (KNOWN_BUG_SEARCHES) from a seed, until
+  its first failing example: an implementation trace, long and unshrunk, and it proves nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Final
 
+import hypothesis
+from hypothesis.stateful import run_state_machine_as_test
+
+from kcm.conformance.explore.config import campaign_settings
+from kcm.conformance.explore.derandomize import no_local_constants
+from kcm.conformance.explore.finding import ConformanceFailure
+from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
+from kcm.conformance.explore.stateful import machine_class
 from kcm.spec.tlc.modelcheck import Simulation, check_model, vocabulary_name
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
@@ -40,7 +51,8 @@ from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
 SIMULATE: Final = "tlc-sim"
 BFS: Final = "tlc-bfs"
 BMC: Final = "bmc"
-KINDS: Final = (SIMULATE, BFS, BMC)
+STEERED: Final = "steered"
+KINDS: Final = (SIMULATE, BFS, BMC, STEERED)
 # Whose counterexample is a shortest one (breadth first, or depth by depth).
 SHORTEST: Final = frozenset({BFS, BMC})
 POLL_SECONDS: Final = 0.05
@@ -58,8 +70,8 @@ class Engine:
 
     @property
     def name(self) -> str:
-        if self.kind == SIMULATE:
-            return f"{SIMULATE} seed {self.seed}"
+        if self.kind in (SIMULATE, STEERED):
+            return f"{self.kind} seed {self.seed}"
         return f"{self.kind} to depth {self.depth}" if self.depth else self.kind
 
 
@@ -72,6 +84,15 @@ class Hunt:
     knobs: Knobs
     invariants: tuple[str, ...] | None = None
     heap_mb: int | None = None
+
+    def steered_search(self) -> KnownBugSearch | None:
+        """The steered search of a known bug of this design, when the invariants hunted include its own."""
+        for bug in KNOWN_BUG_SEARCHES:
+            wanted = self.invariants is None or bug.invariant in {vocabulary_name(n).split("/")[0]
+                                                                  for n in self.invariants}
+            if bug.knobs == self.knobs and wanted:
+                return bug
+        return None
 
     def known_bug(self) -> KnownBug | None:
         """The known bug BMC has a story for on this model and design, when the invariants hunted include
@@ -121,6 +142,8 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
             raise ValueError(f"bmc: no known bug's story for model {hunt.model} under {hunt.knobs.describe()}")
         found = bug.run() if not engine.depth else KnownBug(**{**bug.__dict__, "depth": engine.depth}).run()
         return Answer(engine, found.invariant, found.events, time.monotonic() - started, True, bound=found.depth)
+    if engine.kind == STEERED:
+        return _steered(hunt, engine, started)
     simulate = Simulation(engine.seed, engine.depth) if engine.kind == SIMULATE else None
     invariants = list(hunt.invariants) if hunt.invariants is not None else None
     # A simulation answers in seconds or not at all: the JVM tuned for that (measured in docs/hunt.md).
@@ -131,6 +154,25 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
     invariant = vocabulary_name(result.violated) if result.violated else None
     return Answer(engine, invariant, outcome.events, time.monotonic() - started, engine.kind == BFS,
                   result.distinct_states, engine.depth or None)
+
+
+def _steered(hunt: Hunt, engine: Engine, started: float) -> Answer:
+    """The steered search from the engine's seed until its first failing example (not derandomized, as the
+    `ci` profile is, so that the seed decides; not shrunk: a shortening follows, as after a simulation)."""
+    search_ = hunt.steered_search()
+    if search_ is None:
+        raise ValueError(f"steered: no steered search of a known bug under {hunt.knobs.describe()}")
+    machine = hypothesis.seed(engine.seed)(machine_class(search_.config(steer=True)))
+    run_settings = hypothesis.settings(campaign_settings("ci", 10**9, search_.steps, shrink=False),
+                                       derandomize=False)
+    try:
+        # The same draws whatever modules the process has loaded (hypothesis's pool of their literals).
+        with no_local_constants():
+            run_state_machine_as_test(machine, settings=run_settings)
+    except ConformanceFailure as failure:
+        found = failure.found
+        return Answer(engine, found.invariant, found.events, time.monotonic() - started, False)
+    return Answer(engine, None, [], time.monotonic() - started, False)
 
 
 @dataclass

@@ -35,7 +35,7 @@ from typing import Final
 
 from rich.console import Console
 
-from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, Engine, Hunt, race
+from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, STEERED, Engine, Hunt, race
 from kcm.spec.tlc.modelcheck import model_knobs
 from kcm.spec.tlc.runner import run_tlc
 from kcm.tools.bench._common import (
@@ -100,8 +100,9 @@ def public_tlc(folder: Path, bug: Bug, budget: float) -> Timing:
     return Timing(time.monotonic() - started, steps, f"{result.distinct_states:,} states")
 
 
-def engine_run(hunt: Hunt, engine: Engine, budget: float) -> Timing:
-    outcome = race(hunt, [engine], budget)
+def engine_run(hunt: Hunt, engine: Engine, budget: float, also: Sequence[Engine] = ()) -> Timing:
+    """One engine alone, as the race runs it (or raced against copies of itself from other seeds: `also`)."""
+    outcome = race(hunt, [engine, *also], budget)
     answer = outcome.winner
     found = answer is not None and answer.invariant is not None
     return Timing(outcome.seconds, answer.steps if found and answer is not None else None,
@@ -121,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
     parser.add_argument("--budget", type=float, default=180.0, help="seconds per engine run (default 180)")
     parser.add_argument("--cores", type=int, default=2, help="kcm hunt's engines at once (default 2)")
+    parser.add_argument("--steered", metavar="SEEDS", default=None,
+                        help="also the steered search, one process per seed (e.g. 1,2), not raced by kcm hunt")
+    parser.add_argument("--engines", choices=("all", "none"), default="all",
+                        help="none: only the public model and the steered search (default all)")
     args = parser.parse_args(argv)
     out = console()
     print_header(out, "kcm hunt benchmark", command_line(NAME, list(sys.argv[1:] if argv is None else argv)))
@@ -143,6 +148,14 @@ def _round(reporter: Reporter, runs: dict[tuple[str, str], list[Timing]], bug: B
     hunt = Hunt(bug.model, model_knobs(bug.model))
     if public is not None:
         runs.setdefault((bug.model, "public TLC"), []).append(public_tlc(Path(public), bug, budget))
+    if args.steered:
+        # One process per seed, the first to fail wins (issue 28: "on both cores").
+        engines = [Engine(STEERED, int(seed)) for seed in args.steered.split(",")]
+        reporter.line(f"round {round_}: {bug.model}: {STEERED} x{len(engines)}")
+        runs.setdefault((bug.model, f"{STEERED} x{len(engines)}"), []).append(
+            engine_run(hunt, engines[0], budget, engines[1:]))
+    if args.engines == "none":
+        return
     for engine in engines_of(hunt, seeds):
         reporter.line(f"round {round_}: {bug.model}: {engine.name}")
         runs.setdefault((bug.model, engine.name), []).append(engine_run(hunt, engine, budget))

@@ -1,0 +1,784 @@
+"""The data proof: an inductive invariant over unbounded logs that gives NoCommittedDataLoss,
+ReplicaLogsAgree and HighWatermarkMonotonic (docs/z3.md, "The data proof").
+
+The model is the data path of spec/KafkaReplication.tla for one partition replicated on N brokers, with
+fused fetch rounds (`FetchRound`, `TruncationRound`, as the `ci` model runs them).  A log is a length and
+two unbounded arrays (offset -> leader epoch, offset -> record).  The controller is abstracted to its
+writes of the partition state node (`LeaderElection`: a new leader epoch, an ISR that is a subset of
+the old one, a leader in it or none) and the nodes it sends (`LeaderAndIsr`: a broker adopts the node
+written for some epoch newer than every epoch it adopted before).  Every relation here over-approximates
+the spec's action of the same name; docs/z3.md argues each abstraction.
+
+Obligations: IndInit, IndNext per action (one query each), IndProp per data invariant.  A failed
+obligation returns its counterexample to induction as a pair of readable states.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED
+from kcm.spec.z3.solver import Expr, and_all, ite, min2, or_all, z3
+
+NONE, FOLLOWER, LEADER = 0, 1, 2
+ROLE_NAMES = {NONE: "none", FOLLOWER: "follower", LEADER: "leader"}
+NO_LEADER = -1
+UNDEFINED = -1
+HORIZON = 6  # offsets a counterexample shows per log
+
+
+@dataclass(frozen=True)
+class Design:
+    """The era hooks of spec/Truncation*.tla that the data path reads."""
+
+    name: str
+    fence: bool  # FenceCurrentLeaderEpoch
+    truncate_on_become_follower: bool  # TruncateOnBecomeFollower
+    kip279_answer: bool  # EpochEndAnswer: the largest epoch not newer than the requested one (KIP-279)
+    kip279_offset: bool  # TruncationOffset also bounded by the follower's own end of the answered epoch
+    expansion_needs_start: bool  # InSyncForExpansion also needs the leader's epoch start offset
+    withholds_hw: bool  # ExposesHw: a new leader withholds its HW below its epoch start offset
+
+    @property
+    def truncation_action(self) -> str:
+        """The action at which this era truncates a follower's log."""
+        return "LeaderAndIsr" if self.truncate_on_become_follower else "TruncationRound"
+
+
+DESIGNS: dict[str, Design] = {
+    "hw": Design("hw", False, True, True, False, False, False),
+    "kip101": Design("kip101", False, False, False, False, False, False),
+    "kip279": Design("kip279", False, False, True, True, False, False),
+    "kip320": Design("kip320", True, False, True, True, True, True),
+}
+
+
+# -- the state -----------------------------------------------------------------------------------------
+
+
+class DataState:
+    """One state of the data model: every variable a z3 constant named `<prefix><name>`."""
+
+    def __init__(self, n: int, prefix: str) -> None:
+        self.n = n
+        self.prefix = prefix
+        self.vars: dict[str, Expr] = {}
+        ints = z3.IntSort()
+        for b in range(n):
+            self._add(f"alive{b}", z3.Bool)
+            for name in ("role", "lep", "seen", "lldr", "len", "hw", "ck", "eso"):
+                self._add(f"{name}{b}", z3.Int)
+            self._add(f"cas{b}", z3.Bool)
+            self._add(f"trunc{b}", z3.Bool)
+            self._add(f"E{b}", lambda v: z3.Array(v, ints, ints))
+            self._add(f"R{b}", lambda v: z3.Array(v, ints, ints))
+            for x in range(n):
+                self._add(f"lisr{b}_{x}", z3.Bool)
+                self._add(f"fleo{b}_{x}", z3.Int)
+        for name in ("nl", "ne", "clen", "hx"):
+            self._add(name, z3.Int)
+        for x in range(n):
+            self._add(f"nisr{x}", z3.Bool)
+            self._add(f"HI{x}", lambda v: z3.Array(v, ints, z3.BoolSort()))
+        self._add("HL", lambda v: z3.Array(v, ints, ints))
+        self._add("GR", lambda v: z3.Array(v, ints, z3.ArraySort(ints, ints)))
+        self._add("CE", lambda v: z3.Array(v, ints, ints))
+        self._add("CR", lambda v: z3.Array(v, ints, ints))
+
+    def _add(self, name: str, make: Callable[[str], Expr]) -> None:
+        self.vars[name] = make(f"{self.prefix}{name}")
+
+    def __getitem__(self, name: str) -> Expr:
+        return self.vars[name]
+
+    def brokers(self) -> range:
+        return range(self.n)
+
+    # named views, to keep the formulas readable
+    def role(self, b: int) -> Expr:
+        return self.vars[f"role{b}"]
+
+    def lep(self, b: int) -> Expr:
+        return self.vars[f"lep{b}"]
+
+    def ln(self, b: int) -> Expr:
+        return self.vars[f"len{b}"]
+
+    def E(self, b: int) -> Expr:
+        return self.vars[f"E{b}"]
+
+    def R(self, b: int) -> Expr:
+        return self.vars[f"R{b}"]
+
+    def hw(self, b: int) -> Expr:
+        return self.vars[f"hw{b}"]
+
+    def fleo(self, b: int, x: int) -> Expr:
+        return self.vars[f"fleo{b}_{x}"]
+
+    def lisr(self, b: int, x: int) -> Expr:
+        return self.vars[f"lisr{b}_{x}"]
+
+    def nisr(self, x: int) -> Expr:
+        return self.vars[f"nisr{x}"]
+
+    def current(self, b: int) -> Expr:
+        """CurrentLeader(p) = b: the store's leader, leading in the store's epoch."""
+        return z3.And(self["nl"] == b, self.role(b) == LEADER, self.lep(b) == self["ne"])
+
+
+# -- log helpers (the operators of spec/KafkaReplication.tla over unbounded arrays) --------------------
+
+
+def fresh_int(name: str, counter: list[int]) -> Expr:
+    counter[0] += 1
+    return z3.Int(f"{name}!{counter[0]}")
+
+
+def latest_epoch(s: DataState, b: int) -> Expr:
+    return ite(s.ln(b) == 0, UNDEFINED, s.E(b)[s.ln(b) - 1])
+
+
+def first_above(E: Expr, length: Expr, epoch: Expr, out: Expr) -> Expr:
+    """`out` is the first offset whose epoch is above `epoch` (the log end if none): always satisfiable."""
+    i = z3.Int("i_fa")
+    return z3.And(out >= 0, out <= length,
+                  z3.ForAll([i], z3.Implies(z3.And(i >= 0, i < out), E[i] <= epoch)),
+                  z3.Or(out == length, E[out] > epoch))
+
+
+# -- the relations ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One instance of an action: its name, parameters (for the CTI) and formula over (s, t)."""
+
+    action: str
+    actor: str
+    formula: Expr
+    params: dict[str, Expr] = field(default_factory=dict)
+
+
+class DataModel:
+    def __init__(self, n: int, design: Design) -> None:
+        self.n = n
+        self.design = design
+        self.s = DataState(n, "s.")
+        self.t = DataState(n, "t.")
+        self._fresh = [0]
+
+    def _int(self, name: str) -> Expr:
+        return fresh_int(name, self._fresh)
+
+    # the frame: `changes` gives new values, everything else stays
+    def _frame(self, changes: dict[str, Expr]) -> Expr:
+        unknown = set(changes) - set(self.s.vars)
+        assert not unknown, unknown
+        protocol = and_all(self.t[k] == changes.get(k, self.s[k]) for k in self.s.vars
+                           if k not in ("clen", "CE", "CR", "hx"))
+        return z3.And(protocol, self._history())
+
+    def _history(self) -> Expr:
+        """HistoryNext for the ghosts the data invariants read: the committed prefix C (clen, CE, CR) and
+        h_exposed_hw (hx)."""
+        s, t = self.s, self.t
+        extends = [z3.And(t.role(b) == LEADER, min2(t.hw(b), t.ln(b)) > s["clen"]) for b in s.brokers()]
+        w = self._int("winner")
+        chosen = [z3.And(w == b, extends[b],
+                         and_all(z3.Implies(extends[x], min2(t.hw(x), t.ln(x)) <= min2(t.hw(b), t.ln(b)))
+                                 for x in s.brokers()))
+                  for b in s.brokers()]
+
+        def of_winner(get: Callable[[int], Expr]) -> Expr:
+            out = get(self.n - 1)
+            for b in range(self.n - 2, -1, -1):
+                out = ite(w == b, get(b), out)
+            return out
+
+        committed = z3.If(or_all(extends),
+                          z3.And(or_all(chosen), t["clen"] == of_winner(lambda b: min2(t.hw(b), t.ln(b))),
+                                 t["CE"] == of_winner(t.E), t["CR"] == of_winner(t.R)),
+                          z3.And(t["clen"] == s["clen"], t["CE"] == s["CE"], t["CR"] == s["CR"]))
+        exposed = self.exposed_hw(s)
+        return z3.And(committed, t["hx"] == ite(exposed > s["hx"], exposed, s["hx"]))
+
+    def exposed_hw(self, s: DataState) -> Expr:
+        out: Expr = z3.IntVal(-1)
+        for b in s.brokers():
+            shows = s.current(b)
+            if self.design.withholds_hw:
+                shows = z3.And(shows, s.hw(b) >= s[f"eso{b}"])
+            out = ite(shows, s.hw(b), out)
+        return out
+
+    def advanced_hw(self, s: DataState, b: int, length: Expr, isr: list[Expr], fleo: list[Expr]) -> Expr:
+        """AdvancedHw: the leader's HW rises to the lowest ISR follower position (unknown = -1)."""
+        candidate = length
+        for x in s.brokers():
+            if x != b:
+                pos = ite(fleo[x] < 0, -1, fleo[x])
+                candidate = ite(z3.And(isr[x], pos < candidate), pos, candidate)
+        return ite(candidate > s.hw(b), candidate, s.hw(b))
+
+    def fence_ok(self, l: int, cle: Expr) -> Expr:
+        """FenceError(l, p, cle) = "" ."""
+        s = self.s
+        ok = z3.And(s.role(l) == LEADER, s.lep(l) != -1)
+        return z3.And(ok, cle == s.lep(l)) if self.design.fence else ok
+
+    # -- actions -----------------------------------------------------------------------------------------
+
+    def steps(self) -> list[Step]:
+        out: list[Step] = []
+        for b in range(self.n):
+            out += [self.produce(b), self.isr_shrink(b), self.hw_checkpoint(b), self.leader_and_isr(b),
+                    self.broker_crash(b), self.broker_restart(b)]
+            for l in range(self.n):
+                if l != b:
+                    out += [self.fetch_round(b, l), self.truncation_round(b, l)]
+        out.append(self.leader_election())
+        return out
+
+    def produce(self, b: int) -> Step:
+        s, t = self.s, self.t
+        record = self._int(f"record{b}")
+        length = s.ln(b) + 1
+        isr = [s.lisr(b, x) for x in s.brokers()]
+        fleo = [s.fleo(b, x) for x in s.brokers()]
+        changes = {f"len{b}": length, f"E{b}": z3.Store(s.E(b), s.ln(b), s.lep(b)),
+                   f"R{b}": z3.Store(s.R(b), s.ln(b), record),
+                   "GR": z3.Store(s["GR"], s.lep(b), z3.Store(s["GR"][s.lep(b)], s.ln(b), record)),
+                   f"hw{b}": self.advanced_hw(s, b, length, isr, fleo)}
+        guard = z3.And(s[f"alive{b}"], s.role(b) == LEADER, s.lep(b) != -1)
+        return Step("Produce", f"broker:{b}", z3.And(guard, self._frame(changes)), {"record": record})
+
+    def fetch_round(self, f: int, l: int) -> Step:
+        """FetchRound(f, p) with f's leader l: the fetch, the leader's answer and f's handling, fused."""
+        s, d = self.s, self.design
+        k = self._int(f"records{f}")
+        guard = z3.And(s[f"alive{f}"], s.role(f) == FOLLOWER, s[f"lldr{f}"] == l, s[f"alive{l}"],
+                       z3.Not(z3.And(s[f"trunc{f}"], s.ln(f) > 0)))
+        offset = s.ln(f)
+        ok0 = self.fence_ok(l, s.lep(f))
+        out_of_range = z3.And(ok0, offset > s.ln(l))
+        ok = z3.And(ok0, z3.Not(out_of_range))
+        known = s.fleo(l, f) != -2
+        fleo1 = [ite(known, offset, s.fleo(l, x)) if x == f else s.fleo(l, x) for x in s.brokers()]
+        in_sync = offset >= s.hw(l)
+        if d.expansion_needs_start:
+            in_sync = z3.And(in_sync, offset >= s[f"eso{l}"])
+        expand = z3.And(known, z3.Not(s.lisr(l, f)), in_sync, s[f"cas{l}"])
+        isr1 = [z3.Or(s.lisr(l, x), expand) if x == f else s.lisr(l, x) for x in s.brokers()]
+        hw1 = ite(known, self.advanced_hw(s, l, s.ln(l), isr1, fleo1), s.hw(l))
+        # Up to MaxFetchRecords records from the fetch offset: any number the leader has (a superset).
+        i = z3.Int("i_fr")
+        appended = z3.Lambda([i], ite(z3.And(i >= offset, i < offset + k), s.E(l)[i], s.E(f)[i]))
+        appended_r = z3.Lambda([i], ite(z3.And(i >= offset, i < offset + k), s.R(l)[i], s.R(f)[i]))
+        len_ok = offset + k
+        success: dict[str, Expr] = {f"fleo{l}_{f}": fleo1[f], f"lisr{l}_{f}": isr1[f], f"len{f}": len_ok,
+                                    f"E{f}": appended, f"R{f}": appended_r, f"hw{l}": hw1,
+                                    f"hw{f}": min2(hw1, len_ok), f"trunc{f}": z3.BoolVal(False)}
+        for x in s.brokers():
+            success[f"nisr{x}"] = ite(expand, isr1[x], s.nisr(x))
+        failure = {f"len{f}": ite(out_of_range, s.ln(l), s.ln(f)),
+                   f"hw{f}": ite(out_of_range, min2(s.hw(f), s.ln(l)), s.hw(f)), f"trunc{f}": z3.BoolVal(False)}
+        body = z3.If(ok, z3.And(k >= 0, k <= s.ln(l) - offset, self._frame(success)), self._frame(failure))
+        return Step("FetchRound", f"broker:{f}", z3.And(guard, body), {"leader": z3.IntVal(l), "records": k})
+
+    def epoch_end(self, b: int, epoch: Expr, current: Expr, tag: str) -> tuple[Expr, Expr]:
+        """EndOffsetForEpoch(log b, epoch, current), with its defining constraint."""
+        s = self.s
+        first = self._int(f"first_{tag}")
+        return ite(epoch >= current, s.ln(b), first), first_above(s.E(b), s.ln(b), epoch, first)
+
+    def truncation_round(self, f: int, l: int) -> Step:
+        """TruncationRound(f, p) with f's leader l: OffsetsForLeaderEpoch, the answer, the truncation."""
+        s, d = self.s, self.design
+        guard = z3.And(s[f"alive{f}"], s.role(f) == FOLLOWER, s[f"lldr{f}"] == l, s[f"alive{l}"],
+                       s[f"trunc{f}"], s.ln(f) > 0, self.fence_ok(l, s.lep(f)))
+        requested = latest_epoch(s, f)
+        current = s.lep(l)
+        defs = []
+        if d.kip279_answer:
+            # LargestEpochAtMost: the epoch just before the first one above the requested epoch.
+            k = self._int("k_le")
+            defs.append(first_above(s.E(l), s.ln(l), requested, k))
+            answered = ite(current <= requested, current, ite(k == 0, UNDEFINED, s.E(l)[k - 1]))
+        else:
+            answered = requested
+        end, end_def = self.epoch_end(l, answered, current, "leader")
+        defs.append(end_def)
+        offset = z3.If(end < s.ln(f), end, s.ln(f))
+        if d.kip279_offset:
+            own, own_def = self.epoch_end(f, answered, requested + 1, "own")
+            defs.append(own_def)
+            offset = min2(offset, own)
+        offset = ite(answered == UNDEFINED, s.hw(f), offset)
+        new_len = ite(offset < s.ln(f), offset, s.ln(f))
+        changes = {f"len{f}": new_len, f"hw{f}": min2(s.hw(f), new_len), f"trunc{f}": z3.BoolVal(False)}
+        return Step("TruncationRound", f"broker:{f}", z3.And(guard, *defs, self._frame(changes)),
+                    {"leader": z3.IntVal(l), "answered": answered, "offset": new_len})
+
+    def isr_shrink(self, b: int) -> Step:
+        s = self.s
+        drop = [z3.Bool(f"lag{b}_{x}") if x != b else z3.BoolVal(False) for x in s.brokers()]
+        guard = z3.And(s[f"alive{b}"], s.role(b) == LEADER, s.lep(b) != -1, s[f"cas{b}"],
+                       or_all(drop[x] for x in s.brokers() if x != b),
+                       and_all(z3.Implies(drop[x], s.lisr(b, x)) for x in s.brokers()))
+        isr1 = [z3.And(s.lisr(b, x), z3.Not(drop[x])) for x in s.brokers()]
+        changes = {f"hw{b}": self.advanced_hw(s, b, s.ln(b), isr1, [s.fleo(b, x) for x in s.brokers()])}
+        for x in s.brokers():
+            changes[f"lisr{b}_{x}"] = isr1[x]
+            changes[f"nisr{x}"] = isr1[x]
+        return Step("IsrShrink", f"broker:{b}", z3.And(guard, self._frame(changes)),
+                    {f"laggard{x}": drop[x] for x in s.brokers() if x != b})
+
+    def hw_checkpoint(self, b: int) -> Step:
+        s = self.s
+        return Step("HwCheckpoint", f"broker:{b}",
+                    z3.And(s[f"alive{b}"], s[f"ck{b}"] != s.hw(b), self._frame({f"ck{b}": s.hw(b)})))
+
+    def leader_and_isr(self, b: int) -> Step:
+        """LeaderAndIsr(b): b adopts the node written for epoch e (abstraction A2 of docs/z3.md)."""
+        s, d = self.s, self.design
+        e = self._int(f"epoch{b}")
+        leader = s["HL"][e]
+        become_leader = leader == b
+        guard = z3.And(s[f"alive{b}"], e > s[f"seen{b}"], e <= s["ne"], e >= 0, leader != NO_LEADER)
+        new_len = s.ln(b)
+        if d.truncate_on_become_follower:
+            new_len = ite(z3.And(z3.Not(become_leader), s.hw(b) < s.ln(b)), s.hw(b), s.ln(b))
+        isr = [s[f"HI{x}"][e] for x in s.brokers()]
+        fleo = [ite(z3.And(become_leader, z3.BoolVal(x != b)), -1, -2) for x in s.brokers()]
+        changes: dict[str, Expr] = {
+            f"role{b}": ite(become_leader, LEADER, FOLLOWER), f"lep{b}": e, f"seen{b}": e,
+            f"lldr{b}": leader, f"cas{b}": z3.And(become_leader, e == s["ne"]), f"len{b}": new_len,
+            f"hw{b}": ite(become_leader, self.advanced_hw(s, b, s.ln(b), isr, fleo), min2(s.hw(b), new_len)),
+            f"eso{b}": ite(become_leader, s.ln(b), 0),
+            f"trunc{b}": z3.And(z3.Not(become_leader), z3.BoolVal(not d.truncate_on_become_follower))}
+        for x in s.brokers():
+            changes[f"lisr{b}_{x}"] = isr[x]
+            changes[f"fleo{b}_{x}"] = fleo[x]
+        return Step("LeaderAndIsr", f"broker:{b}", z3.And(guard, self._frame(changes)), {"epoch": e})
+
+    def leader_election(self) -> Step:
+        """A controller's write of the node (abstraction A1): epoch + 1, ISR within the old one, and a
+        leader in it or none."""
+        s = self.s
+        ldr = self._int("elected")
+        keep = [z3.Bool(f"keep{x}") for x in s.brokers()]
+        e = s["ne"] + 1
+        guard = z3.And(or_all(keep), and_all(z3.Implies(keep[x], s.nisr(x)) for x in s.brokers()),
+                       z3.Or(ldr == NO_LEADER, or_all(z3.And(ldr == x, keep[x]) for x in s.brokers())))
+        changes: dict[str, Expr] = {"ne": e, "nl": ldr, "HL": z3.Store(s["HL"], e, ldr)}
+        for x in s.brokers():
+            changes[f"nisr{x}"] = keep[x]
+            changes[f"HI{x}"] = z3.Store(s[f"HI{x}"], e, keep[x])
+            changes[f"cas{x}"] = z3.BoolVal(False)
+        return Step("LeaderElection", "controller", z3.And(guard, self._frame(changes)),
+                    {"leader": ldr, **{f"isr{x}": keep[x] for x in s.brokers()}})
+
+    def _forget(self, b: int) -> dict[str, Expr]:
+        """ForgetReplicas(b): the log and checkpoint stay, the HW comes back from the checkpoint."""
+        s = self.s
+        changes: dict[str, Expr] = {f"role{b}": z3.IntVal(NONE), f"lep{b}": z3.IntVal(-1),
+                                    f"lldr{b}": z3.IntVal(NO_LEADER), f"cas{b}": z3.BoolVal(False),
+                                    f"hw{b}": min2(s[f"ck{b}"], s.ln(b)), f"eso{b}": z3.IntVal(0),
+                                    f"trunc{b}": z3.BoolVal(False)}
+        for x in s.brokers():
+            changes[f"lisr{b}_{x}"] = z3.BoolVal(False)
+            changes[f"fleo{b}_{x}"] = z3.IntVal(-2)
+        return changes
+
+    def broker_crash(self, b: int) -> Step:
+        s = self.s
+        changes = {**self._forget(b), f"alive{b}": z3.BoolVal(False)}
+        return Step("BrokerCrash", f"broker:{b}", z3.And(s[f"alive{b}"], self._frame(changes)))
+
+    def broker_restart(self, b: int) -> Step:
+        s = self.s
+        changes = {f"alive{b}": z3.BoolVal(True), f"hw{b}": min2(s[f"ck{b}"], s.ln(b))}
+        return Step("BrokerRestart", f"broker:{b}", z3.And(z3.Not(s[f"alive{b}"]), self._frame(changes)))
+
+    # -- Init --------------------------------------------------------------------------------------------
+
+    def init(self, s: DataState) -> Expr:
+        """InitStable: a settled partition, every broker in the ISR, leader epoch 0, empty logs."""
+        parts = [s["ne"] == 0, s["nl"] >= 0, s["nl"] < self.n, s["HL"][0] == s["nl"], s["clen"] == 0,
+                 s["hx"] == 0]
+        for b in s.brokers():
+            leads = s["nl"] == b
+            parts += [s[f"alive{b}"], s.role(b) == ite(leads, LEADER, FOLLOWER), s.lep(b) == 0,
+                      s[f"seen{b}"] == 0, s[f"lldr{b}"] == s["nl"], s[f"cas{b}"] == leads, s.ln(b) == 0,
+                      s.hw(b) == 0, s[f"ck{b}"] == 0, s[f"eso{b}"] == 0,
+                      s[f"trunc{b}"] == z3.And(z3.Not(leads), not self.design.truncate_on_become_follower),
+                      s.nisr(b), s[f"HI{b}"][0]]
+            for x in s.brokers():
+                parts += [s.lisr(b, x) == leads,
+                          s.fleo(b, x) == ite(z3.And(leads, z3.BoolVal(x != b)), -1, -2)]
+        return and_all(parts)
+
+
+# -- the invariant: named lemmas ------------------------------------------------------------------------
+
+Formula = Callable[[DataState], Expr]
+
+
+def _all_offsets(body: Callable[[Expr], Expr], name: str = "i") -> Expr:
+    i = z3.Int(name)
+    return z3.ForAll([i], body(i))
+
+
+def _same(s: DataState, x: int, y: int, i: Expr) -> Expr:
+    return z3.And(s.E(x)[i] == s.E(y)[i], s.R(x)[i] == s.R(y)[i])
+
+
+def _holds_prefix(s: DataState, x: int, y: int, upto: Expr) -> Expr:
+    """x's log starts with the first `upto` entries of y's."""
+    return z3.And(s.ln(x) >= upto, _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < upto), _same(s, x, y, i))))
+
+
+def _holds_committed(s: DataState, x: int) -> Expr:
+    return z3.And(s.ln(x) >= s["clen"], _all_offsets(lambda i: z3.Implies(
+        z3.And(i >= 0, i < s["clen"]), z3.And(s.E(x)[i] == s["CE"][i], s.R(x)[i] == s["CR"][i]))))
+
+
+def _below_committed(s: DataState, x: int, upto: Expr) -> Expr:
+    """x's first `upto` entries (capped by its log end) are committed entries."""
+    cap = min2(upto, s.ln(x))
+    return z3.And(cap <= s["clen"], _all_offsets(lambda i: z3.Implies(
+        z3.And(i >= 0, i < cap), z3.And(s.E(x)[i] == s["CE"][i], s.R(x)[i] == s["CR"][i]))))
+
+
+def _quorum(s: DataState, l: int) -> Expr:
+    """The HW the leader l could advance to now: its log end, capped by every ISR follower's position."""
+    candidate = s.ln(l)
+    for x in s.brokers():
+        if x != l:
+            pos = ite(s.fleo(l, x) < 0, -1, s.fleo(l, x))
+            candidate = ite(z3.And(s.lisr(l, x), pos < candidate), pos, candidate)
+    return candidate
+
+
+def lemmas(n: int) -> dict[str, Formula]:
+    """The conjuncts of the inductive invariant, by name (docs/z3.md explains each)."""
+    B = range(n)
+
+    def per_broker(f: Callable[[DataState, int], Expr]) -> Formula:
+        return lambda s: and_all(f(s, b) for b in B)
+
+    def per_pair(f: Callable[[DataState, int, int], Expr], distinct: bool = False) -> Formula:
+        return lambda s: and_all(f(s, x, y) for x in B for y in B if not (distinct and x == y))
+
+    def roles(s: DataState, b: int) -> Expr:
+        r = s.role(b)
+        return and_all([
+            z3.Or(r == NONE, r == FOLLOWER, r == LEADER), s["ne"] >= 0,
+            z3.Or(s["nl"] == NO_LEADER, z3.And(s["nl"] >= 0, s["nl"] < n)), s["HL"][s["ne"]] == s["nl"],
+            z3.Implies(z3.Not(s[f"alive{b}"]), r == NONE),
+            (r == NONE) == (s.lep(b) == -1),
+            s[f"seen{b}"] >= 0, s[f"seen{b}"] <= s["ne"],
+            z3.Implies(r != NONE, s.lep(b) == s[f"seen{b}"]),
+            z3.Implies(r == LEADER, z3.And(s["HL"][s.lep(b)] == b, s[f"lldr{b}"] == b)),
+            z3.Implies(r == FOLLOWER, z3.And(s["HL"][s.lep(b)] == s[f"lldr{b}"], s[f"lldr{b}"] != b,
+                                             s[f"lldr{b}"] >= 0, s[f"lldr{b}"] < n)),
+            z3.Implies(s[f"cas{b}"], z3.And(r == LEADER, s.lep(b) == s["ne"],
+                                            and_all(s.lisr(b, x) == s.nisr(x) for x in B))),
+            z3.Implies(r == LEADER, and_all(z3.And(s.fleo(b, x) >= -1, s.fleo(b, x) <= s.ln(b))
+                                            for x in B if x != b)),
+        ])
+
+    def bounds(s: DataState, b: int) -> Expr:
+        return and_all([s.ln(b) >= 0, s.hw(b) >= 0, s.hw(b) <= s.ln(b), s[f"ck{b}"] >= 0, s["clen"] >= 0,
+                        s[f"eso{b}"] >= 0, s[f"eso{b}"] <= s.ln(b)])
+
+    def monotone(s: DataState, b: int) -> Expr:
+        i, j = z3.Int("i_m"), z3.Int("j_m")
+        return z3.ForAll([i, j], z3.Implies(z3.And(0 <= i, i <= j, j < s.ln(b)),
+                                            z3.And(s.E(b)[i] <= s.E(b)[j], s.E(b)[i] >= 0)))
+
+    def seen_bound(s: DataState, b: int) -> Expr:
+        return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < s.ln(b)), s.E(b)[i] <= s[f"seen{b}"]))
+
+    def origin(s: DataState, b: int) -> Expr:
+        return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < s.ln(b)),
+                                                 s.R(b)[i] == s["GR"][s.E(b)[i]][i]))
+
+    def leader_holds_epoch(s: DataState, l: int, x: int) -> Expr:
+        return z3.Implies(s.role(l) == LEADER, _all_offsets(lambda i: z3.Implies(
+            z3.And(i >= 0, i < s.ln(x), s.E(x)[i] == s.lep(l)), z3.And(i < s.ln(l), s.E(l)[i] == s.lep(l)))))
+
+    def epoch_holder(s: DataState, x: int, y: int) -> Expr:
+        """An entry of an epoch whose leader no longer leads it cannot be newer than that leader's
+        last adoption: the leader of epoch HL[e] held every entry of e when it left (seen > e)."""
+        return _all_offsets(lambda i: z3.Implies(
+            z3.And(i >= 0, i < s.ln(x), s["HL"][s.E(x)[i]] == y,
+                   z3.Not(z3.And(s.role(y) == LEADER, s.lep(y) == s.E(x)[i]))),
+            s[f"seen{y}"] > s.E(x)[i]))
+
+    def matching(s: DataState, x: int, y: int) -> Expr:
+        i, j = z3.Int("i_lm"), z3.Int("j_lm")
+        return z3.ForAll([i, j], z3.Implies(
+            z3.And(0 <= j, j <= i, i < s.ln(x), i < s.ln(y), s.E(x)[i] == s.E(y)[i]), _same(s, x, y, j)))
+
+    def epoch_start(s: DataState, l: int) -> Expr:
+        return z3.Implies(s.role(l) == LEADER, _all_offsets(lambda i: z3.Implies(
+            z3.And(i >= 0, i < s.ln(l)), (s.E(l)[i] == s.lep(l)) == (i >= s[f"eso{l}"]))))
+
+    def follower_prefix(s: DataState, f: int, l: int) -> Expr:
+        return z3.Implies(z3.And(s.role(f) == FOLLOWER, z3.Not(s[f"trunc{f}"]), s[f"lldr{f}"] == l,
+                                 s.role(l) == LEADER, s.lep(l) == s.lep(f)),
+                          _holds_prefix(s, l, f, s.ln(f)))
+
+    def fetched_prefix(s: DataState, l: int, f: int) -> Expr:
+        """A position the leader recorded for a follower: the follower's log starts with as much of the
+        leader's."""
+        return z3.Implies(z3.And(s.role(l) == LEADER, s.fleo(l, f) >= 0), _holds_prefix(s, f, l, s.fleo(l, f)))
+
+    def isr_holds_quorum(s: DataState, l: int, x: int) -> Expr:
+        return z3.Implies(z3.And(s.role(l) == LEADER, s.nisr(x)), _holds_prefix(s, x, l, _quorum(s, l)))
+
+    def leader_hw_committed(s: DataState, l: int) -> Expr:
+        return z3.Implies(s.role(l) == LEADER, _below_committed(s, l, s.hw(l)))
+
+    def hw_committed(s: DataState, b: int) -> Expr:
+        return _below_committed(s, b, s.hw(b))
+
+    def checkpoint_committed(s: DataState, b: int) -> Expr:
+        return _below_committed(s, b, s[f"ck{b}"])
+
+    def isr_holds_committed(s: DataState, x: int) -> Expr:
+        return z3.Implies(s.nisr(x), _holds_committed(s, x))
+
+    def leader_holds_committed(s: DataState, l: int) -> Expr:
+        return z3.Implies(z3.And(s.role(l) == LEADER, s.lep(l) == s["ne"]), _holds_committed(s, l))
+
+    def adopted_holds_committed(s: DataState, b: int) -> Expr:
+        """A broker an epoch not yet adopted names leader, holds C (it is in that epoch's ISR)."""
+        e = z3.Int("e_a")
+        return z3.ForAll([e], z3.Implies(
+            z3.And(e > s[f"seen{b}"], e <= s["ne"], s["HL"][e] == b), _holds_committed(s, b)))
+
+    def exposed_below_committed(s: DataState, l: int) -> Expr:
+        return z3.Implies(s.current(l), z3.And(s["hx"] <= s["clen"],
+                                               s["clen"] <= ite(s.hw(l) > s[f"eso{l}"], s.hw(l), s[f"eso{l}"])))
+
+    def hx_bound(s: DataState) -> Expr:
+        return s["hx"] <= s["clen"]
+
+    return {
+        "RolesAndEpochs": per_broker(roles),
+        "OffsetsWithinLog": per_broker(bounds),
+        "EpochsMonotone": per_broker(monotone),
+        "EpochsSeen": per_broker(seen_bound),
+        "RecordOfEpochOffset": per_broker(origin),
+        "LeaderHoldsItsEpoch": per_pair(leader_holds_epoch),
+        "EpochLeaderLeft": per_pair(epoch_holder),
+        "LogMatching": per_pair(matching, distinct=True),
+        "EpochStartOffset": per_broker(epoch_start),
+        "FollowerIsPrefix": per_pair(follower_prefix, distinct=True),
+        "FetchedPrefix": per_pair(fetched_prefix, distinct=True),
+        "IsrHoldsQuorum": per_pair(isr_holds_quorum),
+        "LeaderHwCommitted": per_broker(leader_hw_committed),
+        "HwCommitted": per_broker(hw_committed),
+        "CheckpointCommitted": per_broker(checkpoint_committed),
+        "IsrHoldsCommitted": per_broker(isr_holds_committed),
+        "LeaderHoldsCommitted": per_broker(leader_holds_committed),
+        "ElectedHoldsCommitted": per_broker(adopted_holds_committed),
+        "ExposedHwCommitted": per_broker(exposed_below_committed),
+        "ExposedHwBound": hx_bound,
+    }
+
+
+# -- the data invariants -----------------------------------------------------------------------------------
+
+
+def replica_logs_agree(s: DataState) -> Expr:
+    parts = []
+    for x in s.brokers():
+        for y in s.brokers():
+            if x < y:
+                k = min2(min2(s.hw(x), s.hw(y)), min2(s.ln(x), s.ln(y)))
+                parts.append(_all_offsets(lambda i, x=x, y=y, k=k: z3.Implies(z3.And(i >= 0, i < k),
+                                                                              _same(s, x, y, i))))
+    return and_all(parts)
+
+
+def committed_holders(s: DataState) -> Expr:
+    """NoCommittedDataLoss, state part: the current leader and every ISR member start with C."""
+    return and_all(z3.Implies(z3.Or(s.nisr(b), s.current(b)), _holds_committed(s, b)) for b in s.brokers())
+
+
+def no_conflict(s: DataState, t: DataState) -> Expr:
+    """NoCommittedDataLoss, step part: no leader's prefix below its HW that is longer than C contradicts C."""
+    parts = []
+    for b in s.brokers():
+        longer = z3.And(t.role(b) == LEADER, min2(t.hw(b), t.ln(b)) > s["clen"])
+        agrees = _all_offsets(lambda i, b=b: z3.Implies(z3.And(i >= 0, i < s["clen"]), z3.And(
+            t.E(b)[i] == s["CE"][i], t.R(b)[i] == s["CR"][i])))
+        parts.append(z3.Implies(longer, agrees))
+    return and_all(parts)
+
+
+def hw_monotonic_per_epoch(s: DataState, t: DataState) -> Expr:
+    return and_all(z3.Implies(z3.And(s.role(b) == LEADER, t.role(b) == LEADER, s.lep(b) == t.lep(b)),
+                              t.hw(b) >= s.hw(b)) for b in s.brokers())
+
+
+# -- obligations ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Obligation:
+    name: str  # IndInit | IndNext: <action> | IndProp: <invariant>
+    result: str
+    seconds: float
+    cti: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"property": f"data: {self.name}", "result": self.result,
+                               "seconds": round(self.seconds, 3), "group": "data"}
+        if self.cti is not None:
+            row["model"] = self.cti
+        return row
+
+
+PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")
+
+
+class DataProof:
+    def __init__(self, brokers: int = 3, truncation: str = "kip320", timeout_ms: int = 120_000,
+                 names: list[str] | None = None) -> None:
+        self.model = DataModel(brokers, DESIGNS[truncation])
+        self.steps = self.model.steps()
+        every = lemmas(brokers)
+        self.lemmas = {k: v for k, v in every.items() if names is None or k in names}
+        self.timeout_ms = timeout_ms
+
+    def invariant(self, s: DataState) -> Expr:
+        return and_all(f(s) for f in self.lemmas.values())
+
+    def actions(self) -> list[str]:
+        return list(dict.fromkeys(step.action for step in self.steps))
+
+    def _check(self, premises: list[Expr], goal: Expr) -> tuple[str, Any]:
+        solver = z3.Solver()
+        solver.set("timeout", self.timeout_ms)
+        solver.add(*premises)
+        solver.add(z3.Not(goal))
+        verdict = solver.check()
+        if verdict == z3.unsat:
+            return HOLDS, None
+        if verdict == z3.sat:
+            return VIOLATED, solver.model()
+        return UNKNOWN, None
+
+    def _timed(self, name: str, premises: list[Expr], goal: Expr,
+               explain: Callable[[Any], dict[str, Any]]) -> Obligation:
+        began = time.perf_counter()
+        result, model = self._check(premises, goal)
+        cti = None if model is None else explain(model)
+        return Obligation(name, result, time.perf_counter() - began, cti)
+
+    def ind_init(self) -> Obligation:
+        s = self.model.s
+        return self._timed("IndInit", [self.model.init(s)], self.invariant(s),
+                           lambda m: {"state": render(m, s), "broken": self._broken(m, s)})
+
+    def ind_next(self, action: str) -> Obligation:
+        s, t = self.model.s, self.model.t
+        chosen = [step for step in self.steps if step.action == action]
+        which = z3.Int("which")
+        relation = or_all(z3.And(which == k, step.formula) for k, step in enumerate(chosen))
+        return self._timed(f"IndNext: {action}", [self.invariant(s), relation], self.invariant(t),
+                           lambda m: self._cti(m, chosen, which))
+
+    def ind_prop(self, prop: str) -> Obligation:
+        s, t = self.model.s, self.model.t
+        inv = self.invariant(s)
+        if prop == "ReplicaLogsAgree":
+            premises, goal = [inv], replica_logs_agree(s)
+        elif prop == "NoCommittedDataLoss":
+            premises, goal = [inv, self._next()], z3.And(committed_holders(s), no_conflict(s, t))
+        else:
+            premises = [inv, self._next()]
+            exposed = self.model.exposed_hw(s)
+            goal = z3.And(hw_monotonic_per_epoch(s, t), z3.Or(exposed == -1, exposed >= s["hx"]))
+        return self._timed(f"IndProp: {prop}", premises, goal,
+                           lambda m: {"before": render(m, s), "after": render(m, t)})
+
+    def _next(self) -> Expr:
+        return or_all(step.formula for step in self.steps)
+
+    def _broken(self, model: Any, s: DataState) -> list[str]:
+        return [name for name, f in self.lemmas.items()
+                if z3.is_false(model.eval(f(s), model_completion=True))]
+
+    def _cti(self, model: Any, chosen: list[Step], which: Expr) -> dict[str, Any]:
+        s, t = self.model.s, self.model.t
+        index = model.eval(which, model_completion=True).as_long()
+        step = chosen[index] if 0 <= index < len(chosen) else None
+        out: dict[str, Any] = {"action": step.action if step else "?", "actor": step.actor if step else "?",
+                               "before": render(model, s), "after": render(model, t),
+                               "broken": self._broken(model, t)}
+        if step is not None:
+            out["params"] = {k: _value(model, v) for k, v in step.params.items()}
+        return out
+
+    def obligations(self) -> Iterator[Callable[[], Obligation]]:
+        yield self.ind_init
+        for action in self.actions():
+            yield lambda action=action: self.ind_next(action)  # type: ignore[misc]
+        for prop in PROPERTIES:
+            yield lambda prop=prop: self.ind_prop(prop)  # type: ignore[misc]
+
+
+def _value(model: Any, expr: Expr) -> int | bool:
+    value = model.eval(expr, model_completion=True)
+    if z3.is_bool(value):
+        return bool(z3.is_true(value))
+    return int(value.as_long())
+
+
+def render(model: Any, s: DataState) -> dict[str, Any]:
+    """A state as a reader wants it: per broker its log [(epoch, record), ...] up to HORIZON offsets, HW,
+    leader epoch and role; the node; the committed prefix."""
+    def log(E: Expr, R: Expr, length: int) -> list[tuple[int, int]]:
+        return [(_int(model, E[i]), _int(model, R[i])) for i in range(min(length, HORIZON))]
+
+    brokers = {}
+    for b in s.brokers():
+        length = _int(model, s.ln(b))
+        brokers[f"broker {b}"] = {
+            "alive": _value(model, s[f"alive{b}"]), "role": ROLE_NAMES.get(_int(model, s.role(b)), "?"),
+            "leader_epoch": _int(model, s.lep(b)), "leader": _int(model, s[f"lldr{b}"]),
+            "log": log(s.E(b), s.R(b), length), "log_end": length, "hw": _int(model, s.hw(b)),
+            "hw_checkpoint": _int(model, s[f"ck{b}"]), "epoch_start": _int(model, s[f"eso{b}"]),
+            "truncating": _value(model, s[f"trunc{b}"]),
+            "isr": [x for x in s.brokers() if _value(model, s.lisr(b, x))],
+            "follower_leo": {x: _int(model, s.fleo(b, x)) for x in s.brokers() if x != b}}
+    clen = _int(model, s["clen"])
+    return {"node": {"leader": _int(model, s["nl"]), "leader_epoch": _int(model, s["ne"]),
+                     "isr": [x for x in s.brokers() if _value(model, s.nisr(x))]},
+            "committed": log(s["CE"], s["CR"], clen), "committed_len": clen,
+            "exposed_hw_so_far": _int(model, s["hx"]), **brokers}
+
+
+def _int(model: Any, expr: Expr) -> int:
+    return int(model.eval(expr, model_completion=True).as_long())
+
+
+def run_data_proof(brokers: int = 3, truncation: str = "kip320",
+                   on_result: Callable[[Obligation], None] | None = None) -> list[Obligation]:
+    proof = DataProof(brokers, truncation)
+    results = []
+    for obligation in proof.obligations():
+        result = obligation()
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results

@@ -130,6 +130,27 @@ class DataState:
         return z3.And(self["nl"] == b, self.role(b) == LEADER, self.lep(b) == self["ne"])
 
 
+# -- quantifiers ---------------------------------------------------------------------------------------
+
+# The search for a counterexample to induction in a small state (every log at most HORIZON entries, every
+# epoch at most HORIZON + 2) replaces each quantifier over offsets or epochs by the conjunction over that
+# range, which makes the query quantifier-free; a model found so is a counterexample of the unbounded
+# lemmas too (every quantified body is guarded by offsets below a log end).  None: true quantifiers.
+_EXPANSION: list[int | None] = [None]
+
+
+def forall(arity: int, body: Callable[[list[Expr]], Expr], name: str) -> Expr:
+    span = _EXPANSION[0]
+    if span is None:
+        names = [z3.Int(f"{name}{k}") for k in range(arity)]
+        return z3.ForAll(names, body(names))
+    values = [z3.IntVal(v) for v in range(-1, span + 1)]
+    combos: list[list[Expr]] = [[]]
+    for _ in range(arity):
+        combos = [c + [v] for c in combos for v in values]
+    return and_all(body(c) for c in combos)
+
+
 # -- log helpers (the operators of spec/KafkaReplication.tla over unbounded arrays) --------------------
 
 
@@ -144,9 +165,8 @@ def latest_epoch(s: DataState, b: int) -> Expr:
 
 def first_above(E: Expr, length: Expr, epoch: Expr, out: Expr) -> Expr:
     """`out` is the first offset whose epoch is above `epoch` (the log end if none): always satisfiable."""
-    i = z3.Int("i_fa")
     return z3.And(out >= 0, out <= length,
-                  z3.ForAll([i], z3.Implies(z3.And(i >= 0, i < out), E[i] <= epoch)),
+                  forall(1, lambda v: z3.Implies(z3.And(v[0] >= 0, v[0] < out), E[v[0]] <= epoch), "i_fa"),
                   z3.Or(out == length, E[out] > epoch))
 
 
@@ -429,8 +449,7 @@ Formula = Callable[[DataState], Expr]
 
 
 def _all_offsets(body: Callable[[Expr], Expr], name: str = "i") -> Expr:
-    i = z3.Int(name)
-    return z3.ForAll([i], body(i))
+    return forall(1, lambda ij: body(ij[0]), name)
 
 
 def _same(s: DataState, x: int, y: int, i: Expr) -> Expr:
@@ -494,12 +513,12 @@ def lemmas(n: int) -> dict[str, Formula]:
 
     def bounds(s: DataState, b: int) -> Expr:
         return and_all([s.ln(b) >= 0, s.hw(b) >= 0, s.hw(b) <= s.ln(b), s[f"ck{b}"] >= 0, s["clen"] >= 0,
-                        s[f"eso{b}"] >= 0, s[f"eso{b}"] <= s.ln(b)])
+                        s[f"eso{b}"] >= 0, s[f"eso{b}"] <= s.ln(b),
+                        z3.Implies(s.role(b) != LEADER, s[f"eso{b}"] == 0)])
 
     def monotone(s: DataState, b: int) -> Expr:
-        i, j = z3.Int("i_m"), z3.Int("j_m")
-        return z3.ForAll([i, j], z3.Implies(z3.And(0 <= i, i <= j, j < s.ln(b)),
-                                            z3.And(s.E(b)[i] <= s.E(b)[j], s.E(b)[i] >= 0)))
+        return forall(2, lambda v: z3.Implies(z3.And(0 <= v[0], v[0] <= v[1], v[1] < s.ln(b)),
+                                              z3.And(s.E(b)[v[0]] <= s.E(b)[v[1]], s.E(b)[v[0]] >= 0)), "m")
 
     def seen_bound(s: DataState, b: int) -> Expr:
         return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < s.ln(b)), s.E(b)[i] <= s[f"seen{b}"]))
@@ -512,18 +531,39 @@ def lemmas(n: int) -> dict[str, Formula]:
         return z3.Implies(s.role(l) == LEADER, _all_offsets(lambda i: z3.Implies(
             z3.And(i >= 0, i < s.ln(x), s.E(x)[i] == s.lep(l)), z3.And(i < s.ln(l), s.E(l)[i] == s.lep(l)))))
 
-    def epoch_holder(s: DataState, x: int, y: int) -> Expr:
-        """An entry of an epoch whose leader no longer leads it cannot be newer than that leader's
-        last adoption: the leader of epoch HL[e] held every entry of e when it left (seen > e)."""
+    def epoch_holder(s: DataState, x: int) -> Expr:
+        """The leader named for the epoch of an entry has adopted that epoch (entries are written by
+        their epoch's leader), so it can never adopt it again."""
         return _all_offsets(lambda i: z3.Implies(
-            z3.And(i >= 0, i < s.ln(x), s["HL"][s.E(x)[i]] == y,
-                   z3.Not(z3.And(s.role(y) == LEADER, s.lep(y) == s.E(x)[i]))),
-            s[f"seen{y}"] > s.E(x)[i]))
+            z3.And(i >= 0, i < s.ln(x)),
+            and_all(z3.Implies(s["HL"][s.E(x)[i]] == y, s[f"seen{y}"] >= s.E(x)[i]) for y in B)))
+
+    def node_history(s: DataState) -> Expr:
+        """Every node written names a broker or no leader, with a nonempty ISR holding its leader."""
+        def written(e: Expr) -> Expr:
+            leader = s["HL"][e]
+            return z3.Implies(z3.And(e >= 0, e <= s["ne"]), z3.And(
+                z3.Or(leader == NO_LEADER, z3.And(leader >= 0, leader < n)),
+                and_all(z3.Implies(leader == x, s[f"HI{x}"][e]) for x in B),
+                or_all(s[f"HI{x}"][e] for x in B)))
+        return z3.And(forall(1, lambda v: written(v[0]), "w"), or_all(s.nisr(x) for x in B),
+                      and_all(z3.Implies(s["nl"] == x, s.nisr(x)) for x in B),
+                      and_all(z3.Implies(s.role(x) == LEADER, s.lisr(x, x)) for x in B))
+
+    def isr_as_written(s: DataState) -> Expr:
+        """The store's ISR is the one the controller wrote for the epoch until its leader adopted it."""
+        return z3.Or(and_all(s.nisr(x) == s[f"HI{x}"][s["ne"]] for x in B),
+                     or_all(z3.And(s["nl"] == y, s[f"seen{y}"] >= s["ne"]) for y in B))
+
+    def follower_synced(s: DataState, f: int) -> Expr:
+        """A follower that stopped truncating with a log did so against its leader in its epoch."""
+        return z3.Implies(z3.And(s.role(f) == FOLLOWER, z3.Not(s[f"trunc{f}"]), s.ln(f) > 0),
+                          and_all(z3.Implies(s[f"lldr{f}"] == y, s[f"seen{y}"] >= s.lep(f)) for y in B))
 
     def matching(s: DataState, x: int, y: int) -> Expr:
-        i, j = z3.Int("i_lm"), z3.Int("j_lm")
-        return z3.ForAll([i, j], z3.Implies(
-            z3.And(0 <= j, j <= i, i < s.ln(x), i < s.ln(y), s.E(x)[i] == s.E(y)[i]), _same(s, x, y, j)))
+        return forall(2, lambda v: z3.Implies(
+            z3.And(0 <= v[1], v[1] <= v[0], v[0] < s.ln(x), v[0] < s.ln(y), s.E(x)[v[0]] == s.E(y)[v[0]]),
+            _same(s, x, y, v[1])), "lm")
 
     def epoch_start(s: DataState, l: int) -> Expr:
         return z3.Implies(s.role(l) == LEADER, _all_offsets(lambda i: z3.Implies(
@@ -559,9 +599,8 @@ def lemmas(n: int) -> dict[str, Formula]:
 
     def adopted_holds_committed(s: DataState, b: int) -> Expr:
         """A broker an epoch not yet adopted names leader, holds C (it is in that epoch's ISR)."""
-        e = z3.Int("e_a")
-        return z3.ForAll([e], z3.Implies(
-            z3.And(e > s[f"seen{b}"], e <= s["ne"], s["HL"][e] == b), _holds_committed(s, b)))
+        return forall(1, lambda v: z3.Implies(
+            z3.And(v[0] > s[f"seen{b}"], v[0] <= s["ne"], s["HL"][v[0]] == b), _holds_committed(s, b)), "e")
 
     def exposed_below_committed(s: DataState, l: int) -> Expr:
         return z3.Implies(s.current(l), z3.And(s["hx"] <= s["clen"],
@@ -577,7 +616,10 @@ def lemmas(n: int) -> dict[str, Formula]:
         "EpochsSeen": per_broker(seen_bound),
         "RecordOfEpochOffset": per_broker(origin),
         "LeaderHoldsItsEpoch": per_pair(leader_holds_epoch),
-        "EpochLeaderLeft": per_pair(epoch_holder),
+        "EpochLeaderAdopted": per_broker(epoch_holder),
+        "IsrAsWritten": isr_as_written,
+        "NodeHistory": node_history,
+        "FollowerSynced": per_broker(follower_synced),
         "LogMatching": per_pair(matching, distinct=True),
         "EpochStartOffset": per_broker(epoch_start),
         "FollowerIsPrefix": per_pair(follower_prefix, distinct=True),
@@ -638,96 +680,139 @@ class Obligation:
     result: str
     seconds: float
     cti: dict[str, Any] | None = None
+    unproved: list[str] = field(default_factory=list)  # with unknown: the lemmas z3 did not prove
 
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {"property": f"data: {self.name}", "result": self.result,
                                "seconds": round(self.seconds, 3), "group": "data"}
         if self.cti is not None:
             row["model"] = self.cti
+            row["detail"] = f"counterexample to induction: {self.cti['broken']} breaks"
+        elif self.unproved:
+            row["detail"] = "not proved: " + ", ".join(self.unproved)
         return row
 
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")
 
 
-class DataProof:
-    def __init__(self, brokers: int = 3, truncation: str = "kip320", timeout_ms: int = 120_000,
-                 names: list[str] | None = None) -> None:
-        self.model = DataModel(brokers, DESIGNS[truncation])
-        self.steps = self.model.steps()
-        every = lemmas(brokers)
-        self.lemmas = {k: v for k, v in every.items() if names is None or k in names}
-        self.timeout_ms = timeout_ms
+SMALL = 3  # the horizon of the search for a counterexample to induction (entries per log)
 
-    def invariant(self, s: DataState) -> Expr:
-        return and_all(f(s) for f in self.lemmas.values())
+
+class Encoding:
+    """Every formula the obligations need, built once: with true quantifiers (`span` None) or expanded
+    over the small range of the counterexample search."""
+
+    def __init__(self, brokers: int, design: Design, span: int | None) -> None:
+        _EXPANSION[0] = span
+        try:
+            self.model = DataModel(brokers, design)
+            s, t = self.model.s, self.model.t
+            self.steps = self.model.steps()
+            named = lemmas(brokers)
+            self.before = {name: f(s) for name, f in named.items()}
+            self.after = {name: f(t) for name, f in named.items()}
+            self.init = self.model.init(s)
+            every = or_all(step.formula for step in self.steps)
+            exposed = self.model.exposed_hw(s)
+            self.props: dict[str, tuple[list[Expr], Expr]] = {
+                "NoCommittedDataLoss": ([every], z3.And(committed_holders(s), no_conflict(s, t))),
+                "ReplicaLogsAgree": ([], replica_logs_agree(s)),
+                "HighWatermarkMonotonic": ([every], z3.And(hw_monotonic_per_epoch(s, t),
+                                                           z3.Or(exposed == -1, exposed >= s["hx"]))),
+            }
+        finally:
+            _EXPANSION[0] = None
+        self.bounds: Expr = z3.BoolVal(True)
+        if span is not None:
+            small = [s["ne"] <= span, s["clen"] <= SMALL, s["hx"] <= SMALL]
+            for b in s.brokers():
+                small += [s.ln(b) <= SMALL, s[f"ck{b}"] <= SMALL]
+            self.bounds = and_all(small)
+
+    def invariant(self) -> Expr:
+        return and_all(self.before.values())
+
+    def relation(self, action: str) -> tuple[Expr, list[Step], Expr]:
+        chosen = [step for step in self.steps if step.action == action]
+        which = z3.Int("which")
+        return or_all(z3.And(which == k, step.formula) for k, step in enumerate(chosen)), chosen, which
+
+
+class DataProof:
+    """The obligations, each first proved with true quantifiers (no model-based instantiation, so a
+    lemma z3 cannot prove comes back quickly as unknown), then, when not proved, searched for a
+    counterexample to induction among small states."""
+
+    def __init__(self, brokers: int = 3, truncation: str = "kip320", prove_ms: int = 10_000,
+                 search_ms: int = 20_000) -> None:
+        design = DESIGNS[truncation]
+        self.exact = Encoding(brokers, design, None)
+        self.small = Encoding(brokers, design, SMALL + 2)
+        self.prove_ms = prove_ms
+        self.search_ms = search_ms
 
     def actions(self) -> list[str]:
-        return list(dict.fromkeys(step.action for step in self.steps))
+        return list(dict.fromkeys(step.action for step in self.exact.steps))
 
-    def _check(self, premises: list[Expr], goal: Expr) -> tuple[str, Any]:
+    def _solve(self, premises: list[Expr], goal: Expr, small: bool) -> tuple[Any, Any]:
         solver = z3.Solver()
-        solver.set("timeout", self.timeout_ms)
+        solver.set("timeout", self.search_ms if small else self.prove_ms)
+        if not small:
+            solver.set("smt.mbqi", False)
         solver.add(*premises)
         solver.add(z3.Not(goal))
         verdict = solver.check()
-        if verdict == z3.unsat:
-            return HOLDS, None
-        if verdict == z3.sat:
-            return VIOLATED, solver.model()
-        return UNKNOWN, None
+        return verdict, solver.model() if verdict == z3.sat else None
 
-    def _timed(self, name: str, premises: list[Expr], goal: Expr,
-               explain: Callable[[Any], dict[str, Any]]) -> Obligation:
+    def _discharge(self, name: str, goals: list[tuple[str, Callable[[Encoding], tuple[list[Expr], Expr]]]],
+                   explain: Callable[[Encoding, Any], dict[str, Any]]) -> Obligation:
+        """Each goal (a lemma or property) in its own query; the obligation holds when all do."""
         began = time.perf_counter()
-        result, model = self._check(premises, goal)
-        cti = None if model is None else explain(model)
-        return Obligation(name, result, time.perf_counter() - began, cti)
+        open_goals = []
+        for label, build in goals:
+            premises, goal = build(self.exact)
+            verdict, _ = self._solve(premises, goal, small=False)
+            if verdict == z3.unsat:
+                continue
+            premises, goal = build(self.small)
+            verdict, model = self._solve([self.small.bounds, *premises], goal, small=True)
+            if verdict == z3.sat:
+                cti = explain(self.small, model)
+                cti["broken"] = label
+                return Obligation(name, VIOLATED, time.perf_counter() - began, cti)
+            open_goals.append(label)
+        result = UNKNOWN if open_goals else HOLDS
+        out = Obligation(name, result, time.perf_counter() - began)
+        out.unproved = open_goals
+        return out
 
     def ind_init(self) -> Obligation:
-        s = self.model.s
-        return self._timed("IndInit", [self.model.init(s)], self.invariant(s),
-                           lambda m: {"state": render(m, s), "broken": self._broken(m, s)})
+        goals = [(n, lambda enc, n=n: ([enc.init], enc.before[n])) for n in self.exact.before]
+        return self._discharge("IndInit", goals, lambda enc, m: {"state": render(m, enc.model.s)})
 
     def ind_next(self, action: str) -> Obligation:
-        s, t = self.model.s, self.model.t
-        chosen = [step for step in self.steps if step.action == action]
-        which = z3.Int("which")
-        relation = or_all(z3.And(which == k, step.formula) for k, step in enumerate(chosen))
-        return self._timed(f"IndNext: {action}", [self.invariant(s), relation], self.invariant(t),
-                           lambda m: self._cti(m, chosen, which))
+        def build(name: str) -> Callable[[Encoding], tuple[list[Expr], Expr]]:
+            return lambda enc: ([enc.invariant(), enc.relation(action)[0]], enc.after[name])
+
+        goals = [(n, build(n)) for n in self.exact.after]
+        return self._discharge(f"IndNext: {action}", goals, lambda enc, m: self._cti(enc, m, action))
 
     def ind_prop(self, prop: str) -> Obligation:
-        s, t = self.model.s, self.model.t
-        inv = self.invariant(s)
-        if prop == "ReplicaLogsAgree":
-            premises, goal = [inv], replica_logs_agree(s)
-        elif prop == "NoCommittedDataLoss":
-            premises, goal = [inv, self._next()], z3.And(committed_holders(s), no_conflict(s, t))
-        else:
-            premises = [inv, self._next()]
-            exposed = self.model.exposed_hw(s)
-            goal = z3.And(hw_monotonic_per_epoch(s, t), z3.Or(exposed == -1, exposed >= s["hx"]))
-        return self._timed(f"IndProp: {prop}", premises, goal,
-                           lambda m: {"before": render(m, s), "after": render(m, t)})
+        def build(enc: Encoding) -> tuple[list[Expr], Expr]:
+            extra, goal = enc.props[prop]
+            return [enc.invariant(), *extra], goal
 
-    def _next(self) -> Expr:
-        return or_all(step.formula for step in self.steps)
+        return self._discharge(f"IndProp: {prop}", [(prop, build)],
+                               lambda enc, m: {"before": render(m, enc.model.s), "after": render(m, enc.model.t)})
 
-    def _broken(self, model: Any, s: DataState) -> list[str]:
-        return [name for name, f in self.lemmas.items()
-                if z3.is_false(model.eval(f(s), model_completion=True))]
-
-    def _cti(self, model: Any, chosen: list[Step], which: Expr) -> dict[str, Any]:
-        s, t = self.model.s, self.model.t
-        index = model.eval(which, model_completion=True).as_long()
-        step = chosen[index] if 0 <= index < len(chosen) else None
-        out: dict[str, Any] = {"action": step.action if step else "?", "actor": step.actor if step else "?",
-                               "before": render(model, s), "after": render(model, t),
-                               "broken": self._broken(model, t)}
-        if step is not None:
-            out["params"] = {k: _value(model, v) for k, v in step.params.items()}
-        return out
+    def _cti(self, enc: Encoding, model: Any, action: str) -> dict[str, Any]:
+        _, chosen, which = enc.relation(action)
+        index = _int(model, which)
+        step = chosen[index] if 0 <= index < len(chosen) else chosen[0]
+        return {"action": step.action, "actor": step.actor,
+                "params": {k: _value(model, v) for k, v in step.params.items()},
+                "before": render(model, enc.model.s), "after": render(model, enc.model.t)}
 
     def obligations(self) -> Iterator[Callable[[], Obligation]]:
         yield self.ind_init

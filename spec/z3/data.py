@@ -363,19 +363,20 @@ class DataModel:
                     z3.And(s[f"alive{b}"], s[f"ck{b}"] != s.hw(b), self._frame({f"ck{b}": s.hw(b)})))
 
     def leader_and_isr(self, b: int) -> Step:
-        """LeaderAndIsr(b): b adopts the node written for epoch e (abstraction A2 of docs/z3.md)."""
+        """LeaderAndIsr(b): b adopts the node written for some epoch newer than the one it holds (none after a
+        restart: it may adopt an epoch it held before the crash), abstraction A2 of docs/z3.md."""
         s, d = self.s, self.design
         e = self._int(f"epoch{b}")
         leader = s["HL"][e]
         become_leader = leader == b
-        guard = z3.And(s[f"alive{b}"], e > s[f"seen{b}"], e <= s["ne"], e >= 0, leader != NO_LEADER)
+        guard = z3.And(s[f"alive{b}"], e > s.lep(b), e <= s["ne"], e >= 0, leader != NO_LEADER)
         new_len = s.ln(b)
         if d.truncate_on_become_follower:
             new_len = ite(z3.And(z3.Not(become_leader), s.hw(b) < s.ln(b)), s.hw(b), s.ln(b))
         isr = [s[f"HI{x}"][e] for x in s.brokers()]
         fleo = [ite(z3.And(become_leader, z3.BoolVal(x != b)), -1, -2) for x in s.brokers()]
         changes: dict[str, Expr] = {
-            f"role{b}": ite(become_leader, LEADER, FOLLOWER), f"lep{b}": e, f"seen{b}": e,
+            f"role{b}": ite(become_leader, LEADER, FOLLOWER), f"lep{b}": e, f"seen{b}": ite(e > s[f"seen{b}"], e, s[f"seen{b}"]),
             f"lldr{b}": leader, f"cas{b}": z3.And(become_leader, e == s["ne"]), f"len{b}": new_len,
             f"hw{b}": ite(become_leader, self.advanced_hw(s, b, s.ln(b), isr, fleo), min2(s.hw(b), new_len)),
             f"eso{b}": ite(become_leader, s.ln(b), 0),
@@ -501,7 +502,7 @@ def lemmas(n: int) -> dict[str, Formula]:
             z3.Implies(z3.Not(s[f"alive{b}"]), r == NONE),
             (r == NONE) == (s.lep(b) == -1),
             s[f"seen{b}"] >= 0, s[f"seen{b}"] <= s["ne"],
-            z3.Implies(r != NONE, s.lep(b) == s[f"seen{b}"]),
+            s.lep(b) <= s[f"seen{b}"],
             z3.Implies(r == LEADER, z3.And(s["HL"][s.lep(b)] == b, s[f"lldr{b}"] == b)),
             z3.Implies(r == FOLLOWER, z3.And(s["HL"][s.lep(b)] == s[f"lldr{b}"], s[f"lldr{b}"] != b,
                                              s[f"lldr{b}"] >= 0, s[f"lldr{b}"] < n)),
@@ -567,7 +568,8 @@ def lemmas(n: int) -> dict[str, Formula]:
 
     def epoch_start(s: DataState, l: int) -> Expr:
         return z3.Implies(s.role(l) == LEADER, _all_offsets(lambda i: z3.Implies(
-            z3.And(i >= 0, i < s.ln(l)), (s.E(l)[i] == s.lep(l)) == (i >= s[f"eso{l}"]))))
+            z3.And(i >= 0, i < s.ln(l)), z3.And(s.E(l)[i] <= s.lep(l),
+                                                z3.Implies(i >= s[f"eso{l}"], s.E(l)[i] == s.lep(l))))))
 
     def follower_prefix(s: DataState, f: int, l: int) -> Expr:
         return z3.Implies(z3.And(s.role(f) == FOLLOWER, z3.Not(s[f"trunc{f}"]), s[f"lldr{f}"] == l,

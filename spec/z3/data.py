@@ -147,7 +147,7 @@ def forall(arity: int, body: Callable[[list[Expr]], Expr], name: str) -> Expr:
     values = [z3.IntVal(v) for v in range(-1, span + 1)]
     combos: list[list[Expr]] = [[]]
     for _ in range(arity):
-        combos = [c + [v] for c in combos for v in values]
+        combos = [[*c, v] for c in combos for v in values]
     return and_all(body(c) for c in combos)
 
 
@@ -244,11 +244,11 @@ class DataModel:
                 candidate = ite(z3.And(isr[x], pos < candidate), pos, candidate)
         return ite(candidate > s.hw(b), candidate, s.hw(b))
 
-    def fence_ok(self, l: int, cle: Expr) -> Expr:
-        """FenceError(l, p, cle) = "" ."""
+    def fence_ok(self, ld: int, cle: Expr) -> Expr:
+        """FenceError(ld, p, cle) = "" ."""
         s = self.s
-        ok = z3.And(s.role(l) == LEADER, s.lep(l) != -1)
-        return z3.And(ok, cle == s.lep(l)) if self.design.fence else ok
+        ok = z3.And(s.role(ld) == LEADER, s.lep(ld) != -1)
+        return z3.And(ok, cle == s.lep(ld)) if self.design.fence else ok
 
     # -- actions -----------------------------------------------------------------------------------------
 
@@ -257,14 +257,14 @@ class DataModel:
         for b in range(self.n):
             out += [self.produce(b), self.isr_shrink(b), self.hw_checkpoint(b), self.leader_and_isr(b),
                     self.broker_crash(b), self.broker_restart(b)]
-            for l in range(self.n):
-                if l != b:
-                    out += [self.fetch_round(b, l), self.truncation_round(b, l)]
+            for ld in range(self.n):
+                if ld != b:
+                    out += [self.fetch_round(b, ld), self.truncation_round(b, ld)]
         out.append(self.leader_election())
         return out
 
     def produce(self, b: int) -> Step:
-        s, t = self.s, self.t
+        s = self.s
         record = self._int(f"record{b}")
         length = s.ln(b) + 1
         isr = [s.lisr(b, x) for x in s.brokers()]
@@ -276,38 +276,38 @@ class DataModel:
         guard = z3.And(s[f"alive{b}"], s.role(b) == LEADER, s.lep(b) != -1)
         return Step("Produce", f"broker:{b}", z3.And(guard, self._frame(changes)), {"record": record})
 
-    def fetch_round(self, f: int, l: int) -> Step:
-        """FetchRound(f, p) with f's leader l: the fetch, the leader's answer and f's handling, fused."""
+    def fetch_round(self, f: int, ld: int) -> Step:
+        """FetchRound(f, p) with f's leader ld: the fetch, the leader's answer and f's handling, fused."""
         s, d = self.s, self.design
         k = self._int(f"records{f}")
-        guard = z3.And(s[f"alive{f}"], s.role(f) == FOLLOWER, s[f"lldr{f}"] == l, s[f"alive{l}"],
+        guard = z3.And(s[f"alive{f}"], s.role(f) == FOLLOWER, s[f"lldr{f}"] == ld, s[f"alive{ld}"],
                        z3.Not(z3.And(s[f"trunc{f}"], s.ln(f) > 0)))
         offset = s.ln(f)
-        ok0 = self.fence_ok(l, s.lep(f))
-        out_of_range = z3.And(ok0, offset > s.ln(l))
+        ok0 = self.fence_ok(ld, s.lep(f))
+        out_of_range = z3.And(ok0, offset > s.ln(ld))
         ok = z3.And(ok0, z3.Not(out_of_range))
-        known = s.fleo(l, f) != -2
-        fleo1 = [ite(known, offset, s.fleo(l, x)) if x == f else s.fleo(l, x) for x in s.brokers()]
-        in_sync = offset >= s.hw(l)
+        known = s.fleo(ld, f) != -2
+        fleo1 = [ite(known, offset, s.fleo(ld, x)) if x == f else s.fleo(ld, x) for x in s.brokers()]
+        in_sync = offset >= s.hw(ld)
         if d.expansion_needs_start:
-            in_sync = z3.And(in_sync, offset >= s[f"eso{l}"])
-        expand = z3.And(known, z3.Not(s.lisr(l, f)), in_sync, s[f"cas{l}"])
-        isr1 = [z3.Or(s.lisr(l, x), expand) if x == f else s.lisr(l, x) for x in s.brokers()]
-        hw1 = ite(known, self.advanced_hw(s, l, s.ln(l), isr1, fleo1), s.hw(l))
+            in_sync = z3.And(in_sync, offset >= s[f"eso{ld}"])
+        expand = z3.And(known, z3.Not(s.lisr(ld, f)), in_sync, s[f"cas{ld}"])
+        isr1 = [z3.Or(s.lisr(ld, x), expand) if x == f else s.lisr(ld, x) for x in s.brokers()]
+        hw1 = ite(known, self.advanced_hw(s, ld, s.ln(ld), isr1, fleo1), s.hw(ld))
         # Up to MaxFetchRecords records from the fetch offset: any number the leader has (a superset).
         i = z3.Int("i_fr")
-        appended = z3.Lambda([i], ite(z3.And(i >= offset, i < offset + k), s.E(l)[i], s.E(f)[i]))
-        appended_r = z3.Lambda([i], ite(z3.And(i >= offset, i < offset + k), s.R(l)[i], s.R(f)[i]))
+        appended = z3.Lambda([i], ite(z3.And(i >= offset, i < offset + k), s.E(ld)[i], s.E(f)[i]))
+        appended_r = z3.Lambda([i], ite(z3.And(i >= offset, i < offset + k), s.R(ld)[i], s.R(f)[i]))
         len_ok = offset + k
-        success: dict[str, Expr] = {f"fleo{l}_{f}": fleo1[f], f"lisr{l}_{f}": isr1[f], f"len{f}": len_ok,
-                                    f"E{f}": appended, f"R{f}": appended_r, f"hw{l}": hw1,
+        success: dict[str, Expr] = {f"fleo{ld}_{f}": fleo1[f], f"lisr{ld}_{f}": isr1[f], f"len{f}": len_ok,
+                                    f"E{f}": appended, f"R{f}": appended_r, f"hw{ld}": hw1,
                                     f"hw{f}": min2(hw1, len_ok), f"trunc{f}": z3.BoolVal(False)}
         for x in s.brokers():
             success[f"nisr{x}"] = ite(expand, isr1[x], s.nisr(x))
-        failure = {f"len{f}": ite(out_of_range, s.ln(l), s.ln(f)),
-                   f"hw{f}": ite(out_of_range, min2(s.hw(f), s.ln(l)), s.hw(f)), f"trunc{f}": z3.BoolVal(False)}
-        body = z3.If(ok, z3.And(k >= 0, k <= s.ln(l) - offset, self._frame(success)), self._frame(failure))
-        return Step("FetchRound", f"broker:{f}", z3.And(guard, body), {"leader": z3.IntVal(l), "records": k})
+        failure = {f"len{f}": ite(out_of_range, s.ln(ld), s.ln(f)),
+                   f"hw{f}": ite(out_of_range, min2(s.hw(f), s.ln(ld)), s.hw(f)), f"trunc{f}": z3.BoolVal(False)}
+        body = z3.If(ok, z3.And(k >= 0, k <= s.ln(ld) - offset, self._frame(success)), self._frame(failure))
+        return Step("FetchRound", f"broker:{f}", z3.And(guard, body), {"leader": z3.IntVal(ld), "records": k})
 
     def epoch_end(self, b: int, epoch: Expr, current: Expr, tag: str) -> tuple[Expr, Expr]:
         """EndOffsetForEpoch(log b, epoch, current), with its defining constraint."""
@@ -315,22 +315,22 @@ class DataModel:
         first = self._int(f"first_{tag}")
         return ite(epoch >= current, s.ln(b), first), first_above(s.E(b), s.ln(b), epoch, first)
 
-    def truncation_round(self, f: int, l: int) -> Step:
-        """TruncationRound(f, p) with f's leader l: OffsetsForLeaderEpoch, the answer, the truncation."""
+    def truncation_round(self, f: int, ld: int) -> Step:
+        """TruncationRound(f, p) with f's leader ld: OffsetsForLeaderEpoch, the answer, the truncation."""
         s, d = self.s, self.design
-        guard = z3.And(s[f"alive{f}"], s.role(f) == FOLLOWER, s[f"lldr{f}"] == l, s[f"alive{l}"],
-                       s[f"trunc{f}"], s.ln(f) > 0, self.fence_ok(l, s.lep(f)))
+        guard = z3.And(s[f"alive{f}"], s.role(f) == FOLLOWER, s[f"lldr{f}"] == ld, s[f"alive{ld}"],
+                       s[f"trunc{f}"], s.ln(f) > 0, self.fence_ok(ld, s.lep(f)))
         requested = latest_epoch(s, f)
-        current = s.lep(l)
+        current = s.lep(ld)
         defs = []
         if d.kip279_answer:
             # LargestEpochAtMost: the epoch just before the first one above the requested epoch.
             k = self._int("k_le")
-            defs.append(first_above(s.E(l), s.ln(l), requested, k))
-            answered = ite(current <= requested, current, ite(k == 0, UNDEFINED, s.E(l)[k - 1]))
+            defs.append(first_above(s.E(ld), s.ln(ld), requested, k))
+            answered = ite(current <= requested, current, ite(k == 0, UNDEFINED, s.E(ld)[k - 1]))
         else:
             answered = requested
-        end, end_def = self.epoch_end(l, answered, current, "leader")
+        end, end_def = self.epoch_end(ld, answered, current, "leader")
         defs.append(end_def)
         offset = z3.If(end < s.ln(f), end, s.ln(f))
         if d.kip279_offset:
@@ -341,7 +341,7 @@ class DataModel:
         new_len = ite(offset < s.ln(f), offset, s.ln(f))
         changes = {f"len{f}": new_len, f"hw{f}": min2(s.hw(f), new_len), f"trunc{f}": z3.BoolVal(False)}
         return Step("TruncationRound", f"broker:{f}", z3.And(guard, *defs, self._frame(changes)),
-                    {"leader": z3.IntVal(l), "answered": answered, "offset": new_len})
+                    {"leader": z3.IntVal(ld), "answered": answered, "offset": new_len})
 
     def isr_shrink(self, b: int) -> Step:
         s = self.s
@@ -376,7 +376,8 @@ class DataModel:
         isr = [s[f"HI{x}"][e] for x in s.brokers()]
         fleo = [ite(z3.And(become_leader, z3.BoolVal(x != b)), -1, -2) for x in s.brokers()]
         changes: dict[str, Expr] = {
-            f"role{b}": ite(become_leader, LEADER, FOLLOWER), f"lep{b}": e, f"seen{b}": ite(e > s[f"seen{b}"], e, s[f"seen{b}"]),
+            f"role{b}": ite(become_leader, LEADER, FOLLOWER), f"lep{b}": e,
+            f"seen{b}": ite(e > s[f"seen{b}"], e, s[f"seen{b}"]),
             f"lldr{b}": leader, f"cas{b}": z3.And(become_leader, e == s["ne"]), f"len{b}": new_len,
             f"hw{b}": ite(become_leader, self.advanced_hw(s, b, s.ln(b), isr, fleo), min2(s.hw(b), new_len)),
             f"eso{b}": ite(become_leader, s.ln(b), 0),
@@ -474,13 +475,13 @@ def _below_committed(s: DataState, x: int, upto: Expr) -> Expr:
         z3.And(i >= 0, i < cap), z3.And(s.E(x)[i] == s["CE"][i], s.R(x)[i] == s["CR"][i]))))
 
 
-def _quorum(s: DataState, l: int) -> Expr:
-    """The HW the leader l could advance to now: its log end, capped by every ISR follower's position."""
-    candidate = s.ln(l)
+def _quorum(s: DataState, ld: int) -> Expr:
+    """The HW the leader ld could advance to now: its log end, capped by every ISR follower's position."""
+    candidate = s.ln(ld)
     for x in s.brokers():
-        if x != l:
-            pos = ite(s.fleo(l, x) < 0, -1, s.fleo(l, x))
-            candidate = ite(z3.And(s.lisr(l, x), pos < candidate), pos, candidate)
+        if x != ld:
+            pos = ite(s.fleo(ld, x) < 0, -1, s.fleo(ld, x))
+            candidate = ite(z3.And(s.lisr(ld, x), pos < candidate), pos, candidate)
     return candidate
 
 
@@ -502,7 +503,7 @@ def lemmas(n: int) -> dict[str, Formula]:
             z3.Implies(z3.Not(s[f"alive{b}"]), r == NONE),
             (r == NONE) == (s.lep(b) == -1),
             s[f"seen{b}"] >= 0, s[f"seen{b}"] <= s["ne"],
-            s.lep(b) <= s[f"seen{b}"],
+            s.lep(b) <= s[f"seen{b}"], z3.Implies(r != NONE, s.lep(b) >= 0),
             z3.Implies(r == LEADER, z3.And(s["HL"][s.lep(b)] == b, s[f"lldr{b}"] == b)),
             z3.Implies(r == FOLLOWER, z3.And(s["HL"][s.lep(b)] == s[f"lldr{b}"], s[f"lldr{b}"] != b,
                                              s[f"lldr{b}"] >= 0, s[f"lldr{b}"] < n)),
@@ -518,7 +519,7 @@ def lemmas(n: int) -> dict[str, Formula]:
                         z3.Implies(s.role(b) != LEADER, s[f"eso{b}"] == 0)])
 
     def monotone(s: DataState, b: int) -> Expr:
-        return forall(2, lambda v: z3.Implies(z3.And(0 <= v[0], v[0] <= v[1], v[1] < s.ln(b)),
+        return forall(2, lambda v: z3.Implies(z3.And(v[0] >= 0, v[0] <= v[1], v[1] < s.ln(b)),
                                               z3.And(s.E(b)[v[0]] <= s.E(b)[v[1]], s.E(b)[v[0]] >= 0)), "m")
 
     def seen_bound(s: DataState, b: int) -> Expr:
@@ -528,9 +529,9 @@ def lemmas(n: int) -> dict[str, Formula]:
         return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < s.ln(b)),
                                                  s.R(b)[i] == s["GR"][s.E(b)[i]][i]))
 
-    def leader_holds_epoch(s: DataState, l: int, x: int) -> Expr:
-        return z3.Implies(s.role(l) == LEADER, _all_offsets(lambda i: z3.Implies(
-            z3.And(i >= 0, i < s.ln(x), s.E(x)[i] == s.lep(l)), z3.And(i < s.ln(l), s.E(l)[i] == s.lep(l)))))
+    def leader_holds_epoch(s: DataState, ld: int, x: int) -> Expr:
+        return z3.Implies(s.role(ld) == LEADER, _all_offsets(lambda i: z3.Implies(
+            z3.And(i >= 0, i < s.ln(x), s.E(x)[i] == s.lep(ld)), z3.And(i < s.ln(ld), s.E(ld)[i] == s.lep(ld)))))
 
     def epoch_holder(s: DataState, x: int) -> Expr:
         """The leader named for the epoch of an entry has adopted that epoch (entries are written by
@@ -563,29 +564,29 @@ def lemmas(n: int) -> dict[str, Formula]:
 
     def matching(s: DataState, x: int, y: int) -> Expr:
         return forall(2, lambda v: z3.Implies(
-            z3.And(0 <= v[1], v[1] <= v[0], v[0] < s.ln(x), v[0] < s.ln(y), s.E(x)[v[0]] == s.E(y)[v[0]]),
+            z3.And(v[1] >= 0, v[1] <= v[0], v[0] < s.ln(x), v[0] < s.ln(y), s.E(x)[v[0]] == s.E(y)[v[0]]),
             _same(s, x, y, v[1])), "lm")
 
-    def epoch_start(s: DataState, l: int) -> Expr:
-        return z3.Implies(s.role(l) == LEADER, _all_offsets(lambda i: z3.Implies(
-            z3.And(i >= 0, i < s.ln(l)), z3.And(s.E(l)[i] <= s.lep(l),
-                                                z3.Implies(i >= s[f"eso{l}"], s.E(l)[i] == s.lep(l))))))
+    def epoch_start(s: DataState, ld: int) -> Expr:
+        return z3.Implies(s.role(ld) == LEADER, _all_offsets(lambda i: z3.Implies(
+            z3.And(i >= 0, i < s.ln(ld)), z3.And(s.E(ld)[i] <= s.lep(ld),
+                                                z3.Implies(i >= s[f"eso{ld}"], s.E(ld)[i] == s.lep(ld))))))
 
-    def follower_prefix(s: DataState, f: int, l: int) -> Expr:
-        return z3.Implies(z3.And(s.role(f) == FOLLOWER, z3.Not(s[f"trunc{f}"]), s[f"lldr{f}"] == l,
-                                 s.role(l) == LEADER, s.lep(l) == s.lep(f)),
-                          _holds_prefix(s, l, f, s.ln(f)))
+    def follower_prefix(s: DataState, f: int, ld: int) -> Expr:
+        return z3.Implies(z3.And(s.role(f) == FOLLOWER, z3.Not(s[f"trunc{f}"]), s[f"lldr{f}"] == ld,
+                                 s.role(ld) == LEADER, s.lep(ld) == s.lep(f)),
+                          _holds_prefix(s, ld, f, s.ln(f)))
 
-    def fetched_prefix(s: DataState, l: int, f: int) -> Expr:
+    def fetched_prefix(s: DataState, ld: int, f: int) -> Expr:
         """A position the leader recorded for a follower: the follower's log starts with as much of the
         leader's."""
-        return z3.Implies(z3.And(s.role(l) == LEADER, s.fleo(l, f) >= 0), _holds_prefix(s, f, l, s.fleo(l, f)))
+        return z3.Implies(z3.And(s.role(ld) == LEADER, s.fleo(ld, f) >= 0), _holds_prefix(s, f, ld, s.fleo(ld, f)))
 
-    def isr_holds_quorum(s: DataState, l: int, x: int) -> Expr:
-        return z3.Implies(z3.And(s.role(l) == LEADER, s.nisr(x)), _holds_prefix(s, x, l, _quorum(s, l)))
+    def isr_holds_quorum(s: DataState, ld: int, x: int) -> Expr:
+        return z3.Implies(z3.And(s.role(ld) == LEADER, s.nisr(x)), _holds_prefix(s, x, ld, _quorum(s, ld)))
 
-    def leader_hw_committed(s: DataState, l: int) -> Expr:
-        return z3.Implies(s.role(l) == LEADER, _below_committed(s, l, s.hw(l)))
+    def leader_hw_committed(s: DataState, ld: int) -> Expr:
+        return z3.Implies(s.role(ld) == LEADER, _below_committed(s, ld, s.hw(ld)))
 
     def hw_committed(s: DataState, b: int) -> Expr:
         return _below_committed(s, b, s.hw(b))
@@ -596,17 +597,17 @@ def lemmas(n: int) -> dict[str, Formula]:
     def isr_holds_committed(s: DataState, x: int) -> Expr:
         return z3.Implies(s.nisr(x), _holds_committed(s, x))
 
-    def leader_holds_committed(s: DataState, l: int) -> Expr:
-        return z3.Implies(z3.And(s.role(l) == LEADER, s.lep(l) == s["ne"]), _holds_committed(s, l))
+    def leader_holds_committed(s: DataState, ld: int) -> Expr:
+        return z3.Implies(z3.And(s.role(ld) == LEADER, s.lep(ld) == s["ne"]), _holds_committed(s, ld))
 
     def adopted_holds_committed(s: DataState, b: int) -> Expr:
         """A broker an epoch not yet adopted names leader, holds C (it is in that epoch's ISR)."""
         return forall(1, lambda v: z3.Implies(
             z3.And(v[0] > s[f"seen{b}"], v[0] <= s["ne"], s["HL"][v[0]] == b), _holds_committed(s, b)), "e")
 
-    def exposed_below_committed(s: DataState, l: int) -> Expr:
-        return z3.Implies(s.current(l), z3.And(s["hx"] <= s["clen"],
-                                               s["clen"] <= ite(s.hw(l) > s[f"eso{l}"], s.hw(l), s[f"eso{l}"])))
+    def exposed_below_committed(s: DataState, ld: int) -> Expr:
+        return z3.Implies(s.current(ld), z3.And(s["hx"] <= s["clen"],
+                                               s["clen"] <= ite(s.hw(ld) > s[f"eso{ld}"], s.hw(ld), s[f"eso{ld}"])))
 
     def hx_bound(s: DataState) -> Expr:
         return s["hx"] <= s["clen"]
@@ -641,14 +642,23 @@ def lemmas(n: int) -> dict[str, Formula]:
 # -- the data invariants -----------------------------------------------------------------------------------
 
 
+def _agree_below(s: DataState, x: int, y: int, k: Expr) -> Expr:
+    return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < k), _same(s, x, y, i)))
+
+
+def _starts_with_committed(t: DataState, b: int, s: DataState) -> Expr:
+    """b's log in t agrees with the committed prefix of s (where both have entries)."""
+    return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < s["clen"]), z3.And(
+        t.E(b)[i] == s["CE"][i], t.R(b)[i] == s["CR"][i])))
+
+
 def replica_logs_agree(s: DataState) -> Expr:
     parts = []
     for x in s.brokers():
         for y in s.brokers():
             if x < y:
                 k = min2(min2(s.hw(x), s.hw(y)), min2(s.ln(x), s.ln(y)))
-                parts.append(_all_offsets(lambda i, x=x, y=y, k=k: z3.Implies(z3.And(i >= 0, i < k),
-                                                                              _same(s, x, y, i))))
+                parts.append(_agree_below(s, x, y, k))
     return and_all(parts)
 
 
@@ -662,9 +672,7 @@ def no_conflict(s: DataState, t: DataState) -> Expr:
     parts = []
     for b in s.brokers():
         longer = z3.And(t.role(b) == LEADER, min2(t.hw(b), t.ln(b)) > s["clen"])
-        agrees = _all_offsets(lambda i, b=b: z3.Implies(z3.And(i >= 0, i < s["clen"]), z3.And(
-            t.E(b)[i] == s["CE"][i], t.R(b)[i] == s["CR"][i])))
-        parts.append(z3.Implies(longer, agrees))
+        parts.append(z3.Implies(longer, _starts_with_committed(t, b, s)))
     return and_all(parts)
 
 
@@ -790,7 +798,10 @@ class DataProof:
         return out
 
     def ind_init(self) -> Obligation:
-        goals = [(n, lambda enc, n=n: ([enc.init], enc.before[n])) for n in self.exact.before]
+        def build(name: str) -> Callable[[Encoding], tuple[list[Expr], Expr]]:
+            return lambda enc: ([enc.init], enc.before[name])
+
+        goals = [(n, build(n)) for n in self.exact.before]
         return self._discharge("IndInit", goals, lambda enc, m: {"state": render(m, enc.model.s)})
 
     def ind_next(self, action: str) -> Obligation:

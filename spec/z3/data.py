@@ -375,10 +375,13 @@ class DataModel:
             new_len = ite(z3.And(z3.Not(become_leader), s.hw(b) < s.ln(b)), s.hw(b), s.ln(b))
         isr = [s[f"HI{x}"][e] for x in s.brokers()]
         fleo = [ite(z3.And(become_leader, z3.BoolVal(x != b)), -1, -2) for x in s.brokers()]
+        # local_version = the request's: the store's only if it carries the current node (a superset: an
+        # older version of the same epoch and ISR passes too)
+        cas = z3.And(become_leader, e == s["ne"], and_all(isr[x] == s.nisr(x) for x in s.brokers()))
         changes: dict[str, Expr] = {
             f"role{b}": ite(become_leader, LEADER, FOLLOWER), f"lep{b}": e,
             f"seen{b}": ite(e > s[f"seen{b}"], e, s[f"seen{b}"]),
-            f"lldr{b}": leader, f"cas{b}": z3.And(become_leader, e == s["ne"]), f"len{b}": new_len,
+            f"lldr{b}": leader, f"cas{b}": cas, f"len{b}": new_len,
             f"hw{b}": ite(become_leader, self.advanced_hw(s, b, s.ln(b), isr, fleo), min2(s.hw(b), new_len)),
             f"eso{b}": ite(become_leader, s.ln(b), 0),
             f"trunc{b}": z3.And(z3.Not(become_leader), z3.BoolVal(not d.truncate_on_become_follower))}

@@ -369,7 +369,8 @@ class DataModel:
         e = self._int(f"epoch{b}")
         leader = s["HL"][e]
         become_leader = leader == b
-        guard = z3.And(s[f"alive{b}"], e > s.lep(b), e <= s["ne"], e >= 0, leader != NO_LEADER)
+        # Assumption A3 (docs/z3.md): never an epoch older than one b adopted before, across restarts.
+        guard = z3.And(s[f"alive{b}"], e > s.lep(b), e >= s[f"seen{b}"], e <= s["ne"], e >= 0, leader != NO_LEADER)
         new_len = s.ln(b)
         if d.truncate_on_become_follower:
             new_len = ite(z3.And(z3.Not(become_leader), s.hw(b) < s.ln(b)), s.hw(b), s.ln(b))
@@ -506,7 +507,7 @@ def lemmas(n: int) -> dict[str, Formula]:
             z3.Implies(z3.Not(s[f"alive{b}"]), r == NONE),
             (r == NONE) == (s.lep(b) == -1),
             s[f"seen{b}"] >= 0, s[f"seen{b}"] <= s["ne"],
-            s.lep(b) <= s[f"seen{b}"], z3.Implies(r != NONE, s.lep(b) >= 0),
+            z3.Implies(r != NONE, s.lep(b) == s[f"seen{b}"]),
             z3.Implies(r == LEADER, z3.And(s["HL"][s.lep(b)] == b, s[f"lldr{b}"] == b)),
             z3.Implies(r == FOLLOWER, z3.And(s["HL"][s.lep(b)] == s[f"lldr{b}"], s[f"lldr{b}"] != b,
                                              s[f"lldr{b}"] >= 0, s[f"lldr{b}"] < n)),
@@ -533,8 +534,11 @@ def lemmas(n: int) -> dict[str, Formula]:
                                                  s.R(b)[i] == s["GR"][s.E(b)[i]][i]))
 
     def leader_holds_epoch(s: DataState, ld: int, x: int) -> Expr:
-        return z3.Implies(s.role(ld) == LEADER, _all_offsets(lambda i: z3.Implies(
-            z3.And(i >= 0, i < s.ln(x), s.E(x)[i] == s.lep(ld)), z3.And(i < s.ln(ld), s.E(ld)[i] == s.lep(ld)))))
+        """The leader named for the last epoch a broker adopted holds every entry of that epoch (it
+        cannot have truncated since: it adopts no older epoch, and its log outlives a crash)."""
+        top = s[f"seen{ld}"]
+        return z3.Implies(s["HL"][top] == ld, _all_offsets(lambda i: z3.Implies(
+            z3.And(i >= 0, i < s.ln(x), s.E(x)[i] == top), z3.And(i < s.ln(ld), s.E(ld)[i] == top))))
 
     def epoch_holder(s: DataState, x: int) -> Expr:
         """The leader named for the epoch of an entry has adopted that epoch (entries are written by
@@ -705,6 +709,11 @@ class Obligation:
             row["detail"] = "not proved: " + ", ".join(self.unproved)
         return row
 
+
+# The lemmas spec/KafkaInvariants.tla states too (the others read the ghosts of this model: seen epochs,
+# the node history, the record of each epoch and offset, the leader's quorum).
+TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "LeaderHoldsItsEpoch", "EpochStartOffset", "FollowerIsPrefix",
+              "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "IsrHoldsCommitted", "LeaderHoldsCommitted")
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")
 

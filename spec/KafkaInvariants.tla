@@ -145,6 +145,14 @@ LogMatching ==
     \A x, y \in Brokers, p \in Partitions : \A i \in 1..Min(Len(log[x][p]), Len(log[y][p])) :
         Epoch(log[x][p], i) = Epoch(log[y][p], i) => SubSeq(log[x][p], 1, i) = SubSeq(log[y][p], 1, i)
 
+(* EpochPrefix: an entry of epoch e at offset i in one log and an entry of e at an offset j >= i in
+   another: both logs agree up to offset i (every entry of e comes from e's leader, whose log only grows
+   while it leads e). *)
+EpochPrefix ==
+    \A x, y \in Brokers, p \in Partitions :
+        \A i \in 1..Len(log[x][p]), j \in 1..Len(log[y][p]) :
+            (i <= j /\ Epoch(log[x][p], i) = Epoch(log[y][p], j)) => SubSeq(log[x][p], 1, i) = SubSeq(log[y][p], 1, i)
+
 (* LeaderHoldsItsEpoch: a broker leading in epoch e holds every entry of epoch e of every log. *)
 LeaderHoldsItsEpoch ==
     \A l, x \in Brokers, p \in Partitions :
@@ -192,7 +200,7 @@ LeaderHoldsCommitted ==
         (role[l][p] = "leader" /\ local_leader_epoch[l][p] = leader_epoch[p]) => IsPrefix(h_committed[p], log[l][p])
 
 DataLemmas ==
-    /\ EpochsMonotone /\ LogMatching /\ LeaderHoldsItsEpoch /\ EpochStartOffset /\ FollowerIsPrefix
+    /\ EpochsMonotone /\ LogMatching /\ EpochPrefix /\ LeaderHoldsItsEpoch /\ EpochStartOffset /\ FollowerIsPrefix
     /\ FetchedPrefix /\ HwCommitted /\ CheckpointCommitted /\ IsrHoldsCommitted /\ LeaderHoldsCommitted
 
 AllInvariants ==

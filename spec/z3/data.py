@@ -574,14 +574,23 @@ def lemmas(n: int) -> dict[str, Formula]:
             z3.And(v[1] >= 0, v[1] <= v[0], v[0] < s.ln(x), v[0] < s.ln(y), s.E(x)[v[0]] == s.E(y)[v[0]]),
             _same(s, x, y, v[1])), "lm")
 
+    def epoch_prefix(s: DataState, x: int, y: int) -> Expr:
+        """An entry of epoch e at offset i, and one of e at offset j >= i elsewhere: both logs agree up to i
+        (every entry of e comes from e's leader, whose log only grows while it leads e)."""
+        return forall(3, lambda v: z3.Implies(
+            z3.And(v[2] >= 0, v[2] <= v[0], v[0] <= v[1], v[0] < s.ln(x), v[1] < s.ln(y),
+                   s.E(x)[v[0]] == s.E(y)[v[1]]),
+            _same(s, x, y, v[2])), "ep")
+
     def epoch_start(s: DataState, ld: int) -> Expr:
         return z3.Implies(s.role(ld) == LEADER, _all_offsets(lambda i: z3.Implies(
             z3.And(i >= 0, i < s.ln(ld)), z3.And(s.E(ld)[i] <= s.lep(ld),
                                                 z3.Implies(i >= s[f"eso{ld}"], s.E(ld)[i] == s.lep(ld))))))
 
     def follower_prefix(s: DataState, f: int, ld: int) -> Expr:
+        # the leader may have crashed since (its log outlives it): it still has not moved past the epoch
         return z3.Implies(z3.And(s.role(f) == FOLLOWER, z3.Not(s[f"trunc{f}"]), s[f"lldr{f}"] == ld,
-                                 s.role(ld) == LEADER, s.lep(ld) == s.lep(f)),
+                                 s[f"seen{ld}"] == s.lep(f)),
                           _holds_prefix(s, ld, f, s.ln(f)))
 
     def fetched_prefix(s: DataState, ld: int, f: int) -> Expr:
@@ -631,6 +640,7 @@ def lemmas(n: int) -> dict[str, Formula]:
         "NodeHistory": node_history,
         "FollowerSynced": per_broker(follower_synced),
         "LogMatching": per_pair(matching, distinct=True),
+        "EpochPrefix": per_pair(epoch_prefix, distinct=True),
         "EpochStartOffset": per_broker(epoch_start),
         "FollowerIsPrefix": per_pair(follower_prefix, distinct=True),
         "FetchedPrefix": per_pair(fetched_prefix, distinct=True),
@@ -712,7 +722,7 @@ class Obligation:
 
 # The lemmas spec/KafkaInvariants.tla states too (the others read the ghosts of this model: seen epochs,
 # the node history, the record of each epoch and offset, the leader's quorum).
-TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "LeaderHoldsItsEpoch", "EpochStartOffset", "FollowerIsPrefix",
+TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpoch", "EpochStartOffset", "FollowerIsPrefix",
               "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "IsrHoldsCommitted", "LeaderHoldsCommitted")
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")

@@ -1,15 +1,16 @@
-"""The data proof: an inductive invariant over unbounded logs that gives NoCommittedDataLoss,
-ReplicaLogsAgree and HighWatermarkMonotonic (docs/z3.md, "The data proof").
+"""The data proof: an inductive invariant over unbounded logs meant to give NoCommittedDataLoss,
+ReplicaLogsAgree and HighWatermarkMonotonic (docs/z3.md, "The data proof"; not every obligation closes yet).
 
 The model is the data path of spec/KafkaReplication.tla for one partition replicated on N brokers, with
 fused fetch rounds (`FetchRound`, `TruncationRound`, as the `ci` model runs them).  A log is a length and
 two unbounded arrays (offset -> leader epoch, offset -> record).  The controller is abstracted to its
 writes of the partition state node (`LeaderElection`: a new leader epoch, an ISR that is a subset of
 the old one, a leader in it or none) and the nodes it sends (`LeaderAndIsr`: a broker adopts the node
-written for some epoch newer than every epoch it adopted before).  Every relation here over-approximates
-the spec's action of the same name; docs/z3.md argues each abstraction.
+written for an epoch above the one it holds, and, an assumption A3, never one older than an epoch it
+adopted before).  The relations over-approximate the spec's actions of the same names; docs/z3.md argues
+each abstraction and says where the argument is still missing.
 
-Obligations: IndInit, IndNext per action (one query each), IndProp per data invariant.  A failed
+Obligations: IndInit, IndNext per action, IndProp per data invariant, each lemma its own query.  A failed
 obligation returns its counterexample to induction as a pair of readable states.
 """
 
@@ -196,8 +197,6 @@ class DataModel:
 
     # the frame: `changes` gives new values, everything else stays
     def _frame(self, changes: dict[str, Expr]) -> Expr:
-        unknown = set(changes) - set(self.s.vars)
-        assert not unknown, unknown
         protocol = and_all(self.t[k] == changes.get(k, self.s[k]) for k in self.s.vars
                            if k not in ("clen", "CE", "CR", "hx"))
         return z3.And(protocol, self._history())
@@ -891,14 +890,3 @@ def render(model: Any, s: DataState) -> dict[str, Any]:
 def _int(model: Any, expr: Expr) -> int:
     return int(model.eval(expr, model_completion=True).as_long())
 
-
-def run_data_proof(brokers: int = 3, truncation: str = "kip320",
-                   on_result: Callable[[Obligation], None] | None = None) -> list[Obligation]:
-    proof = DataProof(brokers, truncation)
-    results = []
-    for obligation in proof.obligations():
-        result = obligation()
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return results

@@ -722,7 +722,8 @@ class Obligation:
 # The lemmas spec/KafkaInvariants.tla states too (the others read the ghosts of this model: seen epochs,
 # the node history, the record of each epoch and offset, the leader's quorum).
 TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpoch", "EpochStartOffset",
-              "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "IsrHoldsCommitted", "LeaderHoldsCommitted")
+              "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "IsrHoldsCommitted",
+              "LeaderHoldsCommitted")
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")
 

@@ -616,9 +616,8 @@ def lemmas(n: int) -> dict[str, Formula]:
         return z3.Implies(z3.And(s.role(ld) == LEADER, s.lep(ld) == s["ne"]), _holds_committed(s, ld))
 
     def adopted_holds_committed(s: DataState, b: int) -> Expr:
-        """A broker an epoch not yet adopted names leader, holds C (it is in that epoch's ISR)."""
-        return forall(1, lambda v: z3.Implies(
-            z3.And(v[0] > s[f"seen{b}"], v[0] <= s["ne"], s["HL"][v[0]] == b), _holds_committed(s, b)), "e")
+        """The leader the store names, before it adopts the epoch, holds C (it was in the ISR)."""
+        return z3.Implies(z3.And(s["nl"] == b, s[f"seen{b}"] < s["ne"]), _holds_committed(s, b))
 
     def exposed_below_committed(s: DataState, ld: int) -> Expr:
         return z3.Implies(s.current(ld), z3.And(s["hx"] <= s["clen"],

@@ -24,7 +24,7 @@ def test_the_initial_states_satisfy_every_lemma(safe: DataProof) -> None:
     assert safe.ind_init().result == HOLDS
 
 
-@pytest.mark.parametrize("action", ["HwCheckpoint", "BrokerCrash", "BrokerRestart", "LeaderElection"])
+@pytest.mark.parametrize("action", ["IsrShrink", "HwCheckpoint", "BrokerCrash", "BrokerRestart", "LeaderElection"])
 def test_these_actions_preserve_the_invariant(safe: DataProof, action: str) -> None:
     result = safe.ind_next(action)
     assert result.result == HOLDS, result.cti or result.unproved

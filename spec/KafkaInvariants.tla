@@ -128,6 +128,81 @@ ValidReplicaTransitions == ~h_flags.replica
    transition the tables forbid (Kafka logs and refuses such requests). *)
 NoRefusedTransitions == ~h_flags.refused
 
+(***************************************************************************************)
+(* The data lemmas: the conjuncts of the Z3 data proof's inductive invariant that the   *)
+(* spec's variables express, under the same names (docs/z3.md, "The data proof"; the Z3 *)
+(* form is spec/z3/data.py).  Offsets here are TLA+ indices (offset + 1).               *)
+(***************************************************************************************)
+Epoch(lg, i) == lg[i][1]
+
+(* EpochsMonotone: leader epochs never decrease along a log. *)
+EpochsMonotone ==
+    \A b \in Brokers, p \in Partitions : \A i, j \in 1..Len(log[b][p]) :
+        i <= j => Epoch(log[b][p], i) <= Epoch(log[b][p], j)
+
+(* LogMatching: two logs with the same epoch at an offset hold the same entries up to it. *)
+LogMatching ==
+    \A x, y \in Brokers, p \in Partitions : \A i \in 1..Min(Len(log[x][p]), Len(log[y][p])) :
+        Epoch(log[x][p], i) = Epoch(log[y][p], i) => SubSeq(log[x][p], 1, i) = SubSeq(log[y][p], 1, i)
+
+(* EpochPrefix: an entry of epoch e at offset i in one log and an entry of e at an offset j >= i in
+   another: both logs agree up to offset i (every entry of e comes from e's leader, whose log only grows
+   while it leads e). *)
+EpochPrefix ==
+    \A x, y \in Brokers, p \in Partitions :
+        \A i \in 1..Len(log[x][p]), j \in 1..Len(log[y][p]) :
+            (i <= j /\ Epoch(log[x][p], i) = Epoch(log[y][p], j)) => SubSeq(log[x][p], 1, i) = SubSeq(log[y][p], 1, i)
+
+(* LeaderHoldsItsEpoch: a broker leading in epoch e holds every entry of epoch e of every log. *)
+LeaderHoldsItsEpoch ==
+    \A l, x \in Brokers, p \in Partitions :
+        role[l][p] = "leader" =>
+            \A i \in 1..Len(log[x][p]) :
+                Epoch(log[x][p], i) = local_leader_epoch[l][p] => i <= Len(log[l][p]) /\ log[l][p][i] = log[x][p][i]
+
+(* EpochStartOffset: a leader's log holds no epoch above its own, and only its own from its epoch start
+   offset on (below it, entries of its own epoch are possible: a leader that crashed and restarted may be
+   sent its old epoch again, and its log kept what it wrote then). *)
+EpochStartOffset ==
+    \A l \in Brokers, p \in Partitions :
+        role[l][p] = "leader" =>
+            \A i \in 1..Len(log[l][p]) :
+                /\ Epoch(log[l][p], i) <= local_leader_epoch[l][p]
+                /\ i > epoch_start_offset[l][p] => Epoch(log[l][p], i) = local_leader_epoch[l][p]
+
+(* FollowerIsPrefix: a follower done truncating is a prefix of its leader's log while both are in one epoch. *)
+FollowerIsPrefix ==
+    \A f, l \in Brokers, p \in Partitions :
+        (/\ role[f][p] = "follower" /\ ~truncating[f][p] /\ local_leader[f][p] = l
+         /\ role[l][p] = "leader" /\ local_leader_epoch[l][p] = local_leader_epoch[f][p])
+            => IsPrefix(log[f][p], log[l][p])
+
+(* FetchedPrefix: a follower position a leader recorded is backed by as much of the leader's log. *)
+FetchedPrefix ==
+    \A l, f \in Brokers, p \in Partitions :
+        (role[l][p] = "leader" /\ follower_leo[l][p][f] >= 0) =>
+            /\ follower_leo[l][p][f] <= Len(log[f][p])
+            /\ SubSeq(log[f][p], 1, follower_leo[l][p][f]) = SubSeq(log[l][p], 1, follower_leo[l][p][f])
+
+(* HwCommitted / CheckpointCommitted: a log below its HW (below its HW checkpoint) is committed. *)
+HwCommitted ==
+    \A b \in Brokers, p \in Partitions : role[b][p] # "absent" => IsPrefix(Prefix(log[b][p], hw[b][p]), h_committed[p])
+CheckpointCommitted ==
+    \A b \in Brokers, p \in Partitions :
+        role[b][p] # "absent" => IsPrefix(Prefix(log[b][p], hw_checkpoint[b][p]), h_committed[p])
+
+(* IsrHoldsCommitted / LeaderHoldsCommitted: every ISR member, and every broker leading in the store's
+   epoch, starts with the committed prefix. *)
+IsrHoldsCommitted ==
+    \A p \in Partitions : \A x \in isr[p] : role[x][p] # "absent" => IsPrefix(h_committed[p], log[x][p])
+LeaderHoldsCommitted ==
+    \A l \in Brokers, p \in Partitions :
+        (role[l][p] = "leader" /\ local_leader_epoch[l][p] = leader_epoch[p]) => IsPrefix(h_committed[p], log[l][p])
+
+DataLemmas ==
+    /\ EpochsMonotone /\ LogMatching /\ EpochPrefix /\ LeaderHoldsItsEpoch /\ EpochStartOffset /\ FollowerIsPrefix
+    /\ FetchedPrefix /\ HwCommitted /\ CheckpointCommitted /\ IsrHoldsCommitted /\ LeaderHoldsCommitted
+
 AllInvariants ==
     /\ TypeOK /\ OneLeaderPerEpoch /\ IsrSubsetOfReplicas /\ LeaderInIsr /\ HighWatermarkMonotonic /\ HighWatermarkWithinLog
     /\ NoCommittedDataLoss /\ ReplicaLogsAgree /\ ControllerEpochMonotonic /\ LeaderEpochMonotonic

@@ -112,6 +112,15 @@ def test_a_two_partition_trace_is_explained_through_one_model_step_per_partition
 
 
 @pytest.mark.tlc
+def test_an_initial_state_the_specification_does_not_have_is_rejected_at_init() -> None:
+    events = simulate(1, 10)
+    events[0]["state"]["controller_epoch"] = 7
+    check = validate_with_tlc(events)
+    assert not check.accepted
+    assert check.matched == 0 and check.first_unexplained is events[0]
+
+
+@pytest.mark.tlc
 def test_a_batch_wrong_in_one_partition_is_rejected_at_that_event() -> None:
     events = simulate(1, 40, TWO_PARTITIONS)
     victim = next(e for e in events if e["action"] == "LeaderAndIsr" and len(e["args"]["partitions"]) == 2)

@@ -286,8 +286,10 @@ def validate_with_tlc(events: list[Event], heap_mb: int = 2048,
         config.write_text(trace_config(knobs, constants, update_metadata))
         result = run_tlc(module, config, heap_mb=heap_mb, on_progress=on_progress, extra_args=("-deadlock",))
     accepted = result.violated == ACCEPTED
-    # TLC's depth counts the steps matched; the event of the first step not matched is the culprit.
-    first_bad = None if accepted else steps[min(result.depth, len(steps) - 1)][0]
+    # TLC's depth counts the steps matched; the event of the first step not matched is the culprit. No
+    # initial state at all: the Init event itself (TLC still reports depth 1 then).
+    unmatched = 0 if result.distinct_states == 0 else min(result.depth, len(steps) - 1)
+    first_bad = None if accepted else steps[unmatched][0]
     matched = len(events) if first_bad is None else first_bad
     return TraceCheck(accepted, len(events), matched, None if first_bad is None else events[first_bad],
                       result.distinct_states, time.perf_counter() - started)

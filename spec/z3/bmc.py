@@ -626,7 +626,11 @@ KNOWN_BUGS: Final = (
              not_a_behaviour="the Z3 model lets a deposed controller handle a broker change queued after its "
                              "session expired"),
     # MCstaleepoch produces no records: with them, committed data is lost first.
+    # MCstaleepoch also allows a session expiry; the story leaves it out: the solver then answers either with
+    # a crash or with an expiry of broker 1, and one expiry story it returned once (inside the test suite,
+    # not reproduced alone) diverged in replay at ControllerElect (leader 2 in the trace, 1 in the
+    # implementation). The crash story is the bug's, and replays.
     KnownBug("no leader-epoch check", ("leader_epoch_check=false",), "LeaderEpochMonotonic", "staleepoch", 4,
-             actions=("BrokerCrash", "BrokerRestart", "SessionExpire", "BrokerReregister", "ControllerElect",
-                      "ControllerResign", "BrokerChange", "LeaderAndIsr")),
+             actions=("BrokerCrash", "BrokerRestart", "ControllerElect", "ControllerResign", "BrokerChange",
+                      "LeaderAndIsr")),
 )

@@ -303,6 +303,7 @@ class DataModel:
                                     f"hw{f}": min2(hw1, len_ok), f"trunc{f}": z3.BoolVal(False)}
         for x in s.brokers():
             success[f"nisr{x}"] = ite(expand, isr1[x], s.nisr(x))
+            success[f"HI{x}"] = ite(expand, z3.Store(s[f"HI{x}"], s["ne"], isr1[x]), s[f"HI{x}"])
         failure = {f"len{f}": ite(out_of_range, s.ln(ld), s.ln(f)),
                    f"hw{f}": ite(out_of_range, min2(s.hw(f), s.ln(ld)), s.hw(f)), f"trunc{f}": z3.BoolVal(False)}
         body = z3.If(ok, z3.And(k >= 0, k <= s.ln(ld) - offset, self._frame(success)), self._frame(failure))
@@ -353,6 +354,7 @@ class DataModel:
         for x in s.brokers():
             changes[f"lisr{b}_{x}"] = isr1[x]
             changes[f"nisr{x}"] = isr1[x]
+            changes[f"HI{x}"] = z3.Store(s[f"HI{x}"], s["ne"], isr1[x])
         return Step("IsrShrink", f"broker:{b}", z3.And(guard, self._frame(changes)),
                     {f"laggard{x}": drop[x] for x in s.brokers() if x != b})
 
@@ -375,9 +377,9 @@ class DataModel:
             new_len = ite(z3.And(z3.Not(become_leader), s.hw(b) < s.ln(b)), s.hw(b), s.ln(b))
         isr = [s[f"HI{x}"][e] for x in s.brokers()]
         fleo = [ite(z3.And(become_leader, z3.BoolVal(x != b)), -1, -2) for x in s.brokers()]
-        # local_version = the request's: the store's only if it carries the current node (a superset: an
-        # older version of the same epoch and ISR passes too)
-        cas = z3.And(become_leader, e == s["ne"], and_all(isr[x] == s.nisr(x) for x in s.brokers()))
+        # The request carries the last version of epoch e's node (abstraction A2): local_version is the
+        # store's exactly when e is the store's epoch.
+        cas = z3.And(become_leader, e == s["ne"])
         changes: dict[str, Expr] = {
             f"role{b}": ite(become_leader, LEADER, FOLLOWER), f"lep{b}": e,
             f"seen{b}": ite(e > s[f"seen{b}"], e, s[f"seen{b}"]),
@@ -559,9 +561,8 @@ def lemmas(n: int) -> dict[str, Formula]:
                       and_all(z3.Implies(s.role(x) == LEADER, s.lisr(x, x)) for x in B))
 
     def isr_as_written(s: DataState) -> Expr:
-        """The store's ISR is the one the controller wrote for the epoch until its leader adopted it."""
-        return z3.Or(and_all(s.nisr(x) == s[f"HI{x}"][s["ne"]] for x in B),
-                     or_all(z3.And(s["nl"] == y, s[f"seen{y}"] >= s["ne"]) for y in B))
+        """The store's ISR is the last version of its epoch's node."""
+        return and_all(s.nisr(x) == s[f"HI{x}"][s["ne"]] for x in B)
 
     def follower_synced(s: DataState, f: int) -> Expr:
         """A follower that stopped truncating with a log did so against its leader in its epoch."""
@@ -599,6 +600,17 @@ def lemmas(n: int) -> dict[str, Formula]:
 
     def isr_holds_quorum(s: DataState, ld: int, x: int) -> Expr:
         return z3.Implies(z3.And(s.role(ld) == LEADER, s.nisr(x)), _holds_prefix(s, x, ld, _quorum(s, ld)))
+
+    def local_isr_is_node(s: DataState, ld: int) -> Expr:
+        """A leader's local ISR is the last version of its epoch's node (it writes both at once)."""
+        return z3.Implies(s.role(ld) == LEADER, and_all(s.lisr(ld, x) == s[f"HI{x}"][s.lep(ld)] for x in B))
+
+    def isr_descends(s: DataState, x: int) -> Expr:
+        """A store-ISR member missing from the last ISR of an earlier epoch joined through a later epoch,
+        whose chain of leaders starts in that ISR: some member of it adopted a later epoch."""
+        return forall(1, lambda v: z3.Implies(
+            z3.And(v[0] >= 0, v[0] <= s["ne"], s.nisr(x), z3.Not(s[f"HI{x}"][v[0]])),
+            or_all(z3.And(s[f"HI{y}"][v[0]], s[f"seen{y}"] > v[0]) for y in B)), "d")
 
     def leader_hw_committed(s: DataState, ld: int) -> Expr:
         return z3.Implies(s.role(ld) == LEADER, _below_committed(s, ld, s.hw(ld)))
@@ -642,6 +654,8 @@ def lemmas(n: int) -> dict[str, Formula]:
         "EpochStartOffset": per_broker(epoch_start),
         "FollowerIsPrefix": per_pair(follower_prefix, distinct=True),
         "FetchedPrefix": per_pair(fetched_prefix, distinct=True),
+        "LocalIsrIsNode": per_broker(local_isr_is_node),
+        "IsrDescends": per_broker(isr_descends),
         "IsrHoldsQuorum": per_pair(isr_holds_quorum),
         "LeaderHwCommitted": per_broker(leader_hw_committed),
         "HwCommitted": per_broker(hw_committed),

@@ -618,6 +618,11 @@ def lemmas(n: int) -> dict[str, Formula]:
     def hw_committed(s: DataState, b: int) -> Expr:
         return _below_committed(s, b, s.hw(b))
 
+    def checkpoint_within_log(s: DataState, b: int) -> Expr:
+        """A log is never truncated below its HW checkpoint: it is committed, and every leader a truncation
+        asks holds it."""
+        return s[f"ck{b}"] <= s.ln(b)
+
     def checkpoint_committed(s: DataState, b: int) -> Expr:
         return _below_committed(s, b, s[f"ck{b}"])
 
@@ -659,6 +664,7 @@ def lemmas(n: int) -> dict[str, Formula]:
         "IsrHoldsQuorum": per_pair(isr_holds_quorum),
         "LeaderHwCommitted": per_broker(leader_hw_committed),
         "HwCommitted": per_broker(hw_committed),
+        "CheckpointWithinLog": per_broker(checkpoint_within_log),
         "CheckpointCommitted": per_broker(checkpoint_committed),
         "IsrHoldsCommitted": per_broker(isr_holds_committed),
         "LeaderHoldsCommitted": per_broker(leader_holds_committed),
@@ -735,7 +741,8 @@ class Obligation:
 # The lemmas spec/KafkaInvariants.tla states too (the others read the ghosts of this model: seen epochs,
 # the node history, the record of each epoch and offset, the leader's quorum).
 TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpoch", "EpochStartOffset",
-              "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "IsrHoldsCommitted",
+              "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog",
+              "IsrHoldsCommitted",
               "LeaderHoldsCommitted")
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")

@@ -333,13 +333,20 @@ class DataModel:
         end, end_def = self.epoch_end(ld, answered, current, "leader")
         defs.append(end_def)
         offset = z3.If(end < s.ln(f), end, s.ln(f))
+        completed: Expr = z3.BoolVal(True)
         if d.kip279_offset:
             own, own_def = self.epoch_end(f, answered, requested + 1, "own")
             defs.append(own_def)
             offset = min2(offset, own)
+            # Kafka 2.0.0-2.3.0 AbstractFetcherThread.getOffsetTruncationState: a follower whose largest
+            # epoch not above the answered one is another epoch truncates to that epoch's end and asks
+            # again (truncationCompleted = false); spec/KafkaReplication.tla stops after one round.
+            completed = z3.Or(own == 0, s.E(f)[own - 1] == answered)
+            offset = ite(completed, offset, own)
+        completed = z3.Or(answered == UNDEFINED, completed)
         offset = ite(answered == UNDEFINED, s.hw(f), offset)
         new_len = ite(offset < s.ln(f), offset, s.ln(f))
-        changes = {f"len{f}": new_len, f"hw{f}": min2(s.hw(f), new_len), f"trunc{f}": z3.BoolVal(False)}
+        changes = {f"len{f}": new_len, f"hw{f}": min2(s.hw(f), new_len), f"trunc{f}": z3.Not(completed)}
         return Step("TruncationRound", f"broker:{f}", z3.And(guard, *defs, self._frame(changes)),
                     {"leader": z3.IntVal(ld), "answered": answered, "offset": new_len})
 
@@ -593,6 +600,12 @@ def lemmas(n: int) -> dict[str, Formula]:
                                  s[f"seen{ld}"] == s.lep(f)),
                           _holds_prefix(s, ld, f, s.ln(f)))
 
+    def follower_hw_held(s: DataState, f: int, ld: int) -> Expr:
+        """A follower's HW (committed) is held by its leader while the leader has not moved past the epoch:
+        a truncation that finds no common epoch keeps the HW and still agrees with the leader."""
+        return z3.Implies(z3.And(s.role(f) == FOLLOWER, s[f"lldr{f}"] == ld, s[f"seen{ld}"] <= s.lep(f)),
+                          _holds_prefix(s, ld, f, s.hw(f)))
+
     def fetched_prefix(s: DataState, ld: int, f: int) -> Expr:
         """A position the leader recorded for a follower: the follower's log starts with as much of the
         leader's."""
@@ -659,6 +672,7 @@ def lemmas(n: int) -> dict[str, Formula]:
         "EpochStartOffset": per_broker(epoch_start),
         "FollowerIsPrefix": per_pair(follower_prefix, distinct=True),
         "FetchedPrefix": per_pair(fetched_prefix, distinct=True),
+        "FollowerHwHeld": per_pair(follower_hw_held, distinct=True),
         "LocalIsrIsNode": per_broker(local_isr_is_node),
         "IsrDescends": per_broker(isr_descends),
         "IsrHoldsQuorum": per_pair(isr_holds_quorum),

@@ -88,6 +88,7 @@ class DataState:
         self._add("GR", lambda v: z3.Array(v, ints, z3.ArraySort(ints, ints)))
         self._add("CE", lambda v: z3.Array(v, ints, ints))
         self._add("CR", lambda v: z3.Array(v, ints, ints))
+        self._add("CC", lambda v: z3.Array(v, ints, ints))
 
     def _add(self, name: str, make: Callable[[str], Expr]) -> None:
         self.vars[name] = make(f"{self.prefix}{name}")
@@ -198,7 +199,7 @@ class DataModel:
     # the frame: `changes` gives new values, everything else stays
     def _frame(self, changes: dict[str, Expr]) -> Expr:
         protocol = and_all(self.t[k] == changes.get(k, self.s[k]) for k in self.s.vars
-                           if k not in ("clen", "CE", "CR", "hx"))
+                           if k not in ("clen", "CE", "CR", "CC", "hx"))
         return z3.And(protocol, self._history())
 
     def _history(self) -> Expr:
@@ -218,10 +219,14 @@ class DataModel:
                 out = ite(w == b, get(b), out)
             return out
 
+        i = z3.Int("i_cc")
+        # the commit epoch of each committed offset: the epoch of the leader whose HW first covered it
+        commit_epochs = z3.Lambda([i], ite(i >= s["clen"], of_winner(t.lep), s["CC"][i]))
         committed = z3.If(or_all(extends),
                           z3.And(or_all(chosen), t["clen"] == of_winner(lambda b: min2(t.hw(b), t.ln(b))),
-                                 t["CE"] == of_winner(t.E), t["CR"] == of_winner(t.R)),
-                          z3.And(t["clen"] == s["clen"], t["CE"] == s["CE"], t["CR"] == s["CR"]))
+                                 t["CE"] == of_winner(t.E), t["CR"] == of_winner(t.R), t["CC"] == commit_epochs),
+                          z3.And(t["clen"] == s["clen"], t["CE"] == s["CE"], t["CR"] == s["CR"],
+                                 t["CC"] == s["CC"]))
         exposed = self.exposed_hw(s)
         return z3.And(committed, t["hx"] == ite(exposed > s["hx"], exposed, s["hx"]))
 
@@ -604,7 +609,30 @@ def lemmas(n: int) -> dict[str, Formula]:
         """A follower's HW (committed) is held by its leader while the leader has not moved past the epoch:
         a truncation that finds no common epoch keeps the HW and still agrees with the leader."""
         return z3.Implies(z3.And(s.role(f) == FOLLOWER, s[f"lldr{f}"] == ld, s[f"seen{ld}"] <= s.lep(f)),
-                          _holds_prefix(s, ld, f, s.hw(f)))
+                          _holds_prefix(s, ld, f, ite(s[f"ck{f}"] > s.hw(f), s[f"ck{f}"], s.hw(f))))
+
+    def named_leader_holds_commits(s: DataState, y: int) -> Expr:
+        """The broker named leader of an epoch it has not moved past holds every entry committed in that
+        epoch or before (a later commit needed a quorum holding it)."""
+        return forall(2, lambda v: z3.Implies(
+            z3.And(v[0] >= 0, v[0] <= s["ne"], s["HL"][v[0]] == y, s[f"seen{y}"] <= v[0], v[1] >= 0,
+                   v[1] < s["clen"], s["CC"][v[1]] <= v[0]),
+            z3.And(v[1] < s.ln(y), s.E(y)[v[1]] == s["CE"][v[1]], s.R(y)[v[1]] == s["CR"][v[1]])), "nc")
+
+    def isr_sees_commits(s: DataState, x: int) -> Expr:
+        """A store-ISR member has adopted the epoch of every commit (a leader of a later epoch has no position
+        for it, so cannot advance its HW)."""
+        return z3.Implies(s.nisr(x), _all_offsets(lambda i: z3.Implies(
+            z3.And(i >= 0, i < s["clen"]), s["CC"][i] <= s[f"seen{x}"]), "sc"))
+
+    def isr_joined_by_fetching(s: DataState, x: int) -> Expr:
+        """A store-ISR member missing from an epoch's last ISR joined by fetching in a later epoch."""
+        return forall(1, lambda v: z3.Implies(
+            z3.And(v[0] >= 0, v[0] <= s["ne"], s.nisr(x), z3.Not(s[f"HI{x}"][v[0]])), s[f"seen{x}"] > v[0]), "jf")
+
+    def positions_from_epoch(s: DataState, ld: int, x: int) -> Expr:
+        """A leader knows the position only of a follower that adopted its epoch (fetches are fenced)."""
+        return z3.Implies(z3.And(s.role(ld) == LEADER, s[f"seen{x}"] < s.lep(ld)), s.fleo(ld, x) < 0)
 
     def fetched_prefix(s: DataState, ld: int, f: int) -> Expr:
         """A position the leader recorded for a follower: the follower's log starts with as much of the
@@ -673,6 +701,10 @@ def lemmas(n: int) -> dict[str, Formula]:
         "FollowerIsPrefix": per_pair(follower_prefix, distinct=True),
         "FetchedPrefix": per_pair(fetched_prefix, distinct=True),
         "FollowerHwHeld": per_pair(follower_hw_held, distinct=True),
+        "PositionsFromEpoch": per_pair(positions_from_epoch, distinct=True),
+        "NamedLeaderHoldsCommits": per_broker(named_leader_holds_commits),
+        "IsrSeesCommits": per_broker(isr_sees_commits),
+        "IsrJoinedByFetching": per_broker(isr_joined_by_fetching),
         "LocalIsrIsNode": per_broker(local_isr_is_node),
         "IsrDescends": per_broker(isr_descends),
         "IsrHoldsQuorum": per_pair(isr_holds_quorum),

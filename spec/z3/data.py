@@ -788,8 +788,7 @@ class Obligation:
 # the node history, the record of each epoch and offset, the leader's quorum).
 TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpoch", "EpochStartOffset",
               "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog",
-              "IsrHoldsCommitted",
-              "LeaderHoldsCommitted")
+              "IsrHoldsCommitted", "LeaderHoldsCommitted")
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")
 

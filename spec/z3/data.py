@@ -637,8 +637,7 @@ def lemmas(n: int) -> dict[str, Formula]:
     def fetched_prefix(s: DataState, ld: int, f: int) -> Expr:
         """A position the leader recorded for a follower: the follower's log starts with as much of the
         leader's."""
-        return z3.Implies(z3.And(s.role(ld) == LEADER, s.fleo(ld, f) >= 0, s[f"seen{f}"] <= s.lep(ld)),
-                          _holds_prefix(s, f, ld, s.fleo(ld, f)))
+        return z3.Implies(z3.And(s.role(ld) == LEADER, s.fleo(ld, f) >= 0), _holds_prefix(s, f, ld, s.fleo(ld, f)))
 
     def isr_holds_quorum(s: DataState, ld: int, x: int) -> Expr:
         return z3.Implies(z3.And(s.role(ld) == LEADER, s.nisr(x)), _holds_prefix(s, x, ld, _quorum(s, ld)))

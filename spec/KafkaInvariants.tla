@@ -191,6 +191,11 @@ CheckpointCommitted ==
     \A b \in Brokers, p \in Partitions :
         role[b][p] # "absent" => IsPrefix(Prefix(log[b][p], hw_checkpoint[b][p]), h_committed[p])
 
+(* CheckpointWithinLog: a log is never truncated below its HW checkpoint (the checkpoint is committed and
+   every leader a truncation asks holds it). *)
+CheckpointWithinLog ==
+    \A b \in Brokers, p \in Partitions : role[b][p] # "absent" => hw_checkpoint[b][p] <= Len(log[b][p])
+
 (* IsrHoldsCommitted / LeaderHoldsCommitted: every ISR member, and every broker leading in the store's
    epoch, starts with the committed prefix. *)
 IsrHoldsCommitted ==
@@ -201,7 +206,7 @@ LeaderHoldsCommitted ==
 
 DataLemmas ==
     /\ EpochsMonotone /\ LogMatching /\ EpochPrefix /\ LeaderHoldsItsEpoch /\ EpochStartOffset /\ FollowerIsPrefix
-    /\ FetchedPrefix /\ HwCommitted /\ CheckpointCommitted /\ IsrHoldsCommitted /\ LeaderHoldsCommitted
+    /\ FetchedPrefix /\ HwCommitted /\ CheckpointCommitted /\ CheckpointWithinLog /\ IsrHoldsCommitted /\ LeaderHoldsCommitted
 
 AllInvariants ==
     /\ TypeOK /\ OneLeaderPerEpoch /\ IsrSubsetOfReplicas /\ LeaderInIsr /\ HighWatermarkMonotonic /\ HighWatermarkWithinLog

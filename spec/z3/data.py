@@ -88,6 +88,7 @@ class DataState:
         self._add("GR", lambda v: z3.Array(v, ints, z3.ArraySort(ints, ints)))
         self._add("CE", lambda v: z3.Array(v, ints, ints))
         self._add("CR", lambda v: z3.Array(v, ints, ints))
+        self._add("CC", lambda v: z3.Array(v, ints, ints))
 
     def _add(self, name: str, make: Callable[[str], Expr]) -> None:
         self.vars[name] = make(f"{self.prefix}{name}")
@@ -198,7 +199,7 @@ class DataModel:
     # the frame: `changes` gives new values, everything else stays
     def _frame(self, changes: dict[str, Expr]) -> Expr:
         protocol = and_all(self.t[k] == changes.get(k, self.s[k]) for k in self.s.vars
-                           if k not in ("clen", "CE", "CR", "hx"))
+                           if k not in ("clen", "CE", "CR", "CC", "hx"))
         return z3.And(protocol, self._history())
 
     def _history(self) -> Expr:
@@ -218,10 +219,14 @@ class DataModel:
                 out = ite(w == b, get(b), out)
             return out
 
+        i = z3.Int("i_cc")
+        # the commit epoch of each committed offset: the epoch of the leader whose HW first covered it
+        commit_epochs = z3.Lambda([i], ite(i >= s["clen"], of_winner(t.lep), s["CC"][i]))
         committed = z3.If(or_all(extends),
                           z3.And(or_all(chosen), t["clen"] == of_winner(lambda b: min2(t.hw(b), t.ln(b))),
-                                 t["CE"] == of_winner(t.E), t["CR"] == of_winner(t.R)),
-                          z3.And(t["clen"] == s["clen"], t["CE"] == s["CE"], t["CR"] == s["CR"]))
+                                 t["CE"] == of_winner(t.E), t["CR"] == of_winner(t.R), t["CC"] == commit_epochs),
+                          z3.And(t["clen"] == s["clen"], t["CE"] == s["CE"], t["CR"] == s["CR"],
+                                 t["CC"] == s["CC"]))
         exposed = self.exposed_hw(s)
         return z3.And(committed, t["hx"] == ite(exposed > s["hx"], exposed, s["hx"]))
 
@@ -303,6 +308,7 @@ class DataModel:
                                     f"hw{f}": min2(hw1, len_ok), f"trunc{f}": z3.BoolVal(False)}
         for x in s.brokers():
             success[f"nisr{x}"] = ite(expand, isr1[x], s.nisr(x))
+            success[f"HI{x}"] = ite(expand, z3.Store(s[f"HI{x}"], s["ne"], isr1[x]), s[f"HI{x}"])
         failure = {f"len{f}": ite(out_of_range, s.ln(ld), s.ln(f)),
                    f"hw{f}": ite(out_of_range, min2(s.hw(f), s.ln(ld)), s.hw(f)), f"trunc{f}": z3.BoolVal(False)}
         body = z3.If(ok, z3.And(k >= 0, k <= s.ln(ld) - offset, self._frame(success)), self._frame(failure))
@@ -332,13 +338,20 @@ class DataModel:
         end, end_def = self.epoch_end(ld, answered, current, "leader")
         defs.append(end_def)
         offset = z3.If(end < s.ln(f), end, s.ln(f))
+        completed: Expr = z3.BoolVal(True)
         if d.kip279_offset:
             own, own_def = self.epoch_end(f, answered, requested + 1, "own")
             defs.append(own_def)
             offset = min2(offset, own)
+            # Kafka 2.0.0-2.3.0 AbstractFetcherThread.getOffsetTruncationState: a follower whose largest
+            # epoch not above the answered one is another epoch truncates to that epoch's end and asks
+            # again (truncationCompleted = false); spec/KafkaReplication.tla stops after one round.
+            completed = z3.Or(own == 0, s.E(f)[own - 1] == answered)
+            offset = ite(completed, offset, own)
+        completed = z3.Or(answered == UNDEFINED, completed)
         offset = ite(answered == UNDEFINED, s.hw(f), offset)
         new_len = ite(offset < s.ln(f), offset, s.ln(f))
-        changes = {f"len{f}": new_len, f"hw{f}": min2(s.hw(f), new_len), f"trunc{f}": z3.BoolVal(False)}
+        changes = {f"len{f}": new_len, f"hw{f}": min2(s.hw(f), new_len), f"trunc{f}": z3.Not(completed)}
         return Step("TruncationRound", f"broker:{f}", z3.And(guard, *defs, self._frame(changes)),
                     {"leader": z3.IntVal(ld), "answered": answered, "offset": new_len})
 
@@ -353,6 +366,7 @@ class DataModel:
         for x in s.brokers():
             changes[f"lisr{b}_{x}"] = isr1[x]
             changes[f"nisr{x}"] = isr1[x]
+            changes[f"HI{x}"] = z3.Store(s[f"HI{x}"], s["ne"], isr1[x])
         return Step("IsrShrink", f"broker:{b}", z3.And(guard, self._frame(changes)),
                     {f"laggard{x}": drop[x] for x in s.brokers() if x != b})
 
@@ -375,9 +389,9 @@ class DataModel:
             new_len = ite(z3.And(z3.Not(become_leader), s.hw(b) < s.ln(b)), s.hw(b), s.ln(b))
         isr = [s[f"HI{x}"][e] for x in s.brokers()]
         fleo = [ite(z3.And(become_leader, z3.BoolVal(x != b)), -1, -2) for x in s.brokers()]
-        # local_version = the request's: the store's only if it carries the current node (a superset: an
-        # older version of the same epoch and ISR passes too)
-        cas = z3.And(become_leader, e == s["ne"], and_all(isr[x] == s.nisr(x) for x in s.brokers()))
+        # The request carries the last version of epoch e's node (abstraction A2): local_version is the
+        # store's exactly when e is the store's epoch.
+        cas = z3.And(become_leader, e == s["ne"])
         changes: dict[str, Expr] = {
             f"role{b}": ite(become_leader, LEADER, FOLLOWER), f"lep{b}": e,
             f"seen{b}": ite(e > s[f"seen{b}"], e, s[f"seen{b}"]),
@@ -559,9 +573,8 @@ def lemmas(n: int) -> dict[str, Formula]:
                       and_all(z3.Implies(s.role(x) == LEADER, s.lisr(x, x)) for x in B))
 
     def isr_as_written(s: DataState) -> Expr:
-        """The store's ISR is the one the controller wrote for the epoch until its leader adopted it."""
-        return z3.Or(and_all(s.nisr(x) == s[f"HI{x}"][s["ne"]] for x in B),
-                     or_all(z3.And(s["nl"] == y, s[f"seen{y}"] >= s["ne"]) for y in B))
+        """The store's ISR is the last version of its epoch's node."""
+        return and_all(s.nisr(x) == s[f"HI{x}"][s["ne"]] for x in B)
 
     def follower_synced(s: DataState, f: int) -> Expr:
         """A follower that stopped truncating with a log did so against its leader in its epoch."""
@@ -592,6 +605,35 @@ def lemmas(n: int) -> dict[str, Formula]:
                                  s[f"seen{ld}"] == s.lep(f)),
                           _holds_prefix(s, ld, f, s.ln(f)))
 
+    def follower_hw_held(s: DataState, f: int, ld: int) -> Expr:
+        """A follower's HW (committed) is held by its leader while the leader has not moved past the epoch:
+        a truncation that finds no common epoch keeps the HW and still agrees with the leader."""
+        return z3.Implies(z3.And(s.role(f) == FOLLOWER, s[f"lldr{f}"] == ld, s[f"seen{ld}"] <= s.lep(f)),
+                          _holds_prefix(s, ld, f, ite(s[f"ck{f}"] > s.hw(f), s[f"ck{f}"], s.hw(f))))
+
+    def named_leader_holds_commits(s: DataState, y: int) -> Expr:
+        """The broker named leader of an epoch it has not moved past holds every entry committed in that
+        epoch or before (a later commit needed a quorum holding it)."""
+        return forall(2, lambda v: z3.Implies(
+            z3.And(v[0] >= 0, v[0] <= s["ne"], s["HL"][v[0]] == y, s[f"seen{y}"] <= v[0], v[1] >= 0,
+                   v[1] < s["clen"], s["CC"][v[1]] <= v[0]),
+            z3.And(v[1] < s.ln(y), s.E(y)[v[1]] == s["CE"][v[1]], s.R(y)[v[1]] == s["CR"][v[1]])), "nc")
+
+    def isr_sees_commits(s: DataState, x: int) -> Expr:
+        """A store-ISR member has adopted the epoch of every commit (a leader of a later epoch has no position
+        for it, so cannot advance its HW)."""
+        return z3.Implies(s.nisr(x), _all_offsets(lambda i: z3.Implies(
+            z3.And(i >= 0, i < s["clen"]), s["CC"][i] <= s[f"seen{x}"]), "sc"))
+
+    def isr_joined_by_fetching(s: DataState, x: int) -> Expr:
+        """A store-ISR member missing from an epoch's last ISR joined by fetching in a later epoch."""
+        return forall(1, lambda v: z3.Implies(
+            z3.And(v[0] >= 0, v[0] <= s["ne"], s.nisr(x), z3.Not(s[f"HI{x}"][v[0]])), s[f"seen{x}"] > v[0]), "jf")
+
+    def positions_from_epoch(s: DataState, ld: int, x: int) -> Expr:
+        """A leader knows the position only of a follower that adopted its epoch (fetches are fenced)."""
+        return z3.Implies(z3.And(s.role(ld) == LEADER, s[f"seen{x}"] < s.lep(ld)), s.fleo(ld, x) < 0)
+
     def fetched_prefix(s: DataState, ld: int, f: int) -> Expr:
         """A position the leader recorded for a follower: the follower's log starts with as much of the
         leader's."""
@@ -600,11 +642,27 @@ def lemmas(n: int) -> dict[str, Formula]:
     def isr_holds_quorum(s: DataState, ld: int, x: int) -> Expr:
         return z3.Implies(z3.And(s.role(ld) == LEADER, s.nisr(x)), _holds_prefix(s, x, ld, _quorum(s, ld)))
 
+    def local_isr_is_node(s: DataState, ld: int) -> Expr:
+        """A leader's local ISR is the last version of its epoch's node (it writes both at once)."""
+        return z3.Implies(s.role(ld) == LEADER, and_all(s.lisr(ld, x) == s[f"HI{x}"][s.lep(ld)] for x in B))
+
+    def isr_descends(s: DataState, x: int) -> Expr:
+        """A store-ISR member missing from the last ISR of an earlier epoch joined through a later epoch,
+        whose chain of leaders starts in that ISR: some member of it adopted a later epoch."""
+        return forall(1, lambda v: z3.Implies(
+            z3.And(v[0] >= 0, v[0] <= s["ne"], s.nisr(x), z3.Not(s[f"HI{x}"][v[0]])),
+            or_all(z3.And(s[f"HI{y}"][v[0]], s[f"seen{y}"] > v[0]) for y in B)), "d")
+
     def leader_hw_committed(s: DataState, ld: int) -> Expr:
         return z3.Implies(s.role(ld) == LEADER, _below_committed(s, ld, s.hw(ld)))
 
     def hw_committed(s: DataState, b: int) -> Expr:
         return _below_committed(s, b, s.hw(b))
+
+    def checkpoint_within_log(s: DataState, b: int) -> Expr:
+        """A log is never truncated below its HW checkpoint: it is committed, and every leader a truncation
+        asks holds it."""
+        return s[f"ck{b}"] <= s.ln(b)
 
     def checkpoint_committed(s: DataState, b: int) -> Expr:
         return _below_committed(s, b, s[f"ck{b}"])
@@ -642,9 +700,17 @@ def lemmas(n: int) -> dict[str, Formula]:
         "EpochStartOffset": per_broker(epoch_start),
         "FollowerIsPrefix": per_pair(follower_prefix, distinct=True),
         "FetchedPrefix": per_pair(fetched_prefix, distinct=True),
+        "FollowerHwHeld": per_pair(follower_hw_held, distinct=True),
+        "PositionsFromEpoch": per_pair(positions_from_epoch, distinct=True),
+        "NamedLeaderHoldsCommits": per_broker(named_leader_holds_commits),
+        "IsrSeesCommits": per_broker(isr_sees_commits),
+        "IsrJoinedByFetching": per_broker(isr_joined_by_fetching),
+        "LocalIsrIsNode": per_broker(local_isr_is_node),
+        "IsrDescends": per_broker(isr_descends),
         "IsrHoldsQuorum": per_pair(isr_holds_quorum),
         "LeaderHwCommitted": per_broker(leader_hw_committed),
         "HwCommitted": per_broker(hw_committed),
+        "CheckpointWithinLog": per_broker(checkpoint_within_log),
         "CheckpointCommitted": per_broker(checkpoint_committed),
         "IsrHoldsCommitted": per_broker(isr_holds_committed),
         "LeaderHoldsCommitted": per_broker(leader_holds_committed),
@@ -721,8 +787,8 @@ class Obligation:
 # The lemmas spec/KafkaInvariants.tla states too (the others read the ghosts of this model: seen epochs,
 # the node history, the record of each epoch and offset, the leader's quorum).
 TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpoch", "EpochStartOffset",
-              "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "IsrHoldsCommitted",
-              "LeaderHoldsCommitted")
+              "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog",
+              "IsrHoldsCommitted", "LeaderHoldsCommitted")
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")
 

@@ -449,8 +449,10 @@ def write_events(events: list[Event], path: Path) -> None:
             writer.write(event)
 
 
-# Arguments a step's heading leaves out: where the step came from, said once for the whole counterexample.
-_UNSHOWN_ARGS: Final = frozenset({"source", "tla_action", "knobs", "brokers", "loop_to", "loop_action"})
+# Arguments a step's heading leaves out: where the step came from, said once for the whole counterexample
+# (BMC's Init also names the invariant and depth it searched).
+_UNSHOWN_ARGS: Final = frozenset({"source", "tla_action", "knobs", "brokers", "loop_to", "loop_action", "invariant",
+                                  "depth"})
 
 
 def render_counterexample(events: list[Event]) -> str:

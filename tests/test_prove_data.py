@@ -66,11 +66,13 @@ def test_prove_only_data_prints_a_row_per_obligation(capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.long
-def test_three_brokers_every_obligation_has_a_row() -> None:
-    proof = DataProof(3, "kip320")
-    results = [obligation() for obligation in proof.obligations()]
-    assert results[0].name == "IndInit" and results[0].result == HOLDS
-    assert len(results) == 1 + len(proof.actions()) + 3
+def test_three_brokers_the_initial_states_and_a_restart_keep_the_invariant() -> None:
+    # Bounded: the open obligations at N = 3 run every lemma to its timeouts (minutes in all under load); the
+    # CLI's table of them is measured in docs/z3.md.
+    proof = DataProof(3, "kip320", prove_ms=40_000)
+    assert proof.ind_init().result == HOLDS
+    result = proof.ind_next("BrokerRestart")
+    assert result.result == HOLDS, result.cti or result.unproved
 
 
 @pytest.mark.tlc

@@ -60,7 +60,7 @@ from kcm.tools.variants import COLUMNS, HW, LIVENESS_VARIANTS, TLA_INVARIANTS, V
 
 DEFAULT_OUT: Final = default_out("review")
 # Seconds an unsafe row's hunt may take per phase (the search, then its shortening); the seven take about
-# twenty together on two cores (docs/hunt.md).
+# eight together on two cores (docs/hunt.md).
 HUNT_BUDGET: Final = 600.0
 
 

@@ -29,6 +29,9 @@ ROLE_NAMES = {NONE: "none", FOLLOWER: "follower", LEADER: "leader"}
 NO_LEADER = -1
 UNDEFINED = -1
 HORIZON = 6  # offsets a counterexample shows per log
+# z3 resource units per query (docs/z3.md "Budgets"): proving with quantifiers, then searching small states
+PROVE_UNITS = 100_000_000
+SEARCH_UNITS = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -839,28 +842,35 @@ class Encoding:
 class DataProof:
     """The obligations, each first proved with true quantifiers (no model-based instantiation, so a
     lemma z3 cannot prove comes back quickly as unknown), then, when not proved, searched for a
-    counterexample to induction among small states."""
+    counterexample to induction among small states.
 
-    def __init__(self, brokers: int = 3, truncation: str = "kip320", prove_ms: int = 10_000,
-                 search_ms: int = 20_000) -> None:
+    Every query is solved in a fresh z3 context on a budget of z3 resource units (`rlimit`), never of
+    seconds: quantifier instantiation depends on the order terms were created in, and a shared context
+    carries the terms of every query built before, so a verdict would otherwise depend on what else ran in
+    the process and on the machine's load.  Today's calibration is in docs/z3.md (about 4 M units a second
+    on the shared machine)."""
+
+    def __init__(self, brokers: int = 3, truncation: str = "kip320", prove_units: int = PROVE_UNITS,
+                 search_units: int = SEARCH_UNITS) -> None:
         design = DESIGNS[truncation]
         self.exact = Encoding(brokers, design, None)
         self.small = Encoding(brokers, design, SMALL + 2)
-        self.prove_ms = prove_ms
-        self.search_ms = search_ms
+        self.prove_units = prove_units
+        self.search_units = search_units
 
     def actions(self) -> list[str]:
         return list(dict.fromkeys(step.action for step in self.exact.steps))
 
     def _solve(self, premises: list[Expr], goal: Expr, small: bool) -> tuple[Any, Any]:
-        solver = z3.Solver()
-        solver.set("timeout", self.search_ms if small else self.prove_ms)
+        context = z3.Context()
+        solver = z3.Solver(ctx=context)
+        solver.set("rlimit", self.search_units if small else self.prove_units)
         if not small:
             solver.set("smt.mbqi", False)
-        solver.add(*premises)
-        solver.add(z3.Not(goal))
+        solver.add(*(f.translate(context) for f in premises))
+        solver.add(z3.Not(goal).translate(context))
         verdict = solver.check()
-        return verdict, solver.model() if verdict == z3.sat else None
+        return verdict, _Translated(solver.model(), context) if verdict == z3.sat else None
 
     def _discharge(self, name: str, goals: list[tuple[str, Callable[[Encoding], tuple[list[Expr], Expr]]]],
                    explain: Callable[[Encoding, Any], dict[str, Any]]) -> Obligation:
@@ -920,6 +930,17 @@ class DataProof:
             yield lambda action=action: self.ind_next(action)  # type: ignore[misc]
         for prop in PROPERTIES:
             yield lambda prop=prop: self.ind_prop(prop)  # type: ignore[misc]
+
+
+class _Translated:
+    """A model found in a query's own context, read with the formulas of the shared one."""
+
+    def __init__(self, model: Any, context: Any) -> None:
+        self.model = model
+        self.context = context
+
+    def eval(self, expr: Expr, model_completion: bool = False) -> Any:
+        return self.model.eval(expr.translate(self.context), model_completion=model_completion)
 
 
 def _value(model: Any, expr: Expr) -> int | bool:

@@ -1,4 +1,4 @@
-"""The data proof (spec/z3/data.py, docs/z3.md "The data proof"): the obligations it proves for N = 2, the
+"""The data proof (spec/z3/data.py, docs/z3.md "The data proof"): every obligation proved for N = 2, the
 unsafe designs failing at their truncation action, and `kcm prove --only data`."""
 
 from __future__ import annotations
@@ -26,9 +26,16 @@ def test_the_initial_states_satisfy_every_lemma(safe: DataProof) -> None:
     assert safe.ind_init().result == HOLDS
 
 
-@pytest.mark.parametrize("action", ["IsrShrink", "HwCheckpoint", "BrokerCrash", "BrokerRestart", "TruncationRound",
-                                    "LeaderElection"])
-def test_these_actions_preserve_the_invariant(safe: DataProof, action: str) -> None:
+ACTIONS = ["Produce", "IsrShrink", "HwCheckpoint", "LeaderAndIsr", "BrokerCrash", "BrokerRestart", "FetchRound",
+           "TruncationRound", "LeaderElection"]
+
+
+def test_the_obligations_cover_every_action(safe: DataProof) -> None:
+    assert safe.actions() == ACTIONS
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_every_action_preserves_the_invariant(safe: DataProof, action: str) -> None:
     result = safe.ind_next(action)
     assert result.result == HOLDS, result.cti or result.unproved
 

@@ -196,6 +196,12 @@ CheckpointCommitted ==
 CheckpointWithinLog ==
     \A b \in Brokers, p \in Partitions : role[b][p] # "absent" => hw_checkpoint[b][p] <= Len(log[b][p])
 
+(* HwAtQuorum: a leader's HW is at least what its ISR's recorded positions allow; each step that raises
+   that bound (a fetch, a produce, a shrink, becoming leader) advances the HW with it. *)
+HwAtQuorum ==
+    \A l \in Brokers, p \in Partitions :
+        role[l][p] = "leader" => hw[l][p] >= AdvancedHw(l, log[l][p], -1, local_isr[l][p], follower_leo[l][p])
+
 (* IsrHoldsCommitted / LeaderHoldsCommitted: every ISR member, and every broker leading in the store's
    epoch, starts with the committed prefix. *)
 IsrHoldsCommitted ==
@@ -207,6 +213,7 @@ LeaderHoldsCommitted ==
 DataLemmas ==
     /\ EpochsMonotone /\ LogMatching /\ EpochPrefix /\ LeaderHoldsItsEpoch /\ EpochStartOffset /\ FollowerIsPrefix
     /\ FetchedPrefix /\ HwCommitted /\ CheckpointCommitted /\ CheckpointWithinLog /\ IsrHoldsCommitted /\ LeaderHoldsCommitted
+    /\ HwAtQuorum
 
 AllInvariants ==
     /\ TypeOK /\ OneLeaderPerEpoch /\ IsrSubsetOfReplicas /\ LeaderInIsr /\ HighWatermarkMonotonic /\ HighWatermarkWithinLog

@@ -1,5 +1,6 @@
-"""The data proof: an inductive invariant over unbounded logs meant to give NoCommittedDataLoss,
-ReplicaLogsAgree and HighWatermarkMonotonic (docs/z3.md, "The data proof"; not every obligation closes yet).
+"""The data proof: an inductive invariant over unbounded logs that gives NoCommittedDataLoss,
+ReplicaLogsAgree and HighWatermarkMonotonic (docs/z3.md, "The data proof"; every obligation holds for two
+brokers, not yet for three).
 
 The model is the data path of spec/KafkaReplication.tla for one partition replicated on N brokers, with
 fused fetch rounds (`FetchRound`, `TruncationRound`, as the `ci` model runs them).  A log is a length and
@@ -840,7 +841,7 @@ class Obligation:
 # the node history, the record of each epoch and offset, the leader's quorum).
 TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpoch", "EpochStartOffset",
               "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog",
-              "IsrHoldsCommitted", "LeaderHoldsCommitted")
+              "IsrHoldsCommitted", "LeaderHoldsCommitted", "HwAtQuorum")
 
 # Lemmas a lemma's preservation proof leaves out of its premises.  Dropping premises is sound (the goal
 # follows from fewer facts), and these only feed z3's quantifier instantiation: with them,

@@ -30,8 +30,9 @@ ROLE_NAMES = {NONE: "none", FOLLOWER: "follower", LEADER: "leader"}
 NO_LEADER = -1
 UNDEFINED = -1
 HORIZON = 6  # offsets a counterexample shows per log
-# z3 resource units per query (docs/z3.md "Budgets"): proving with quantifiers, then searching small states
-PROVE_UNITS = 100_000_000
+# z3 resource units per query (docs/z3.md, "Budgets, not timeouts"): proving with quantifiers, then searching
+# small states
+PROVE_UNITS = 150_000_000
 SEARCH_UNITS = 100_000_000
 
 
@@ -905,7 +906,7 @@ class DataProof:
     Every query is solved in a fresh z3 context on a budget of z3 resource units (`rlimit`), never of
     seconds: quantifier instantiation depends on the order terms were created in, and a shared context
     carries the terms of every query built before, so a verdict would otherwise depend on what else ran in
-    the process and on the machine's load.  Today's calibration is in docs/z3.md (about 4 M units a second
+    the process and on the machine's load.  Today's calibration is in docs/z3.md (about 7 M units a second
     on the shared machine)."""
 
     def __init__(self, brokers: int = 3, truncation: str = "kip320", prove_units: int = PROVE_UNITS,

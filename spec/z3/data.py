@@ -839,7 +839,7 @@ class Obligation:
 
 
 # The lemmas spec/KafkaInvariants.tla states too (the others read the ghosts of this model: seen epochs,
-# the node history, the record of each epoch and offset, the leader's quorum).
+# the node history, the record of each epoch and offset, the commit epochs).
 TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpoch", "EpochStartOffset",
               "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog",
               "IsrHoldsCommitted", "LeaderHoldsCommitted", "HwAtQuorum")

@@ -11,7 +11,7 @@ import pytest
 from kcm.spec.tlc.modelcheck import check_model, spec_dir
 from kcm.spec.verdicts import HOLDS, VIOLATED
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.data import DESIGNS, TLA_LEMMAS, DataProof, Obligation
+from kcm.spec.z3.data import DESIGNS, PROPERTIES, TLA_LEMMAS, DataProof, Obligation
 from kcm.tools import cli
 
 
@@ -79,7 +79,7 @@ def test_three_brokers_ten_of_the_thirteen_obligations_hold() -> None:
     proof = DataProof(3, "kip320")
     rows = [proof.ind_init()] + [proof.ind_next(action) for action in ACTIONS
                                  if action not in ("Produce", "FetchRound", "TruncationRound")]
-    rows += [proof.ind_prop(prop) for prop in ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")]
+    rows += [proof.ind_prop(prop) for prop in PROPERTIES]
     assert len(rows) == 10
     assert {row.name: row.result for row in rows} == {row.name: HOLDS for row in rows}
 

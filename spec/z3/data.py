@@ -507,6 +507,16 @@ def _quorum(s: DataState, ld: int) -> Expr:
     return candidate
 
 
+def _joined_after(s: DataState, x: int, v: Expr, w: Expr) -> Expr:
+    """Epochs v < w up to the store's, x in w's last ISR and not in v's."""
+    return z3.And(v >= 0, v < w, w <= s["ne"], s[f"HI{x}"][w], z3.Not(s[f"HI{x}"][v]))
+
+
+def _moved_on(s: DataState, v: Expr) -> Expr:
+    """Some member of epoch v's last ISR adopted a later epoch."""
+    return or_all(z3.And(s[f"HI{y}"][v], s[f"seen{y}"] > v) for y in s.brokers())
+
+
 def lemmas(n: int) -> dict[str, Formula]:
     """The conjuncts of the inductive invariant, by name (docs/z3.md explains each)."""
     B = range(n)
@@ -655,23 +665,18 @@ def lemmas(n: int) -> dict[str, Formula]:
         """A store-ISR member missing from the last ISR of an earlier epoch joined through a later epoch,
         whose chain of leaders starts in that ISR: some member of it adopted a later epoch."""
         return forall(1, lambda v: z3.Implies(
-            z3.And(v[0] >= 0, v[0] <= s["ne"], s.nisr(x), z3.Not(s[f"HI{x}"][v[0]])),
-            or_all(z3.And(s[f"HI{y}"][v[0]], s[f"seen{y}"] > v[0]) for y in B)), "d")
+            z3.And(v[0] >= 0, v[0] <= s["ne"], s.nisr(x), z3.Not(s[f"HI{x}"][v[0]])), _moved_on(s, v[0])), "d")
 
     def isr_chain_descends(s: DataState, x: int) -> Expr:
         """IsrDescends for every pair of epochs v < w: a member of w's last ISR missing from v's joined
         through an epoch after v whose leader descends from v's ISR, so some member of v's ISR adopted an
         epoch after v (a stale leader alone in its ISR is the only broker any later epoch can name)."""
-        return forall(2, lambda v: z3.Implies(
-            z3.And(v[0] >= 0, v[0] < v[1], v[1] <= s["ne"], s[f"HI{x}"][v[1]], z3.Not(s[f"HI{x}"][v[0]])),
-            or_all(z3.And(s[f"HI{y}"][v[0]], s[f"seen{y}"] > v[0]) for y in B)), "cd")
+        return forall(2, lambda v: z3.Implies(_joined_after(s, x, v[0], v[1]), _moved_on(s, v[0])), "cd")
 
     def isr_chain_joined(s: DataState, x: int) -> Expr:
         """IsrJoinedByFetching for every pair of epochs v < w: a member of w's last ISR missing from v's
         was added by a fetch in an epoch after v, so it adopted that epoch (elections only keep members)."""
-        return forall(2, lambda v: z3.Implies(
-            z3.And(v[0] >= 0, v[0] < v[1], v[1] <= s["ne"], s[f"HI{x}"][v[1]], z3.Not(s[f"HI{x}"][v[0]])),
-            s[f"seen{x}"] > v[0]), "cj")
+        return forall(2, lambda v: z3.Implies(_joined_after(s, x, v[0], v[1]), s[f"seen{x}"] > v[0]), "cj")
 
     def isr_saw_commits(s: DataState, x: int) -> Expr:
         """IsrSeesCommits for every epoch's last ISR: a member of w's ISR adopted the epoch of every commit

@@ -17,8 +17,8 @@ from kcm.tools import cli
 
 @pytest.fixture(scope="module")
 def safe() -> DataProof:
-    # the CLI's budgets: each query runs on z3 resource units in its own context, so what is proved does not
-    # depend on the machine's load or on the tests that ran before in this process
+    # the CLI's attempts and budgets: z3 resource units, so what is proved does not depend on the machine's
+    # load; the tracked attempt first, far below its budget, so not on the tests that ran before either
     return DataProof(2, "kip320")
 
 

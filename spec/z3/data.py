@@ -30,8 +30,9 @@ ROLE_NAMES = {NONE: "none", FOLLOWER: "follower", LEADER: "leader"}
 NO_LEADER = -1
 UNDEFINED = -1
 HORIZON = 6  # offsets a counterexample shows per log
-# z3 resource units per query (docs/z3.md, "Budgets, not timeouts"): proving with quantifiers, then searching
-# small states
+# z3 resource units per query (docs/z3.md, "Budgets, not timeouts"): proving with quantifiers, each lemma tracked
+# then plain, then searching small states
+TRACKED_UNITS = 30_000_000
 PROVE_UNITS = 150_000_000
 SEARCH_UNITS = 100_000_000
 
@@ -849,15 +850,13 @@ TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpo
               "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog",
               "IsrHoldsCommitted", "LeaderHoldsCommitted", "HwAtQuorum")
 
-# Lemmas a lemma's preservation proof leaves out of its premises, for every action (None) or one.  Dropping
-# premises is sound (the goal follows from fewer facts); these only feed z3's quantifier instantiation
-# (docs/z3.md, "Premises left out", has the figures with and without them).
+# Lemmas a plain attempt at a lemma's preservation leaves out of its premises, for every action (None) or one.
+# Dropping premises is sound (the goal follows from fewer facts); these only feed z3's quantifier
+# instantiation (docs/z3.md, "Premises left out", has the figures with and without them).
 _LOG_SHAPE = ("LogMatching", "EpochPrefix", "EpochsMonotone", "EpochsSeen", "RecordOfEpochOffset",
               "EpochLeaderAdopted", "LeaderHoldsItsEpoch", "FetchedPrefix", "FollowerIsPrefix", "IsrHoldsQuorum")
 _ISR_HISTORY = ("IsrChainDescends", "IsrChainJoined", "IsrSawCommits", "IsrDescends", "IsrJoinedByFetching")
 UNUSED: dict[tuple[str, str | None], tuple[str, ...]] = {
-    ("NamedLeaderHoldsCommits", None): ("HwAtQuorum", "CommitEpochLeader", "HwCommitsSeen"),
-    ("NamedLeaderHoldsCommits", "LeaderElection"): _LOG_SHAPE + _ISR_HISTORY,
     ("FollowerHwHeld", "LeaderAndIsr"): _LOG_SHAPE + _ISR_HISTORY,
 }
 
@@ -903,88 +902,110 @@ class Encoding:
                 small += [s.ln(b) <= SMALL, s[f"ck{b}"] <= SMALL]
             self.bounds = and_all(small)
 
-    def invariant(self, leaving_out: tuple[str, ...] = ()) -> Expr:
-        return and_all(f for name, f in self.before.items() if name not in leaving_out)
-
     def relation(self, action: str) -> tuple[Expr, list[Step], Expr]:
         chosen = [step for step in self.steps if step.action == action]
         which = z3.Int("which")
         return or_all(z3.And(which == k, step.formula) for k, step in enumerate(chosen)), chosen, which
 
 
+@dataclass(frozen=True)
+class Query:
+    """One goal and what it may assume: the lemmas by name, the other premises (the step relation) as they
+    are, and the lemmas a plain attempt leaves out (`unused`)."""
+
+    lemmas: dict[str, Expr]
+    extra: list[Expr]
+    goal: Expr
+    leaving_out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One way to put a query to z3.  `tracked` asserts each lemma under an assumption literal of its own, so
+    z3 instantiates each lemma as written instead of preprocessing the lemmas together with the step; most
+    queries need that, a few need the plain form (docs/z3.md, "Budgets, not timeouts")."""
+
+    tracked: bool
+    seed: int
+    units: int
+
+
+ATTEMPTS = (Attempt(True, 0, TRACKED_UNITS), Attempt(False, 0, PROVE_UNITS), Attempt(False, 1, PROVE_UNITS),
+            Attempt(False, 2, PROVE_UNITS))
+
+
 class DataProof:
-    """The obligations, each first proved with true quantifiers (no model-based instantiation, so a
-    lemma z3 cannot prove comes back quickly as unknown), then, when not proved, searched for a
-    counterexample to induction among small states.
+    """The obligations, each lemma proved with true quantifiers (no model-based instantiation, so a lemma z3
+    cannot prove comes back as unknown): by the first attempt; failing that, searched for a counterexample
+    to induction among small states; failing that, by the other attempts in order.
 
     Every query is solved in a fresh z3 context on a budget of z3 resource units (`rlimit`), never of
-    seconds: quantifier instantiation depends on the order terms were created in, and a shared context
-    carries the terms of every query built before, so a verdict would otherwise depend on what else ran in
-    the process and on the machine's load.  Today's calibration is in docs/z3.md (about 7 M units a second
+    seconds, so a verdict does not depend on the machine's load.  Quantifier instantiation still depends on
+    the solver's random seed and on the process's history, which is why a lemma has several attempts, each
+    far from its budget when it succeeds.  Today's calibration is in docs/z3.md (about 7 M units a second
     on the shared machine)."""
 
-    def __init__(self, brokers: int = 3, truncation: str = "kip320", prove_units: int = PROVE_UNITS,
+    def __init__(self, brokers: int = 3, truncation: str = "kip320", attempts: tuple[Attempt, ...] = ATTEMPTS,
                  search_units: int = SEARCH_UNITS) -> None:
         design = DESIGNS[truncation]
         self.exact = Encoding(brokers, design, None)
         self.small = Encoding(brokers, design, SMALL + 2)
-        self.prove_units = prove_units
+        self.attempts = attempts
         self.search_units = search_units
 
     def actions(self) -> list[str]:
         return list(dict.fromkeys(step.action for step in self.exact.steps))
 
-    def _solve(self, premises: list[Expr], goal: Expr, small: bool) -> tuple[Any, Any]:
+    def _search(self, query: Query) -> Any:
+        """A model of the small states that breaks the goal under every lemma, or None."""
         context = z3.Context()
         solver = z3.Solver(ctx=context)
-        solver.set("rlimit", self.search_units if small else self.prove_units)
-        if not small:
-            solver.set("smt.mbqi", False)
-        solver.add(*(f.translate(context) for f in premises))
-        solver.add(z3.Not(goal).translate(context))
-        verdict = solver.check()
-        return verdict, _Translated(solver.model(), context) if verdict == z3.sat else None
+        solver.set("rlimit", self.search_units)
+        solver.add(*(f.translate(context) for f in [self.small.bounds, *query.lemmas.values(), *query.extra]))
+        solver.add(z3.Not(query.goal).translate(context))
+        return _Translated(solver.model(), context) if solver.check() == z3.sat else None
 
-    def _discharge(self, name: str, goals: list[tuple[str, Callable[[Encoding], tuple[list[Expr], Expr]]]],
+    def _discharge(self, name: str, goals: list[tuple[str, Callable[[Encoding], Query]]],
                    explain: Callable[[Encoding, Any], dict[str, Any]]) -> Obligation:
-        """Each goal (a lemma or property) in its own query; the obligation holds when all do."""
+        """Each goal (a lemma or property) in its own queries; the obligation holds when all do."""
         began = time.perf_counter()
         open_goals = []
+        first, *fallbacks = self.attempts
         for label, build in goals:
-            premises, goal = build(self.exact)
-            verdict, _ = self._solve(premises, goal, small=False)
-            if verdict == z3.unsat:
+            query = build(self.exact)
+            if _solve(query, first) == z3.unsat:
                 continue
-            premises, goal = build(self.small)
-            verdict, model = self._solve([self.small.bounds, *premises], goal, small=True)
-            if verdict == z3.sat:
+            # a counterexample settles the goal, so it is looked for before the costlier fallbacks
+            model = self._search(build(self.small))
+            if model is not None:
                 cti = explain(self.small, model)
                 cti["broken"] = label
                 return Obligation(name, VIOLATED, time.perf_counter() - began, cti)
-            open_goals.append(label)
+            if not any(_solve(query, attempt) == z3.unsat for attempt in fallbacks):
+                open_goals.append(label)
         result = UNKNOWN if open_goals else HOLDS
         out = Obligation(name, result, time.perf_counter() - began)
         out.unproved = open_goals
         return out
 
     def ind_init(self) -> Obligation:
-        def build(name: str) -> Callable[[Encoding], tuple[list[Expr], Expr]]:
-            return lambda enc: ([enc.init], enc.before[name])
+        def build(name: str) -> Callable[[Encoding], Query]:
+            return lambda enc: Query({}, [enc.init], enc.before[name])
 
         goals = [(n, build(n)) for n in self.exact.before]
         return self._discharge("IndInit", goals, lambda enc, m: {"state": render(m, enc.model.s)})
 
     def ind_next(self, action: str) -> Obligation:
-        def build(name: str) -> Callable[[Encoding], tuple[list[Expr], Expr]]:
-            return lambda enc: ([enc.invariant(unused(name, action)), enc.relation(action)[0]], enc.after[name])
+        def build(name: str) -> Callable[[Encoding], Query]:
+            return lambda enc: Query(enc.before, [enc.relation(action)[0]], enc.after[name], unused(name, action))
 
         goals = [(n, build(n)) for n in self.exact.after]
         return self._discharge(f"IndNext: {action}", goals, lambda enc, m: self._cti(enc, m, action))
 
     def ind_prop(self, prop: str) -> Obligation:
-        def build(enc: Encoding) -> tuple[list[Expr], Expr]:
+        def build(enc: Encoding) -> Query:
             extra, goal = enc.props[prop]
-            return [enc.invariant(), *extra], goal
+            return Query(enc.before, extra, goal)
 
         return self._discharge(f"IndProp: {prop}", [(prop, build)],
                                lambda enc, m: {"before": render(m, enc.model.s), "after": render(m, enc.model.t)})
@@ -1003,6 +1024,23 @@ class DataProof:
             yield lambda action=action: self.ind_next(action)  # type: ignore[misc]
         for prop in PROPERTIES:
             yield lambda prop=prop: self.ind_prop(prop)  # type: ignore[misc]
+
+
+def _solve(query: Query, attempt: Attempt) -> Any:
+    """The verdict on the query's premises and negated goal, in a z3 context of its own."""
+    context = z3.Context()
+    solver = z3.Solver(ctx=context)
+    solver.set("rlimit", attempt.units)
+    solver.set("random_seed", attempt.seed)
+    solver.set("smt.mbqi", False)
+    for name, lemma in query.lemmas.items():
+        if attempt.tracked:
+            solver.assert_and_track(lemma.translate(context), z3.Bool(f"lemma {name}", context))
+        elif name not in query.leaving_out:
+            solver.add(lemma.translate(context))
+    solver.add(*(f.translate(context) for f in query.extra))
+    solver.add(z3.Not(query.goal).translate(context))
+    return solver.check()
 
 
 class _Translated:

@@ -850,19 +850,19 @@ TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpo
               "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog",
               "IsrHoldsCommitted", "LeaderHoldsCommitted", "HwAtQuorum")
 
-# Lemmas a plain attempt at a lemma's preservation leaves out of its premises, for every action (None) or one.
+# Lemmas a plain attempt at a lemma's preservation under an action leaves out of its premises.
 # Dropping premises is sound (the goal follows from fewer facts); these only feed z3's quantifier
 # instantiation (docs/z3.md, "Premises left out", has the figures with and without them).
 _LOG_SHAPE = ("LogMatching", "EpochPrefix", "EpochsMonotone", "EpochsSeen", "RecordOfEpochOffset",
               "EpochLeaderAdopted", "LeaderHoldsItsEpoch", "FetchedPrefix", "FollowerIsPrefix", "IsrHoldsQuorum")
 _ISR_HISTORY = ("IsrChainDescends", "IsrChainJoined", "IsrSawCommits", "IsrDescends", "IsrJoinedByFetching")
-UNUSED: dict[tuple[str, str | None], tuple[str, ...]] = {
+UNUSED: dict[tuple[str, str], tuple[str, ...]] = {
     ("FollowerHwHeld", "LeaderAndIsr"): _LOG_SHAPE + _ISR_HISTORY,
 }
 
 
 def unused(lemma: str, action: str) -> tuple[str, ...]:
-    return UNUSED.get((lemma, action), ()) + UNUSED.get((lemma, None), ())
+    return UNUSED.get((lemma, action), ())
 
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")
@@ -958,12 +958,9 @@ class DataProof:
 
     def _search(self, query: Query) -> Any:
         """A model of the small states that breaks the goal under every lemma, or None."""
-        context = z3.Context()
-        solver = z3.Solver(ctx=context)
-        solver.set("rlimit", self.search_units)
+        solver, context = _fresh(self.search_units)
         solver.add(*(f.translate(context) for f in [self.small.bounds, *query.lemmas.values(), *query.extra]))
-        solver.add(z3.Not(query.goal).translate(context))
-        return _Translated(solver.model(), context) if solver.check() == z3.sat else None
+        return _Translated(solver.model(), context) if _refute(solver, context, query.goal) == z3.sat else None
 
     def _discharge(self, name: str, goals: list[tuple[str, Callable[[Encoding], Query]]],
                    explain: Callable[[Encoding, Any], dict[str, Any]]) -> Obligation:
@@ -1026,11 +1023,23 @@ class DataProof:
             yield lambda prop=prop: self.ind_prop(prop)  # type: ignore[misc]
 
 
-def _solve(query: Query, attempt: Attempt) -> Any:
-    """The verdict on the query's premises and negated goal, in a z3 context of its own."""
+def _fresh(units: int) -> tuple[Any, Any]:
+    """A solver on a budget of `units`, in a z3 context of its own."""
     context = z3.Context()
     solver = z3.Solver(ctx=context)
-    solver.set("rlimit", attempt.units)
+    solver.set("rlimit", units)
+    return solver, context
+
+
+def _refute(solver: Any, context: Any, goal: Expr) -> Any:
+    """The verdict once the negated goal joins the premises (last: instantiation follows assertion order)."""
+    solver.add(z3.Not(goal).translate(context))
+    return solver.check()
+
+
+def _solve(query: Query, attempt: Attempt) -> Any:
+    """The verdict on the query's premises and negated goal."""
+    solver, context = _fresh(attempt.units)
     solver.set("random_seed", attempt.seed)
     solver.set("smt.mbqi", False)
     for name, lemma in query.lemmas.items():
@@ -1039,8 +1048,7 @@ def _solve(query: Query, attempt: Attempt) -> Any:
         elif name not in query.leaving_out:
             solver.add(lemma.translate(context))
     solver.add(*(f.translate(context) for f in query.extra))
-    solver.add(z3.Not(query.goal).translate(context))
-    return solver.check()
+    return _refute(solver, context, query.goal)
 
 
 class _Translated:

@@ -155,11 +155,13 @@ def test_changes_made_while_a_client_is_cut_off_arrive_as_set_watches_reports_th
             writer.create(other, "/a", 0)
             cut_off.get("/a", watch=watcher)
             cut_off.exists("/b", watch=watcher)
-            relay.cut()
+            # held off until the four writes are done, or a quick reconnect would see some of them live
+            relay.cut(hold=True)
             writer.delete(other, "/a")
             writer.create(other, "/a", 1)
             writer.create(other, "/b", 0)
             writer.delete(other, "/b")
+            relay.release()
             # A poll waits for the events of its own store's writes: one write brings the others' too.
             cut_off.create(watcher, "/c", 0)
             assert cut_off.poll_watch_events() == [WatchEvent(watcher, "/a", "changed")]

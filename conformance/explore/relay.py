@@ -32,6 +32,7 @@ class Relay:
         self._cut_done = threading.Event()
         self._cut_wanted = False
         self._stopping = False
+        self._refusing = False
         self.accepted = 0  # connections accepted since the relay started
         self._thread = threading.Thread(target=self._serve, name=f"relay-{self.port}", daemon=True)
         self._thread.start()
@@ -40,15 +41,21 @@ class Relay:
     def open_connections(self) -> int:
         return len(self._peers) // 2
 
-    def cut(self, timeout: float = 5.0) -> int:
-        """Closes every connection now open (both ends); returns how many there were."""
+    def cut(self, timeout: float = 5.0, hold: bool = False) -> int:
+        """Closes every connection now open (both ends); returns how many there were.  With `hold`, the
+        relay also refuses new connections until `release`, so a client stays cut off while others write."""
         before = self.open_connections
+        self._refusing = hold
         self._cut_done.clear()
         self._cut_wanted = True
         self._wake_write.send(b"\0")
         if not self._cut_done.wait(timeout):
             raise TimeoutError(f"the relay on port {self.port} did not cut its connections within {timeout} s")
         return before
+
+    def release(self) -> None:
+        """Lets clients reconnect again after `cut(hold=True)`."""
+        self._refusing = False
 
     def wait_for_connections(self, count: int, timeout: float) -> None:
         """Returns once `count` connections are open again (the clients reconnected), or raises TimeoutError."""
@@ -92,6 +99,9 @@ class Relay:
         try:
             client, _ = self._listener.accept()
         except BlockingIOError:
+            return
+        if self._refusing:
+            client.close()  # held off: the client sees a dropped connection and retries
             return
         try:
             server = socket.create_connection(self._target, timeout=5.0)

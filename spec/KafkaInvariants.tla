@@ -177,10 +177,14 @@ FollowerIsPrefix ==
          /\ role[l][p] = "leader" /\ local_leader_epoch[l][p] = local_leader_epoch[f][p])
             => IsPrefix(log[f][p], log[l][p])
 
-(* FetchedPrefix: a follower position a leader recorded is backed by as much of the leader's log. *)
+(* FetchedPrefix: a follower position a leader recorded is backed by as much of the leader's log, while
+   the follower has not moved past the leader's epoch (once it has, it may truncate against a later leader
+   that never had those entries; the position then bounds no HW the proof needs).  Without the proof's
+   ghost of the highest epoch each broker adopted, it reads the followers that hold an epoch. *)
 FetchedPrefix ==
     \A l, f \in Brokers, p \in Partitions :
-        (role[l][p] = "leader" /\ follower_leo[l][p][f] >= 0) =>
+        (/\ role[l][p] = "leader" /\ follower_leo[l][p][f] >= 0
+         /\ role[f][p] \in {"leader", "follower"} /\ local_leader_epoch[f][p] <= local_leader_epoch[l][p]) =>
             /\ follower_leo[l][p][f] <= Len(log[f][p])
             /\ SubSeq(log[f][p], 1, follower_leo[l][p][f]) = SubSeq(log[l][p], 1, follower_leo[l][p][f])
 

@@ -95,6 +95,7 @@ class DataState:
         self._add("CE", lambda v: z3.Array(v, ints, ints))
         self._add("CR", lambda v: z3.Array(v, ints, ints))
         self._add("CC", lambda v: z3.Array(v, ints, ints))
+        self._add("LC", lambda v: z3.Array(v, ints, ints))
 
     def _add(self, name: str, make: Callable[[str], Expr]) -> None:
         self.vars[name] = make(f"{self.prefix}{name}")
@@ -205,7 +206,7 @@ class DataModel:
     # the frame: `changes` gives new values, everything else stays
     def _frame(self, changes: dict[str, Expr]) -> Expr:
         protocol = and_all(self.t[k] == changes.get(k, self.s[k]) for k in self.s.vars
-                           if k not in ("clen", "CE", "CR", "CC", "hx"))
+                           if k not in ("clen", "CE", "CR", "CC", "LC", "hx"))
         return z3.And(protocol, self._history())
 
     def _history(self) -> Expr:
@@ -234,7 +235,22 @@ class DataModel:
                           z3.And(t["clen"] == s["clen"], t["CE"] == s["CE"], t["CR"] == s["CR"],
                                  t["CC"] == s["CC"]))
         exposed = self.exposed_hw(s)
-        return z3.And(committed, t["hx"] == ite(exposed > s["hx"], exposed, s["hx"]))
+        return z3.And(committed, self._lowest_cover(), t["hx"] == ite(exposed > s["hx"], exposed, s["hx"]))
+
+    def _lowest_cover(self) -> Expr:
+        """The ghost LC: for each committed offset, the lowest epoch of any leader whose HW ever covered it
+        (a stale leader's HW may cover an offset after a later epoch's leader committed it)."""
+        s, t = self.s, self.t
+
+        def at(v: list[Expr]) -> Expr:
+            i = v[0]
+            lowest = ite(i < s["clen"], s["LC"][i], t["ne"] + 1)
+            for b in s.brokers():
+                covers = z3.And(t.role(b) == LEADER, i < t.hw(b), i < t.ln(b), t.lep(b) < lowest)
+                lowest = ite(covers, t.lep(b), lowest)
+            return t["LC"][i] == lowest
+        # pointwise, not a lambda: the search's expansion then makes it quantifier-free, as it must be fast
+        return forall(1, at, "lcu")
 
     def exposed_hw(self, s: DataState) -> Expr:
         out: Expr = z3.IntVal(-1)
@@ -508,6 +524,16 @@ def _quorum(s: DataState, ld: int) -> Expr:
     return candidate
 
 
+def _frozen(s: DataState, ld: int) -> Expr:
+    """The lowest position the leader ld recorded for an ISR member that moved on (its log end if none)."""
+    bound: Expr = s.ln(ld)
+    for x in s.brokers():
+        if x != ld:
+            moved = z3.And(s.lisr(ld, x), s[f"seen{x}"] > s.lep(ld), s.fleo(ld, x) < bound)
+            bound = ite(moved, s.fleo(ld, x), bound)
+    return bound
+
+
 def _joined_after(s: DataState, x: int, v: Expr, w: Expr) -> Expr:
     """Epochs v < w up to the store's, x in w's last ISR and not in v's."""
     return z3.And(v >= 0, v < w, w <= s["ne"], s[f"HI{x}"][w], z3.Not(s[f"HI{x}"][v]))
@@ -631,8 +657,9 @@ def lemmas(n: int) -> dict[str, Formula]:
         """The broker named leader of an epoch it has not moved past holds every entry committed in that
         epoch or before (a later commit needed a quorum holding it)."""
         return forall(2, lambda v: z3.Implies(
-            z3.And(v[0] >= 0, v[0] <= s["ne"], s["HL"][v[0]] == y, s[f"seen{y}"] <= v[0], v[1] >= 0,
-                   v[1] < s["clen"], s["CC"][v[1]] <= v[0]),
+            z3.And(v[0] >= 0, v[0] <= s["ne"], z3.Or(s["HL"][v[0]] == y, s[f"HI{y}"][v[0]]), s[f"seen{y}"] <= v[0],
+                   v[1] >= 0,
+                   v[1] < s["clen"], s["LC"][v[1]] <= v[0]),
             z3.And(v[1] < s.ln(y), s.E(y)[v[1]] == s["CE"][v[1]], s.R(y)[v[1]] == s["CR"][v[1]])), "nc")
 
     def isr_sees_commits(s: DataState, x: int) -> Expr:
@@ -653,7 +680,25 @@ def lemmas(n: int) -> dict[str, Formula]:
     def fetched_prefix(s: DataState, ld: int, f: int) -> Expr:
         """A position the leader recorded for a follower: the follower's log starts with as much of the
         leader's."""
-        return z3.Implies(z3.And(s.role(ld) == LEADER, s.fleo(ld, f) >= 0), _holds_prefix(s, f, ld, s.fleo(ld, f)))
+        return z3.Implies(z3.And(s.role(ld) == LEADER, s.fleo(ld, f) >= 0, s[f"seen{f}"] <= s.lep(ld)),
+                          _holds_prefix(s, f, ld, s.fleo(ld, f)))
+
+    def frozen_held(s: DataState, ld: int, y: int) -> Expr:
+        bound = _frozen(s, ld)
+        return forall(1, lambda v: z3.Implies(
+            z3.And(s.role(ld) == LEADER, s.lep(ld) < s[f"seen{y}"], s[f"seen{y}"] <= v[0], v[0] <= s["ne"],
+                   s[f"HI{y}"][v[0]]),
+            _holds_prefix(s, y, ld, bound)), "fh")
+
+    def frozen_below_start(s: DataState, ld: int, y: int) -> Expr:
+        return z3.Implies(z3.And(s.role(ld) == LEADER, s.role(y) == LEADER, s.lep(ld) < s.lep(y)),
+                          _frozen(s, ld) <= s[f"eso{y}"])
+
+    def quorum_held_later(s: DataState, ld: int, y: int) -> Expr:
+        return forall(1, lambda v: z3.Implies(
+            z3.And(s.role(ld) == LEADER, s.lep(ld) < v[0], s[f"seen{y}"] <= v[0], v[0] <= s["ne"],
+                   s[f"HI{y}"][v[0]]),
+            _holds_prefix(s, y, ld, _quorum(s, ld))), "qh")
 
     def isr_holds_quorum(s: DataState, ld: int, x: int) -> Expr:
         return z3.Implies(z3.And(s.role(ld) == LEADER, s.nisr(x)), _holds_prefix(s, x, ld, _quorum(s, ld)))
@@ -687,6 +732,12 @@ def lemmas(n: int) -> dict[str, Formula]:
                    s["CC"][v[1]] <= v[0]),
             s["CC"][v[1]] <= s[f"seen{x}"]), "sw")
 
+    def isr_saw_covers(s: DataState, x: int) -> Expr:
+        return forall(2, lambda v: z3.Implies(
+            z3.And(v[0] >= 0, v[0] <= s["ne"], s[f"HI{x}"][v[0]], v[1] >= 0, v[1] < s["clen"],
+                   s["LC"][v[1]] <= v[0]),
+            s["LC"][v[1]] <= s[f"seen{x}"]), "sv")
+
     def hw_at_quorum(s: DataState, ld: int) -> Expr:
         """A leader's HW is at least what its ISR's positions allow: every step that raises the quorum
         (a fetch, a produce, a shrink, becoming leader) advances the HW with it."""
@@ -705,7 +756,15 @@ def lemmas(n: int) -> dict[str, Formula]:
         """What a broker's HW or checkpoint covers was committed in an epoch it adopted: its HW comes from
         its own leadership or from its leader's in its epoch."""
         cap = min2(ite(s[f"ck{b}"] > s.hw(b), s[f"ck{b}"], s.hw(b)), s["clen"])
-        return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < cap), s["CC"][i] <= s[f"seen{b}"]), "hs")
+        return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < cap), s["LC"][i] <= s[f"seen{b}"]), "hs")
+
+    def cover_epoch_leader(s: DataState) -> Expr:
+        def adopted(i: Expr) -> Expr:
+            epoch = s["LC"][i]
+            return z3.Implies(z3.And(i >= 0, i < s["clen"]), z3.And(
+                epoch >= 0, epoch <= s["CC"][i], and_all(z3.Implies(s["HL"][epoch] == y, s[f"seen{y}"] >= epoch)
+                                                         for y in B)))
+        return _all_offsets(adopted, "lc")
 
     def leader_hw_committed(s: DataState, ld: int) -> Expr:
         return z3.Implies(s.role(ld) == LEADER, _below_committed(s, ld, s.hw(ld)))
@@ -754,6 +813,9 @@ def lemmas(n: int) -> dict[str, Formula]:
         "EpochStartOffset": per_broker(epoch_start),
         "FollowerIsPrefix": per_pair(follower_prefix, distinct=True),
         "FetchedPrefix": per_pair(fetched_prefix, distinct=True),
+        "FrozenHeld": per_pair(frozen_held, distinct=True),
+        "QuorumHeldLater": per_pair(quorum_held_later, distinct=True),
+        "FrozenBelowStart": per_pair(frozen_below_start, distinct=True),
         "FollowerHwHeld": per_pair(follower_hw_held, distinct=True),
         "PositionsFromEpoch": per_pair(positions_from_epoch, distinct=True),
         "NamedLeaderHoldsCommits": per_broker(named_leader_holds_commits),
@@ -764,8 +826,10 @@ def lemmas(n: int) -> dict[str, Formula]:
         "IsrChainDescends": per_broker(isr_chain_descends),
         "IsrChainJoined": per_broker(isr_chain_joined),
         "IsrSawCommits": per_broker(isr_saw_commits),
+        "IsrSawCovers": per_broker(isr_saw_covers),
         "HwAtQuorum": per_broker(hw_at_quorum),
         "CommitEpochLeader": commit_epoch_leader,
+        "CoverEpochLeader": cover_epoch_leader,
         "HwCommitsSeen": per_broker(hw_commits_seen),
         "IsrHoldsQuorum": per_pair(isr_holds_quorum),
         "LeaderHwCommitted": per_broker(leader_hw_committed),
@@ -827,7 +891,7 @@ def hw_monotonic_per_epoch(s: DataState, t: DataState) -> Expr:
 
 @dataclass
 class Obligation:
-    name: str  # IndInit | IndNext: <action> | IndProp: <invariant>
+    name: str  # IndInit | IndNext: <action> | Implied: <lemma> | IndProp: <invariant>
     result: str
     seconds: float
     cti: dict[str, Any] | None = None
@@ -858,6 +922,17 @@ _LOG_SHAPE = ("LogMatching", "EpochPrefix", "EpochsMonotone", "EpochsSeen", "Rec
 _ISR_HISTORY = ("IsrChainDescends", "IsrChainJoined", "IsrSawCommits", "IsrDescends", "IsrJoinedByFetching")
 UNUSED: dict[tuple[str, str], tuple[str, ...]] = {
     ("FollowerHwHeld", "LeaderAndIsr"): _LOG_SHAPE + _ISR_HISTORY,
+}
+
+# Lemmas that follow from others in the same state, with the lemmas they follow from (none of them implied).
+# Each is proved once, as its own obligation, instead of after every action: the invariant is inductive when
+# the other lemmas are preserved (they may assume the implied ones, which hold in every state they hold in).
+_HOLDERS = ("RolesAndEpochs", "OffsetsWithinLog", "NamedLeaderHoldsCommits", "CommitEpochLeader", "CoverEpochLeader")
+IMPLIED: dict[str, tuple[str, ...]] = {
+    "IsrHoldsCommitted": _HOLDERS + ("IsrAsWritten",),
+    "LeaderHoldsCommitted": _HOLDERS,
+    "ElectedHoldsCommitted": _HOLDERS,
+    "FollowerHwHeld": _HOLDERS + ("HwCommitsSeen", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog"),
 }
 
 
@@ -989,14 +1064,20 @@ class DataProof:
         def build(name: str) -> Callable[[Encoding], Query]:
             return lambda enc: Query({}, [enc.init], enc.before[name])
 
-        goals = [(n, build(n)) for n in self.exact.before]
+        goals = [(n, build(n)) for n in self.exact.before if n not in IMPLIED]
         return self._discharge("IndInit", goals, lambda enc, m: {"state": render(m, enc.model.s)})
+
+    def implied(self, lemma: str) -> Obligation:
+        def build(enc: Encoding) -> Query:
+            return Query({name: enc.before[name] for name in IMPLIED[lemma]}, [], enc.before[lemma])
+
+        return self._discharge(f"Implied: {lemma}", [(lemma, build)], lambda enc, m: {"state": render(m, enc.model.s)})
 
     def ind_next(self, action: str) -> Obligation:
         def build(name: str) -> Callable[[Encoding], Query]:
             return lambda enc: Query(enc.before, [enc.relation(action)[0]], enc.after[name], unused(name, action))
 
-        goals = [(n, build(n)) for n in self.exact.after]
+        goals = [(n, build(n)) for n in self.exact.after if n not in IMPLIED]
         return self._discharge(f"IndNext: {action}", goals, lambda enc, m: self._cti(enc, m, action))
 
     def ind_prop(self, prop: str) -> Obligation:
@@ -1019,6 +1100,8 @@ class DataProof:
         yield self.ind_init
         for action in self.actions():
             yield lambda action=action: self.ind_next(action)  # type: ignore[misc]
+        for lemma in IMPLIED:
+            yield lambda lemma=lemma: self.implied(lemma)  # type: ignore[misc]
         for prop in PROPERTIES:
             yield lambda prop=prop: self.ind_prop(prop)  # type: ignore[misc]
 

@@ -653,13 +653,14 @@ def lemmas(n: int) -> dict[str, Formula]:
         return z3.Implies(z3.And(s.role(f) == FOLLOWER, s[f"lldr{f}"] == ld, s[f"seen{ld}"] <= s.lep(f)),
                           _holds_prefix(s, ld, f, ite(s[f"ck{f}"] > s.hw(f), s[f"ck{f}"], s.hw(f))))
 
-    def named_leader_holds_commits(s: DataState, y: int) -> Expr:
-        """The broker named leader of an epoch it has not moved past holds every entry committed in that
-        epoch or before (a later commit needed a quorum holding it)."""
+    def named_holds_commits(s: DataState, y: int) -> Expr:
+        """A broker named in an epoch (its leader, or in its last ISR) that it has not moved past holds every
+        committed entry some leader of that epoch or an earlier one covered with its HW: a leader covers an
+        entry only once its ISR, which every later ISR descends from, holds it.  (The leader is in its own
+        ISR; naming it too spares z3 that step.)"""
         return forall(2, lambda v: z3.Implies(
-            z3.And(v[0] >= 0, v[0] <= s["ne"], z3.Or(s["HL"][v[0]] == y, s[f"HI{y}"][v[0]]), s[f"seen{y}"] <= v[0],
-                   v[1] >= 0,
-                   v[1] < s["clen"], s["LC"][v[1]] <= v[0]),
+            z3.And(v[0] >= 0, v[0] <= s["ne"], z3.Or(s["HL"][v[0]] == y, s[f"HI{y}"][v[0]]),
+                   s[f"seen{y}"] <= v[0], v[1] >= 0, v[1] < s["clen"], s["LC"][v[1]] <= v[0]),
             z3.And(v[1] < s.ln(y), s.E(y)[v[1]] == s["CE"][v[1]], s.R(y)[v[1]] == s["CR"][v[1]])), "nc")
 
     def isr_sees_commits(s: DataState, x: int) -> Expr:
@@ -679,11 +680,16 @@ def lemmas(n: int) -> dict[str, Formula]:
 
     def fetched_prefix(s: DataState, ld: int, f: int) -> Expr:
         """A position the leader recorded for a follower: the follower's log starts with as much of the
-        leader's."""
+        leader's, while the follower has not moved past the leader's epoch (after that it may truncate
+        against a later leader that never had those entries)."""
         return z3.Implies(z3.And(s.role(ld) == LEADER, s.fleo(ld, f) >= 0, s[f"seen{f}"] <= s.lep(ld)),
                           _holds_prefix(s, f, ld, s.fleo(ld, f)))
 
     def frozen_held(s: DataState, ld: int, y: int) -> Expr:
+        """A (stale) leader's prefix up to the lowest position it recorded for an ISR member that moved on is
+        held by every broker that moved past its epoch and is named in a later epoch it has not moved past:
+        each such member held that much when it moved on, every later leader descends from them, and a
+        truncation against a leader holding the prefix keeps it."""
         bound = _frozen(s, ld)
         return forall(1, lambda v: z3.Implies(
             z3.And(s.role(ld) == LEADER, s.lep(ld) < s[f"seen{y}"], s[f"seen{y}"] <= v[0], v[0] <= s["ne"],
@@ -691,10 +697,14 @@ def lemmas(n: int) -> dict[str, Formula]:
             _holds_prefix(s, y, ld, bound)), "fh")
 
     def frozen_below_start(s: DataState, ld: int, y: int) -> Expr:
+        """That prefix ends before a later epoch's leader's epoch start (its entries are of older epochs), so a
+        stale leader never commits past the current leader's epoch start."""
         return z3.Implies(z3.And(s.role(ld) == LEADER, s.role(y) == LEADER, s.lep(ld) < s.lep(y)),
                           _frozen(s, ld) <= s[f"eso{y}"])
 
     def quorum_held_later(s: DataState, ld: int, y: int) -> Expr:
+        """A (stale) leader's quorum prefix, the HW it could advance to, is held by every broker named in a
+        later epoch it has not moved past: IsrHoldsQuorum for every later epoch's ISR."""
         return forall(1, lambda v: z3.Implies(
             z3.And(s.role(ld) == LEADER, s.lep(ld) < v[0], s[f"seen{y}"] <= v[0], v[0] <= s["ne"],
                    s[f"HI{y}"][v[0]]),
@@ -733,6 +743,8 @@ def lemmas(n: int) -> dict[str, Formula]:
             s["CC"][v[1]] <= s[f"seen{x}"]), "sw")
 
     def isr_saw_covers(s: DataState, x: int) -> Expr:
+        """IsrSawCommits for the lowest covering epochs: a member of w's last ISR adopted the lowest epoch
+        that covered each entry covered in w or before (that leader needed its position)."""
         return forall(2, lambda v: z3.Implies(
             z3.And(v[0] >= 0, v[0] <= s["ne"], s[f"HI{x}"][v[0]], v[1] >= 0, v[1] < s["clen"],
                    s["LC"][v[1]] <= v[0]),
@@ -753,12 +765,13 @@ def lemmas(n: int) -> dict[str, Formula]:
         return _all_offsets(adopted, "ce")
 
     def hw_commits_seen(s: DataState, b: int) -> Expr:
-        """What a broker's HW or checkpoint covers was committed in an epoch it adopted: its HW comes from
-        its own leadership or from its leader's in its epoch."""
+        """What a broker's HW or checkpoint covers was covered by the HW of a leader of an epoch it adopted:
+        its HW comes from its own leadership or from its leader's in its epoch."""
         cap = min2(ite(s[f"ck{b}"] > s.hw(b), s[f"ck{b}"], s.hw(b)), s["clen"])
         return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < cap), s["LC"][i] <= s[f"seen{b}"]), "hs")
 
     def cover_epoch_leader(s: DataState) -> Expr:
+        """An offset's lowest covering epoch is at most its commit epoch, and its named leader adopted it."""
         def adopted(i: Expr) -> Expr:
             epoch = s["LC"][i]
             return z3.Implies(z3.And(i >= 0, i < s["clen"]), z3.And(
@@ -818,7 +831,7 @@ def lemmas(n: int) -> dict[str, Formula]:
         "FrozenBelowStart": per_pair(frozen_below_start, distinct=True),
         "FollowerHwHeld": per_pair(follower_hw_held, distinct=True),
         "PositionsFromEpoch": per_pair(positions_from_epoch, distinct=True),
-        "NamedLeaderHoldsCommits": per_broker(named_leader_holds_commits),
+        "NamedHoldsCommits": per_broker(named_holds_commits),
         "IsrSeesCommits": per_broker(isr_sees_commits),
         "IsrJoinedByFetching": per_broker(isr_joined_by_fetching),
         "LocalIsrIsNode": per_broker(local_isr_is_node),
@@ -914,30 +927,16 @@ TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpo
               "FollowerIsPrefix", "FetchedPrefix", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog",
               "IsrHoldsCommitted", "LeaderHoldsCommitted", "HwAtQuorum")
 
-# Lemmas a plain attempt at a lemma's preservation under an action leaves out of its premises.
-# Dropping premises is sound (the goal follows from fewer facts); these only feed z3's quantifier
-# instantiation (docs/z3.md, "Premises left out", has the figures with and without them).
-_LOG_SHAPE = ("LogMatching", "EpochPrefix", "EpochsMonotone", "EpochsSeen", "RecordOfEpochOffset",
-              "EpochLeaderAdopted", "LeaderHoldsItsEpoch", "FetchedPrefix", "FollowerIsPrefix", "IsrHoldsQuorum")
-_ISR_HISTORY = ("IsrChainDescends", "IsrChainJoined", "IsrSawCommits", "IsrDescends", "IsrJoinedByFetching")
-UNUSED: dict[tuple[str, str], tuple[str, ...]] = {
-    ("FollowerHwHeld", "LeaderAndIsr"): _LOG_SHAPE + _ISR_HISTORY,
-}
-
 # Lemmas that follow from others in the same state, with the lemmas they follow from (none of them implied).
 # Each is proved once, as its own obligation, instead of after every action: the invariant is inductive when
 # the other lemmas are preserved (they may assume the implied ones, which hold in every state they hold in).
-_HOLDERS = ("RolesAndEpochs", "OffsetsWithinLog", "NamedLeaderHoldsCommits", "CommitEpochLeader", "CoverEpochLeader")
+_HOLDERS = ("RolesAndEpochs", "OffsetsWithinLog", "NamedHoldsCommits", "CommitEpochLeader", "CoverEpochLeader")
 IMPLIED: dict[str, tuple[str, ...]] = {
-    "IsrHoldsCommitted": _HOLDERS + ("IsrAsWritten",),
+    "IsrHoldsCommitted": (*_HOLDERS, "IsrAsWritten"),
     "LeaderHoldsCommitted": _HOLDERS,
     "ElectedHoldsCommitted": _HOLDERS,
-    "FollowerHwHeld": _HOLDERS + ("HwCommitsSeen", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog"),
+    "FollowerHwHeld": (*_HOLDERS, "HwCommitsSeen", "HwCommitted", "CheckpointCommitted", "CheckpointWithinLog"),
 }
-
-
-def unused(lemma: str, action: str) -> tuple[str, ...]:
-    return UNUSED.get((lemma, action), ())
 
 
 PROPERTIES = ("NoCommittedDataLoss", "ReplicaLogsAgree", "HighWatermarkMonotonic")
@@ -985,13 +984,11 @@ class Encoding:
 
 @dataclass(frozen=True)
 class Query:
-    """One goal and what it may assume: the lemmas by name, the other premises (the step relation) as they
-    are, and the lemmas a plain attempt leaves out (`unused`)."""
+    """One goal and what it may assume: the lemmas by name and the other premises (the step relation)."""
 
     lemmas: dict[str, Expr]
     extra: list[Expr]
     goal: Expr
-    leaving_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1075,7 +1072,7 @@ class DataProof:
 
     def ind_next(self, action: str) -> Obligation:
         def build(name: str) -> Callable[[Encoding], Query]:
-            return lambda enc: Query(enc.before, [enc.relation(action)[0]], enc.after[name], unused(name, action))
+            return lambda enc: Query(enc.before, [enc.relation(action)[0]], enc.after[name])
 
         goals = [(n, build(n)) for n in self.exact.after if n not in IMPLIED]
         return self._discharge(f"IndNext: {action}", goals, lambda enc, m: self._cti(enc, m, action))
@@ -1128,7 +1125,7 @@ def _solve(query: Query, attempt: Attempt) -> Any:
     for name, lemma in query.lemmas.items():
         if attempt.tracked:
             solver.assert_and_track(lemma.translate(context), z3.Bool(f"lemma {name}", context))
-        elif name not in query.leaving_out:
+        else:
             solver.add(lemma.translate(context))
     solver.add(*(f.translate(context) for f in query.extra))
     return _refute(solver, context, query.goal)

@@ -95,7 +95,6 @@ class DataState:
         self._add("CE", lambda v: z3.Array(v, ints, ints))
         self._add("CR", lambda v: z3.Array(v, ints, ints))
         self._add("CC", lambda v: z3.Array(v, ints, ints))
-        self._add("LC", lambda v: z3.Array(v, ints, ints))
 
     def _add(self, name: str, make: Callable[[str], Expr]) -> None:
         self.vars[name] = make(f"{self.prefix}{name}")
@@ -206,7 +205,7 @@ class DataModel:
     # the frame: `changes` gives new values, everything else stays
     def _frame(self, changes: dict[str, Expr]) -> Expr:
         protocol = and_all(self.t[k] == changes.get(k, self.s[k]) for k in self.s.vars
-                           if k not in ("clen", "CE", "CR", "CC", "LC", "hx"))
+                           if k not in ("clen", "CE", "CR", "CC", "hx"))
         return z3.And(protocol, self._history())
 
     def _history(self) -> Expr:
@@ -226,31 +225,28 @@ class DataModel:
                 out = ite(w == b, get(b), out)
             return out
 
-        i = z3.Int("i_cc")
-        # the commit epoch of each committed offset: the epoch of the leader whose HW first covered it
-        commit_epochs = z3.Lambda([i], ite(i >= s["clen"], of_winner(t.lep), s["CC"][i]))
         committed = z3.If(or_all(extends),
                           z3.And(or_all(chosen), t["clen"] == of_winner(lambda b: min2(t.hw(b), t.ln(b))),
-                                 t["CE"] == of_winner(t.E), t["CR"] == of_winner(t.R), t["CC"] == commit_epochs),
-                          z3.And(t["clen"] == s["clen"], t["CE"] == s["CE"], t["CR"] == s["CR"],
-                                 t["CC"] == s["CC"]))
+                                 t["CE"] == of_winner(t.E), t["CR"] == of_winner(t.R)),
+                          z3.And(t["clen"] == s["clen"], t["CE"] == s["CE"], t["CR"] == s["CR"]))
         exposed = self.exposed_hw(s)
-        return z3.And(committed, self._lowest_cover(), t["hx"] == ite(exposed > s["hx"], exposed, s["hx"]))
+        return z3.And(committed, self._commit_epochs(), t["hx"] == ite(exposed > s["hx"], exposed, s["hx"]))
 
-    def _lowest_cover(self) -> Expr:
-        """The ghost LC: for each committed offset, the lowest epoch of any leader whose HW ever covered it
-        (a stale leader's HW may cover an offset after a later epoch's leader committed it)."""
+    def _commit_epochs(self) -> Expr:
+        """The ghost CC, the commit epoch of each committed offset: the lowest epoch of any leader whose HW
+        ever covered it (a stale leader's HW may cover an offset after a later epoch's leader committed it,
+        and a follower of that stale leader then holds it in its HW)."""
         s, t = self.s, self.t
 
         def at(v: list[Expr]) -> Expr:
             i = v[0]
-            lowest = ite(i < s["clen"], s["LC"][i], t["ne"] + 1)
+            lowest = ite(i < s["clen"], s["CC"][i], t["ne"] + 1)
             for b in s.brokers():
                 covers = z3.And(t.role(b) == LEADER, i < t.hw(b), i < t.ln(b), t.lep(b) < lowest)
                 lowest = ite(covers, t.lep(b), lowest)
-            return t["LC"][i] == lowest
+            return t["CC"][i] == lowest
         # pointwise, not a lambda: the search's expansion then makes it quantifier-free, as it must be fast
-        return forall(1, at, "lcu")
+        return forall(1, at, "cc")
 
     def exposed_hw(self, s: DataState) -> Expr:
         out: Expr = z3.IntVal(-1)
@@ -660,7 +656,7 @@ def lemmas(n: int) -> dict[str, Formula]:
         ISR; naming it too spares z3 that step.)"""
         return forall(2, lambda v: z3.Implies(
             z3.And(v[0] >= 0, v[0] <= s["ne"], z3.Or(s["HL"][v[0]] == y, s[f"HI{y}"][v[0]]),
-                   s[f"seen{y}"] <= v[0], v[1] >= 0, v[1] < s["clen"], s["LC"][v[1]] <= v[0]),
+                   s[f"seen{y}"] <= v[0], v[1] >= 0, v[1] < s["clen"], s["CC"][v[1]] <= v[0]),
             z3.And(v[1] < s.ln(y), s.E(y)[v[1]] == s["CE"][v[1]], s.R(y)[v[1]] == s["CR"][v[1]])), "nc")
 
     def isr_sees_commits(s: DataState, x: int) -> Expr:
@@ -742,21 +738,14 @@ def lemmas(n: int) -> dict[str, Formula]:
                    s["CC"][v[1]] <= v[0]),
             s["CC"][v[1]] <= s[f"seen{x}"]), "sw")
 
-    def isr_saw_covers(s: DataState, x: int) -> Expr:
-        """IsrSawCommits for the lowest covering epochs: a member of w's last ISR adopted the lowest epoch
-        that covered each entry covered in w or before (that leader needed its position)."""
-        return forall(2, lambda v: z3.Implies(
-            z3.And(v[0] >= 0, v[0] <= s["ne"], s[f"HI{x}"][v[0]], v[1] >= 0, v[1] < s["clen"],
-                   s["LC"][v[1]] <= v[0]),
-            s["LC"][v[1]] <= s[f"seen{x}"]), "sv")
-
     def hw_at_quorum(s: DataState, ld: int) -> Expr:
         """A leader's HW is at least what its ISR's positions allow: every step that raises the quorum
         (a fetch, a produce, a shrink, becoming leader) advances the HW with it."""
         return z3.Implies(s.role(ld) == LEADER, s.hw(ld) >= _quorum(s, ld))
 
     def commit_epoch_leader(s: DataState) -> Expr:
-        """An offset is first committed by its epoch's named leader, after it adopted the epoch."""
+        """An offset's commit epoch is an epoch up to the store's whose named leader adopted it (that leader
+        covered the offset)."""
         def adopted(i: Expr) -> Expr:
             epoch = s["CC"][i]
             return z3.Implies(z3.And(i >= 0, i < s["clen"]), z3.And(
@@ -768,16 +757,7 @@ def lemmas(n: int) -> dict[str, Formula]:
         """What a broker's HW or checkpoint covers was covered by the HW of a leader of an epoch it adopted:
         its HW comes from its own leadership or from its leader's in its epoch."""
         cap = min2(ite(s[f"ck{b}"] > s.hw(b), s[f"ck{b}"], s.hw(b)), s["clen"])
-        return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < cap), s["LC"][i] <= s[f"seen{b}"]), "hs")
-
-    def cover_epoch_leader(s: DataState) -> Expr:
-        """An offset's lowest covering epoch is at most its commit epoch, and its named leader adopted it."""
-        def adopted(i: Expr) -> Expr:
-            epoch = s["LC"][i]
-            return z3.Implies(z3.And(i >= 0, i < s["clen"]), z3.And(
-                epoch >= 0, epoch <= s["CC"][i], and_all(z3.Implies(s["HL"][epoch] == y, s[f"seen{y}"] >= epoch)
-                                                         for y in B)))
-        return _all_offsets(adopted, "lc")
+        return _all_offsets(lambda i: z3.Implies(z3.And(i >= 0, i < cap), s["CC"][i] <= s[f"seen{b}"]), "hs")
 
     def leader_hw_committed(s: DataState, ld: int) -> Expr:
         return z3.Implies(s.role(ld) == LEADER, _below_committed(s, ld, s.hw(ld)))
@@ -839,10 +819,8 @@ def lemmas(n: int) -> dict[str, Formula]:
         "IsrChainDescends": per_broker(isr_chain_descends),
         "IsrChainJoined": per_broker(isr_chain_joined),
         "IsrSawCommits": per_broker(isr_saw_commits),
-        "IsrSawCovers": per_broker(isr_saw_covers),
         "HwAtQuorum": per_broker(hw_at_quorum),
         "CommitEpochLeader": commit_epoch_leader,
-        "CoverEpochLeader": cover_epoch_leader,
         "HwCommitsSeen": per_broker(hw_commits_seen),
         "IsrHoldsQuorum": per_pair(isr_holds_quorum),
         "LeaderHwCommitted": per_broker(leader_hw_committed),
@@ -930,7 +908,7 @@ TLA_LEMMAS = ("EpochsMonotone", "LogMatching", "EpochPrefix", "LeaderHoldsItsEpo
 # Lemmas that follow from others in the same state, with the lemmas they follow from (none of them implied).
 # Each is proved once, as its own obligation, instead of after every action: the invariant is inductive when
 # the other lemmas are preserved (they may assume the implied ones, which hold in every state they hold in).
-_HOLDERS = ("RolesAndEpochs", "OffsetsWithinLog", "NamedHoldsCommits", "CommitEpochLeader", "CoverEpochLeader")
+_HOLDERS = ("RolesAndEpochs", "OffsetsWithinLog", "NamedHoldsCommits", "CommitEpochLeader")
 IMPLIED: dict[str, tuple[str, ...]] = {
     "IsrHoldsCommitted": (*_HOLDERS, "IsrAsWritten"),
     "LeaderHoldsCommitted": _HOLDERS,

@@ -78,6 +78,16 @@ def test_prove_only_data_prints_a_row_per_obligation(capsys: pytest.CaptureFixtu
     assert {row["group"] for row in rows} == {"data"} and {row["result"] for row in rows} == {HOLDS}
 
 
+def test_prove_only_data_stops_at_the_first_counterexample_to_induction(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["prove", "--only", "data", "--brokers", "2", "--set", "truncation=hw", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert [row["result"] for row in rows] == [HOLDS] * (len(rows) - 1) + [VIOLATED]
+    assert rows[-1]["property"] == "data: IndNext: LeaderAndIsr"
+    left = len(ACTIONS) - ACTIONS.index("LeaderAndIsr") - 1 + len(IMPLIED) + len(PROPERTIES)
+    assert rows[-1]["detail"].endswith(f"the {left} obligations after it not run (--full runs them)")
+
+
 @pytest.mark.long
 def test_three_brokers_every_obligation_holds() -> None:
     proof = DataProof(3, "kip320")

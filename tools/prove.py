@@ -1,8 +1,9 @@
 """`kcm prove`: the Z3 engine on the command line.
 
     kcm prove [--json]                  universal proofs and induction steps, as a table
-    kcm prove --only data               the data proof (NoCommittedDataLoss, ReplicaLogsAgree,
-                                        HighWatermarkMonotonic over unbounded logs), one row per obligation
+    kcm prove --only data [--full]      the data proof (NoCommittedDataLoss, ReplicaLogsAgree,
+                                        HighWatermarkMonotonic over unbounded logs), one row per obligation,
+                                        up to the first counterexample to induction (--full: every one)
     kcm prove --bmc K [--set ...]       bounded model checking up to depth K; a counterexample is written
                                         as a trace (format v2)
 
@@ -40,6 +41,8 @@ def register(subparsers: Any) -> None:
                        help="brokers (default: 8 for the universal proofs, 3 for induction and --bmc)")
     prove.add_argument("--only", choices=("proofs", "induction", "data"), action="append",
                        help="run only the universal proofs, the induction or the data proof (repeatable)")
+    prove.add_argument("--full", action="store_true",
+                       help="with --only data: every obligation, also after a counterexample to induction")
     prove.add_argument("--bmc", type=int, metavar="K", help="bounded model checking up to depth K instead")
     prove.add_argument("--invariant", action="append", metavar="NAME",
                        help="only this invariant: the one --bmc looks for, or the induction proves (repeatable)")
@@ -75,7 +78,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         if "induction" in parts:
             rows += induction_rows(reporter, args.brokers or 3, knobs, targets)
         if "data" in parts:
-            rows += data_rows(reporter, args.brokers or 3, knobs)
+            rows += data_rows(reporter, args.brokers or 3, knobs, args.full)
     _print_rows(rows, args.json, f"kcm prove ({knobs.describe()})")
     return _exit_code(rows)
 
@@ -121,19 +124,26 @@ def induction_rows(reporter: Reporter, brokers: int, knobs: Knobs,
     return rows
 
 
-def data_rows(reporter: Reporter, brokers: int, knobs: Knobs) -> list[dict[str, Any]]:
+def data_rows(reporter: Reporter, brokers: int, knobs: Knobs, full: bool = False) -> list[dict[str, Any]]:
     """The data proof (docs/z3.md, "The data proof"), one row per obligation: IndInit, IndNext per action,
-    IndProp per data invariant, for the design the knob truncation names."""
+    Implied per implied lemma, IndProp per data invariant, for the design the knob truncation names.  A
+    counterexample to induction settles that the invariant is not proved, so the rest runs only with `full`:
+    on an unsafe design a lemma that breaks without a small counterexample uses up every attempt."""
     from kcm.spec.z3.data import DataProof
 
     proof = DataProof(brokers, knobs.truncation)
     todo = list(proof.obligations())
-    rows = []
+    rows: list[dict[str, Any]] = []
     with reporter.task(f"z3 data proof ({brokers} brokers, truncation={knobs.truncation})", len(todo)) as task:
         for obligation in todo:
             result = obligation()
             task.advance(detail=f"{result.name}: {result.result}")
             rows.append(result.to_json())
+            if result.result == VIOLATED and not full:
+                left = len(todo) - len(rows)
+                if left:
+                    rows[-1]["detail"] += f"; the {left} obligations after it not run (--full runs them)"
+                break
     return rows
 
 

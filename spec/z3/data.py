@@ -510,24 +510,24 @@ def _below_committed(s: DataState, x: int, upto: Expr) -> Expr:
         z3.And(i >= 0, i < cap), z3.And(s.E(x)[i] == s["CE"][i], s.R(x)[i] == s["CR"][i]))))
 
 
-def _quorum(s: DataState, ld: int) -> Expr:
-    """The HW the leader ld could advance to now: its log end, capped by every ISR follower's position."""
+def _lowest_position(s: DataState, ld: int, counted: Callable[[int], Expr]) -> Expr:
+    """The leader ld's log end, capped by the position it recorded for every counted follower (unknown = -1)."""
     candidate = s.ln(ld)
     for x in s.brokers():
         if x != ld:
             pos = ite(s.fleo(ld, x) < 0, -1, s.fleo(ld, x))
-            candidate = ite(z3.And(s.lisr(ld, x), pos < candidate), pos, candidate)
+            candidate = ite(z3.And(counted(x), pos < candidate), pos, candidate)
     return candidate
+
+
+def _quorum(s: DataState, ld: int) -> Expr:
+    """The HW the leader ld could advance to now: its log end, capped by every ISR follower's position."""
+    return _lowest_position(s, ld, lambda x: s.lisr(ld, x))
 
 
 def _frozen(s: DataState, ld: int) -> Expr:
     """The lowest position the leader ld recorded for an ISR member that moved on (its log end if none)."""
-    bound: Expr = s.ln(ld)
-    for x in s.brokers():
-        if x != ld:
-            moved = z3.And(s.lisr(ld, x), s[f"seen{x}"] > s.lep(ld), s.fleo(ld, x) < bound)
-            bound = ite(moved, s.fleo(ld, x), bound)
-    return bound
+    return _lowest_position(s, ld, lambda x: z3.And(s.lisr(ld, x), s[f"seen{x}"] > s.lep(ld)))
 
 
 def _joined_after(s: DataState, x: int, v: Expr, w: Expr) -> Expr:
@@ -1003,6 +1003,10 @@ class DataProof:
         self.attempts = attempts
         self.search_units = search_units
 
+    def _inductive(self) -> list[str]:
+        """The lemmas IndInit and IndNext prove; the implied ones have an obligation of their own."""
+        return [name for name in self.exact.before if name not in IMPLIED]
+
     def actions(self) -> list[str]:
         return list(dict.fromkeys(step.action for step in self.exact.steps))
 
@@ -1039,20 +1043,20 @@ class DataProof:
         def build(name: str) -> Callable[[Encoding], Query]:
             return lambda enc: Query({}, [enc.init], enc.before[name])
 
-        goals = [(n, build(n)) for n in self.exact.before if n not in IMPLIED]
-        return self._discharge("IndInit", goals, lambda enc, m: {"state": render(m, enc.model.s)})
+        goals = [(n, build(n)) for n in self._inductive()]
+        return self._discharge("IndInit", goals, _one_state)
 
     def implied(self, lemma: str) -> Obligation:
         def build(enc: Encoding) -> Query:
             return Query({name: enc.before[name] for name in IMPLIED[lemma]}, [], enc.before[lemma])
 
-        return self._discharge(f"Implied: {lemma}", [(lemma, build)], lambda enc, m: {"state": render(m, enc.model.s)})
+        return self._discharge(f"Implied: {lemma}", [(lemma, build)], _one_state)
 
     def ind_next(self, action: str) -> Obligation:
         def build(name: str) -> Callable[[Encoding], Query]:
             return lambda enc: Query(enc.before, [enc.relation(action)[0]], enc.after[name])
 
-        goals = [(n, build(n)) for n in self.exact.after if n not in IMPLIED]
+        goals = [(n, build(n)) for n in self._inductive()]
         return self._discharge(f"IndNext: {action}", goals, lambda enc, m: self._cti(enc, m, action))
 
     def ind_prop(self, prop: str) -> Obligation:
@@ -1079,6 +1083,11 @@ class DataProof:
             yield lambda lemma=lemma: self.implied(lemma)  # type: ignore[misc]
         for prop in PROPERTIES:
             yield lambda prop=prop: self.ind_prop(prop)  # type: ignore[misc]
+
+
+def _one_state(enc: Encoding, model: Any) -> dict[str, Any]:
+    """A counterexample that is one state (IndInit's, an implied lemma's)."""
+    return {"state": render(model, enc.model.s)}
 
 
 def _fresh(units: int) -> tuple[Any, Any]:

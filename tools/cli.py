@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from kcm.spec import child_processes
+from kcm.spec.atomic_output import OutputError
 from kcm.spec.trace.format import TraceError
 from kcm.spec.vocabulary import KnobError
 from kcm.tools import (
@@ -28,7 +30,7 @@ from kcm.tools import (
     verify,
     zk,
 )
-from kcm.tools.errors import EXIT_OK, EXIT_USAGE, Parser, UsageError
+from kcm.tools.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Parser, UsageError
 from kcm.tools.report import command as report
 
 # In the order `kcm --help` lists them.
@@ -37,6 +39,7 @@ COMMANDS = (sim, check_trace, check, hunt, verify, prove, validate, review, conf
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    child_processes.install()
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
@@ -44,11 +47,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return interpreted.rerun_interpreted("kcm.tools.cli", sys.argv[1:] if argv is None else argv)
         handler: Any = args.handler
         return int(handler(args))
-    except (UsageError, KnobError, TraceError, ValueError) as err:
+    except (UsageError, KnobError, TraceError, OutputError, ValueError) as err:
         print(f"kcm: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        # Children first: the line is the last thing a user sees, and nothing kcm started outlives it.
+        child_processes.end_all()
+        print("kcm: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -6,10 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Final, NoReturn
 
-# Every command: 0 all holds, 1 a violation (or a property that fails), 2 bad input or no decision.
+# Every command: 0 all holds, 1 a violation (or a property that fails), 2 bad input or no decision, 3 input
+# missing (a quarantine), 130 interrupted.
 EXIT_OK: Final = 0
 EXIT_VIOLATED: Final = 1
 EXIT_USAGE: Final = 2
+# A pipeline check whose input lacks records its ingest manifest promised (named on stderr).
+EXIT_INCOMPLETE: Final = 3
+# Stopped by SIGINT, SIGTERM or SIGHUP (128 + SIGINT, as a shell reports Ctrl-C).
+EXIT_INTERRUPTED: Final = 130
 
 
 class UsageError(Exception):

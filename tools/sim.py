@@ -21,6 +21,7 @@ from rich.console import Console
 
 from kcm.impl.sim.cluster import FIRST_BROKER_ID
 from kcm.impl.sim.simulator import SimConfig, Simulator, check_fits
+from kcm.spec.atomic_output import claimed_file
 from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, UsageError
@@ -145,7 +146,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     large = _LargeLines(console)
     try:
-        with _Metered(open(args.out, "wb"), encoding="utf-8", newline="\n") as out:
+        with claimed_file(args.out) as temp, _Metered(open(temp, "wb"), encoding="utf-8", newline="\n") as out:
             writer = TraceWriter(out)
 
             def write(event: Event) -> None:

@@ -10,6 +10,7 @@ started at 1. The readers accept v1 and hand out v2 events (`upgrade_v1`); the w
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import json
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +20,7 @@ from typing import IO, Any, Final
 
 import fastjsonschema
 
+from kcm.spec.atomic_output import OutputError, open_output
 from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES
 
 Event = dict[str, Any]
@@ -417,23 +419,26 @@ def _ordered(event: Event, file: str, line: int) -> Event:
 
 
 class TraceWriter:
-    """Writes events as compact JSON lines, to a path (opened and closed here) or to a text stream."""
+    """Writes events as compact JSON lines, to a path or to a text stream. A path is claimed for this writer
+    alone and published whole when the writer closes without error (kcm.spec.atomic_output); a block that
+    raises leaves the path as it was."""
 
     # One encoder for every line: `json.dumps` with separators builds a new encoder on every call.
     _ENCODER: Final = json.JSONEncoder(separators=(",", ":"))
 
     def __init__(self, target: str | Path | IO[str], validate: bool = False) -> None:
+        self._claim: contextlib.ExitStack | None = None
         if isinstance(target, str | Path):
             self.file = str(target)
+            claim = contextlib.ExitStack()
             try:
-                self._stream: IO[str] = open(target, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
-            except OSError as err:
-                raise TraceError(self.file, 0, _NO_FIELD, err.strerror or str(err)) from None
-            self._owned = True
+                self._stream: IO[str] = claim.enter_context(open_output(target))  # type: ignore[arg-type]
+            except OutputError as err:
+                raise TraceError(self.file, 0, _NO_FIELD, err.reason) from None
+            self._claim = claim
         else:
             self.file = str(getattr(target, "name", "<stream>"))
             self._stream = target
-            self._owned = False
         self._continuity = Continuity(self.file) if validate else None
         self.lines = 0
 
@@ -447,10 +452,18 @@ class TraceWriter:
         self.lines = line
 
     def close(self) -> None:
-        if self._owned:
-            self._stream.close()
+        """Publishes the file (a path) or flushes the stream."""
+        if self._claim is not None:
+            claim, self._claim = self._claim, None
+            claim.close()
         else:
             self._stream.flush()
+
+    def abandon(self, exc: BaseException) -> None:
+        """Drops what was written to a path: the file stays as it was before this writer."""
+        if self._claim is not None:
+            claim, self._claim = self._claim, None
+            claim.__exit__(type(exc), exc, exc.__traceback__)
 
     def __enter__(self) -> TraceWriter:
         return self
@@ -461,4 +474,7 @@ class TraceWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc is None:
+            self.close()
+        else:
+            self.abandon(exc)

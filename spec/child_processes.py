@@ -1,0 +1,135 @@
+"""The processes kcm starts (TLC's java, Spark's JVM and its Python workers, ZooKeeper servers, Kafka brokers)
+end when kcm does: on its normal exit, on SIGINT, SIGTERM and SIGHUP, and on an exception.
+
+Each child kcm owns runs in a process group of its own (`start_new_session`), so that a terminal's Ctrl-C
+reaches kcm alone, which then ends every group it owns (SIGTERM, a grace period, SIGKILL): grandchildren (a
+JVM's Python workers) go with their group. A child started on purpose to outlive kcm (`kcm zk start`) is
+started `detached` and never registered. The registry is per process: a forked worker starts with none.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any, Final
+
+GRACE_SECONDS: Final = 3.0
+_POLL_SECONDS: Final = 0.05
+_ENDED_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
+
+# pid -> whether it leads a process group of its own (adopted processes may not).
+_owned: dict[int, bool] = {}
+_lock = threading.Lock()
+
+
+class Interrupted(KeyboardInterrupt):
+    """kcm was asked to stop (SIGINT, SIGTERM, SIGHUP): every command ends with one line and exit 130."""
+
+
+def spawn(command: Sequence[str], detached: bool = False, **popen: Any) -> subprocess.Popen[Any]:
+    """Starts `command` in a process group of its own; unless `detached`, it is ended with kcm."""
+    process: subprocess.Popen[Any] = subprocess.Popen(list(command), start_new_session=True, **popen)
+    if not detached:
+        with _lock:
+            _owned[process.pid] = True
+    return process
+
+
+def adopt(pid: int, leads_group: bool = False) -> None:
+    """Takes on a process another library started (PySpark's JVM): it is ended with kcm, its group too when it
+    leads one."""
+    with _lock:
+        _owned[pid] = leads_group
+
+
+def release(pid: int) -> None:
+    """Forgets a child that has ended, or that its owner ends itself."""
+    with _lock:
+        _owned.pop(pid, None)
+
+
+def _signal(pid: int, group: bool, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if group:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+
+
+def _alive(pid: int, group: bool) -> bool:
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child: reap it, or it stays a zombie that kill(0) sees
+            return group and _group_alive(pid)
+    try:
+        if group:
+            return _group_alive(pid)
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _group_alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def end(pid: int, grace: float = GRACE_SECONDS) -> None:
+    """Ends one child (its group when it leads one): SIGTERM, then SIGKILL after `grace` seconds."""
+    with _lock:
+        group = _owned.pop(pid, True)
+    _end({pid: group}, grace)
+
+
+def end_all(grace: float = GRACE_SECONDS) -> None:
+    """Ends every child kcm owns, all at once; returns when they are gone."""
+    with _lock:
+        children = dict(_owned)
+        _owned.clear()
+    _end(children, grace)
+
+
+def _end(children: dict[int, bool], grace: float) -> None:
+    for pid, group in children.items():
+        _signal(pid, group, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    alive = {pid: group for pid, group in children.items() if _alive(pid, group)}
+    while alive and time.monotonic() < deadline:
+        time.sleep(_POLL_SECONDS)
+        alive = {pid: group for pid, group in alive.items() if _alive(pid, group)}
+    for pid, group in alive.items():
+        _signal(pid, group, signal.SIGKILL)
+    deadline = time.monotonic() + grace
+    while alive and time.monotonic() < deadline:
+        alive = {pid: group for pid, group in alive.items() if _alive(pid, group)}
+        if alive:
+            time.sleep(_POLL_SECONDS)
+
+
+def _stop_requested(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def install() -> None:
+    """Turns SIGTERM and SIGHUP into `Interrupted` in the main thread (SIGINT already raises KeyboardInterrupt)
+    and ends every owned child at exit. Called once by the command line."""
+    for signum in _ENDED_SIGNALS:
+        signal.signal(signum, _stop_requested)
+    atexit.register(end_all)
+
+
+def _forget_in_child() -> None:
+    _owned.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)

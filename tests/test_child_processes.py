@@ -1,0 +1,79 @@
+"""kcm.spec.child_processes: what kcm starts ends with it, grandchildren included."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kcm.spec import child_processes
+
+# A child that ignores SIGTERM and starts a grandchild in its group: only SIGKILL to the group ends both.
+_STUBBORN = """
+import signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+grandchild = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"])
+print(grandchild.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        status = Path(f"/proc/{pid}/stat")
+        if status.exists() and status.read_text().split(")")[-1].split()[0] == "Z":
+            return True  # ended, waiting for its parent (init, for an orphan) to reap it
+        time.sleep(0.05)
+    return False
+
+
+def test_end_all_ends_a_child_that_ignores_sigterm_and_its_grandchild() -> None:
+    child = child_processes.spawn([sys.executable, "-c", _STUBBORN], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    grandchild = int(child.stdout.readline())
+    assert os.getpgid(child.pid) == child.pid != os.getpgid(0)
+    child_processes.end_all(grace=0.5)
+    assert _gone(child.pid) and _gone(grandchild)
+
+
+def test_a_detached_child_is_not_ended() -> None:
+    child = child_processes.spawn([sys.executable, "-c", "import time; time.sleep(60)"], detached=True)
+    try:
+        child_processes.end_all(grace=0.1)
+        time.sleep(0.2)
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+_KCM_LIKE = """
+import sys, time
+from kcm.spec import child_processes
+child_processes.install()
+child = child_processes.spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+print(child.pid, flush=True)
+try:
+    time.sleep(60)
+except KeyboardInterrupt:
+    child_processes.end_all()
+    sys.exit(130)
+"""
+
+
+def test_sigterm_and_sighup_end_the_children_like_ctrl_c() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        parent = subprocess.Popen([sys.executable, "-c", _KCM_LIKE], stdout=subprocess.PIPE, text=True)
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        parent.send_signal(signum)
+        assert parent.wait(timeout=30) == 130
+        assert _gone(child), signal.Signals(signum).name

@@ -15,7 +15,8 @@ from kcm.spec import child_processes
 _STUBBORN = """
 import signal, subprocess, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-grandchild = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"])
+deaf = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+grandchild = subprocess.Popen([sys.executable, "-c", deaf])
 print(grandchild.pid, flush=True)
 time.sleep(60)
 """

@@ -96,11 +96,11 @@ def claimed_file(path: str | Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def open_output(path: str | Path, binary: bool = False) -> Iterator[IO[str] | IO[bytes]]:
-    """The file `path`, open for writing (text: UTF-8, `\\n` line ends), published when the block ends."""
+def open_output(path: str | Path) -> Iterator[IO[str]]:
+    """The text file `path` (UTF-8, `\\n` line ends), open for writing, published when the block ends."""
     with claimed_file(path) as temp:
         try:
-            stream = temp.open("wb") if binary else temp.open("w", encoding="utf-8", newline="\n")
+            stream = temp.open("w", encoding="utf-8", newline="\n")
         except OSError as err:
             raise OutputError(path, f"cannot write: {err.strerror or err}") from None
         with stream:

@@ -20,7 +20,7 @@ def _leftovers(folder: Path) -> list[str]:
 def test_a_file_is_published_when_its_block_ends(tmp_path: Path) -> None:
     target = tmp_path / "out.txt"
     with open_output(target) as stream:
-        stream.write("half")  # type: ignore[arg-type]
+        stream.write("half")
         assert not target.exists()
     assert target.read_text() == "half"
     assert _leftovers(tmp_path) == []
@@ -30,7 +30,7 @@ def test_a_failed_block_leaves_the_old_file(tmp_path: Path) -> None:
     target = tmp_path / "out.txt"
     write_output(target, "old\n")
     with pytest.raises(KeyboardInterrupt), open_output(target) as stream:
-        stream.write("new, half written")  # type: ignore[arg-type]
+        stream.write("new, half written")
         raise KeyboardInterrupt
     assert target.read_text() == "old\n"
     assert _leftovers(tmp_path) == []

@@ -432,7 +432,7 @@ class TraceWriter:
             self.file = str(target)
             claim = contextlib.ExitStack()
             try:
-                self._stream: IO[str] = claim.enter_context(open_output(target))  # type: ignore[arg-type]
+                self._stream: IO[str] = claim.enter_context(open_output(target))
             except OutputError as err:
                 raise TraceError(self.file, 0, _NO_FIELD, err.reason) from None
             self._claim = claim

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import os
 import shutil
 from collections.abc import Iterator
@@ -155,3 +156,19 @@ def claimed_in_place(path: str | Path) -> Iterator[Path]:
         raise OutputError(target, f"cannot write: {err.strerror or err}") from None
     with _locked(target):
         yield target
+
+
+def check_writable(path: str | Path) -> None:
+    """Raises OutputError now for a file `claimed_file` would refuse later (a folder in its place, a parent
+    that is a file or cannot be made or written, another kcm writing it): a command that searches for minutes
+    and then writes checks its outputs before it starts. Leaves nothing behind, not even the folders it made."""
+    target = Path(path)
+    missing = list(itertools.takewhile(lambda folder: not os.path.lexists(folder), target.parents))
+    try:
+        _check_parent(target)
+        with _locked(target):
+            pass
+    finally:
+        for folder in missing:
+            with contextlib.suppress(OSError):
+                folder.rmdir()

@@ -5,6 +5,12 @@ Each child kcm owns runs in a process group of its own (`start_new_session`), so
 reaches kcm alone, which then ends every group it owns (SIGTERM, a grace period, SIGKILL): grandchildren (a
 JVM's Python workers) go with their group. A child started on purpose to outlive kcm (`kcm zk start`) is
 started `detached` and never registered. The registry is per process: a forked worker starts with none.
+
+A forked worker of the command line (a pool's, a hunt engine) leaves Ctrl-C to kcm, which ends it: it ignores
+SIGINT (a terminal sends it to the whole foreground group, and a worker's traceback would follow kcm's one
+line), and on SIGTERM or SIGHUP ends its own children and exits at once, without a traceback. A worker its
+parent ends by killing its whole group (a hunt engine, `children_in_my_group`) keeps its children in that group,
+so that a SIGKILL, which leaves a process no time to end them, reaches them too.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ _ENDED_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
 # pid -> whether it leads a process group of its own (adopted processes may not).
 _owned: dict[int, bool] = {}
 _lock = threading.Lock()
+# stopping: set once kcm is stopping (`interrupt`), when a thread that starts a child afterwards is refused.
+# Plain flags, not threading.Event: a forked child resets them, and an Event's lock may be held at the fork.
+_state = {"installed": False, "in_my_group": False, "stopping": False}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -34,19 +43,30 @@ class Interrupted(KeyboardInterrupt):
 
 
 def spawn(command: Sequence[str], detached: bool = False, **popen: Any) -> subprocess.Popen[Any]:
-    """Starts `command` in a process group of its own; unless `detached`, it is ended with kcm."""
-    process: subprocess.Popen[Any] = subprocess.Popen(list(command), start_new_session=True, **popen)
+    """Starts `command` in a process group of its own (in this process's group after `children_in_my_group`);
+    unless `detached`, it is ended with kcm. Refused with `Interrupted` once kcm is stopping."""
+    if _state["stopping"] and not detached:
+        raise Interrupted("kcm is stopping")
+    own_group = detached or not _state["in_my_group"]
+    process: subprocess.Popen[Any] = subprocess.Popen(list(command), start_new_session=own_group, **popen)
     if not detached:
-        with _lock:
-            _owned[process.pid] = True
+        adopt(process.pid, own_group)
     return process
 
 
 def adopt(pid: int, leads_group: bool = False) -> None:
     """Takes on a process another library started (PySpark's JVM): it is ended with kcm, its group too when it
-    leads one."""
+    leads one. Once kcm is stopping (another thread took the interrupt), it is ended at once."""
     with _lock:
         _owned[pid] = leads_group
+    if _state["stopping"]:
+        end(pid)
+
+
+def children_in_my_group() -> None:
+    """This process leads a group its parent ends whole (a hunt engine): the children it starts from now on
+    stay in that group instead of leading groups of their own."""
+    _state["in_my_group"] = True
 
 
 def release(pid: int) -> None:
@@ -99,6 +119,13 @@ def end_all(grace: float = GRACE_SECONDS) -> None:
     _end(children, grace)
 
 
+def interrupt(grace: float = GRACE_SECONDS) -> None:
+    """kcm is stopping (Ctrl-C, SIGTERM): every owned child is ended, and so is any that another thread starts
+    or adopts from now on."""
+    _state["stopping"] = True
+    end_all(grace)
+
+
 def _end(children: dict[int, bool], grace: float) -> None:
     for pid, group in children.items():
         _signal(pid, group, signal.SIGTERM)
@@ -120,16 +147,27 @@ def _stop_requested(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
 
+def _worker_stopped(signum: int, frame: FrameType | None) -> None:
+    end_all()
+    os._exit(128 + signum)
+
+
 def install() -> None:
     """Turns SIGTERM and SIGHUP into `Interrupted` in the main thread (SIGINT already raises KeyboardInterrupt)
     and ends every owned child at exit. Called once by the command line."""
     for signum in _ENDED_SIGNALS:
         signal.signal(signum, _stop_requested)
+    _state.update(installed=True, stopping=False)
     atexit.register(end_all)
 
 
 def _forget_in_child() -> None:
     _owned.clear()
+    _state.update(in_my_group=False, stopping=False)
+    if _state["installed"]:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for signum in _ENDED_SIGNALS:
+            signal.signal(signum, _worker_stopped)
 
 
 os.register_at_fork(after_in_child=_forget_in_child)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from kcm.conformance.check.invariants import explain, explanation
+from kcm.spec.atomic_output import check_writable
 from kcm.spec.tlc.modelcheck import (
+    CheckOutcome,
     ModelError,
     PropertyOutcome,
     check_invariant_names,
@@ -26,10 +29,10 @@ from kcm.spec.tlc.modelcheck import (
     vocabulary_name,
     with_controllers,
 )
-from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
+from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
 from kcm.spec.verdicts import VIOLATED, worst
-from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
-from kcm.tools.outputs import default_out
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least
+from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
@@ -47,11 +50,13 @@ def register(subparsers: Any) -> None:
                        help="check the model's temporal properties under its fairness (one TLC worker)")
     check.add_argument("--property", dest="properties", action="append", default=[], metavar="NAME",
                        help="with --liveness: check only this property (repeatable; default: the model's)")
-    check.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1)")
-    check.add_argument("--heap", type=int, default=None,
-                       help="TLC's heap in MiB (default: KCM_TLC_HEAP_MB, else 4096)")
+    check.add_argument("--workers", type=at_least(1), default=1, help="TLC worker threads (default 1)")
+    check.add_argument("--heap", type=at_least(MIN_HEAP_MB, " MiB"), default=None,
+                       help=f"TLC's heap in MiB, at least {MIN_HEAP_MB} (default: KCM_TLC_HEAP_MB, else "
+                            f"{DEFAULT_HEAP_MB})")
     check.add_argument("--out", "--trace-out", dest="out", metavar="PATH",
-                       help="where a counterexample is written, in trace format v2 (default "
+                       help="where a counterexample is written, in trace format v2; a folder: "
+                            "<model>-counterexample.jsonl in it (default "
                             f"{default_out('check', '<model>-counterexample.jsonl')})")
     check.add_argument("--json", action="store_true")
     add_option(check)
@@ -68,24 +73,26 @@ def cmd_check(args: argparse.Namespace) -> int:
     knobs = model_knobs(args.model).with_settings(args.settings)
     check_invariant_names(args.invariants)
     try:
+        # Before TLC starts: a search of minutes does not end in a counterexample that cannot be written.
+        find_tools()
+        out = out_file(args.out, "check", f"{args.model}-counterexample.jsonl")
+        if args.html:
+            check_writable(args.html)
         with Reporter(args.progress) as reporter, reporter.task(f"tlc {args.model}") as task:
 
             def show(found: TlcProgress) -> None:
                 task.update(found.text())
 
-            out = Path(args.out) if args.out else default_out("check", f"{args.model}-counterexample.jsonl")
             outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap, out, show)
     except (TlcSetupError, TlcError) as err:
         raise UsageError(str(err)) from err
     summary = outcome.to_json()
-    if args.html:
-        kinds.check_page(Path(args.html), summary, outcome.trace_path)
     violated = vocabulary_name(outcome.result.violated) if outcome.result.violated else None
     explained = with_controllers(outcome.events) if violated == "StaleControllerFenced" else outcome.events
     if args.json:
         why = explain(explained, violated) if violated else []
         summary["explanation"] = [{"invariant": v.invariant, "seq": v.seq, "message": v.message} for v in why]
-        print(json.dumps(summary, indent=2))
+        print(json.dumps({**summary, "counterexample": outcome.events} if outcome.unwritten else summary, indent=2))
     else:
         result = outcome.result
         print(f"model {args.model} ({knobs.describe()}): {summary['result']}"
@@ -95,8 +102,18 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(render_counterexample(outcome.events))
             for line in explanation(explained, violated):
                 print(line)
-            print(f"counterexample written to {outcome.trace_path} (trace format v2)")
+            print(_written(outcome))
+    if outcome.unwritten and args.json:
+        print(f"kcm: the counterexample (in the JSON above) was not written: {outcome.unwritten}", file=sys.stderr)
+    if args.html:
+        kinds.check_page(Path(args.html), summary, outcome.trace_path)
     return EXIT_OK if outcome.result.violated is None else EXIT_VIOLATED
+
+
+def _written(outcome: CheckOutcome) -> str:
+    if outcome.trace_path is None:
+        return f"counterexample not written: {outcome.unwritten}"
+    return f"counterexample written to {outcome.trace_path} (trace format v2)"
 
 
 def cmd_liveness(args: argparse.Namespace) -> int:
@@ -110,13 +127,14 @@ def cmd_liveness(args: argparse.Namespace) -> int:
             raise ModelError(f"model {model} has no temporal properties (liveness models: "
                              f"{', '.join(liveness_models())})")
         knobs = model_knobs(model).with_settings(args.settings)
+        find_tools()
+        lassos = {name: _lasso_out(args.out, model, name, properties) for name in properties}
         with Reporter(args.progress) as reporter, reporter.task(f"tlc {model} liveness") as task:
 
             def show(label: str, found: TlcProgress) -> None:
                 task.update(f"{label}: {found.text()}")
 
-            outcomes = check_liveness(model, knobs, properties, lambda name: _lasso_out(args, model, name, properties),
-                                      args.heap, show)
+            outcomes = check_liveness(model, knobs, properties, lassos.__getitem__, args.heap, show)
     except (TlcSetupError, TlcError, ModelError) as err:
         raise UsageError(str(err)) from err
     verdict = worst([o.verdict for o in outcomes])
@@ -128,13 +146,14 @@ def cmd_liveness(args: argparse.Namespace) -> int:
     return EXIT_VIOLATED if verdict == VIOLATED else EXIT_OK
 
 
-def _lasso_out(args: argparse.Namespace, model: str, name: str, properties: list[str]) -> Path:
-    """Where a property's lasso goes: --out itself for one property, --out with the property's name added for
-    several; by default one file per property under the outputs folder."""
-    if not args.out:
-        return default_out("check", f"{model}-{name}-counterexample.jsonl")
-    out = Path(args.out)
-    return out if len(properties) == 1 else out.with_name(f"{out.stem}-{name}{out.suffix}")
+def _lasso_out(given: str | None, model: str, name: str, properties: list[str]) -> Path:
+    """Where a property's lasso goes, checked writable: --out itself for one property, --out with the
+    property's name added for several; in a folder given as --out, or by default under the outputs folder, one
+    file per property."""
+    if given and len(properties) > 1 and not Path(given).is_dir():
+        out = Path(given)
+        given = str(out.with_name(f"{out.stem}-{name}{out.suffix}"))
+    return out_file(given, "check", f"{model}-{name}-counterexample.jsonl")
 
 
 def _print_liveness(model: str, knobs: str, outcomes: list[PropertyOutcome]) -> None:
@@ -147,4 +166,4 @@ def _print_liveness(model: str, knobs: str, outcomes: list[PropertyOutcome]) -> 
         if outcome.verdict == VIOLATED:
             print(f"\n{outcome.name} is violated by this lasso:")
             print(render_counterexample(outcome.outcome.events))
-            print(f"counterexample written to {outcome.outcome.trace_path} (trace format v2)")
+            print(_written(outcome.outcome))

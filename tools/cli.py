@@ -1,47 +1,44 @@
 """The `kcm` command line: one module of `kcm.tools` per command, each with `register(subparsers)`. User
 errors (bad knobs, malformed traces, bad arguments) end in one line on stderr and exit code 2, never a
-traceback (kcm.tools.errors)."""
+traceback (kcm.tools.errors); Ctrl-C, SIGTERM and SIGHUP in one line too, `kcm: interrupted`, exit 130, with
+every process kcm started ended first (kcm.spec.child_processes)."""
 
 from __future__ import annotations
 
-import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from kcm.spec import child_processes
-from kcm.spec.atomic_output import OutputError
-from kcm.spec.trace.format import TraceError
-from kcm.spec.vocabulary import KnobError
-from kcm.tools import (
-    check,
-    check_trace,
-    conform,
-    hunt,
-    interpreted,
-    mutate,
-    pipeline,
-    prove,
-    replay,
-    review,
-    sim,
-    trace,
-    validate,
-    verify,
-    zk,
-)
 from kcm.tools.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Parser, UsageError
-from kcm.tools.report import command as report
-
-# In the order `kcm --help` lists them.
-COMMANDS = (sim, check_trace, check, hunt, verify, prove, validate, review, conform, trace, replay, mutate, pipeline,
-            report, zk)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Installed before the commands are imported (a second or more): an interrupt then is one line too.
     child_processes.install()
-    parser = _build_parser()
     try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        # A second Ctrl-C while the children end would print a traceback over the one line.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)
+        # Children first: the line is the last thing a user sees, and nothing kcm started outlives it.
+        child_processes.interrupt()
+        print("kcm: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    from kcm.spec.atomic_output import OutputError
+    from kcm.spec.trace.format import TraceError
+    from kcm.spec.vocabulary import KnobError
+    from kcm.tools import interpreted
+    from kcm.tools.outputs import check_root
+
+    try:
+        check_root()
+        parser = _build_parser()
         args = parser.parse_args(argv)
         if getattr(args, "needs_sources", False) and interpreted.compiled():
             return interpreted.rerun_interpreted("kcm.tools.cli", sys.argv[1:] if argv is None else argv)
@@ -52,17 +49,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
-    except KeyboardInterrupt:
-        # Children first: the line is the last thing a user sees, and nothing kcm started outlives it.
-        child_processes.end_all()
-        print("kcm: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> Parser:
+    from kcm.tools import (
+        check,
+        check_trace,
+        conform,
+        hunt,
+        mutate,
+        pipeline,
+        prove,
+        replay,
+        review,
+        sim,
+        trace,
+        validate,
+        verify,
+        zk,
+    )
+    from kcm.tools.report import command as report
+
+    # In the order `kcm --help` lists them.
+    commands = (sim, check_trace, check, hunt, verify, prove, validate, review, conform, trace, replay, mutate,
+                pipeline, report, zk)
     parser = Parser(prog="kcm", description="Verification workbench for the Kafka controller.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for command in COMMANDS:
+    for command in commands:
         command.register(sub)
     return parser
 

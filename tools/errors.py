@@ -4,6 +4,7 @@ traceback (`UsageError`, and `Parser`, whose argument errors are usage errors); 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Final, NoReturn
 
 # Every command: 0 all holds, 1 a violation (or a property that fails), 2 bad input or no decision, 3 input
@@ -26,3 +27,18 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
+
+
+def at_least(minimum: int, unit: str = "") -> Callable[[str], int]:
+    """An argument type: a whole number of at least `minimum` (`--workers`, `--heap`), refused by the parser."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}{unit}, not {value}")
+        return value
+
+    return number

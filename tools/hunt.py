@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any, Final
 
 from kcm.conformance.check.replay import Replayer, ReplayError
 from kcm.conformance.explore.hunt import BFS, BMC, SHORTEST, SIMULATE, Answer, Engine, Hunt, Race, race
+from kcm.spec.atomic_output import OutputError, write_output
 from kcm.spec.tlc.modelcheck import (
     ModelError,
     check_invariant_names,
@@ -34,12 +36,13 @@ from kcm.spec.tlc.modelcheck import (
     render_counterexample,
     write_events,
 )
-from kcm.spec.tlc.runner import TlcError
+from kcm.spec.tlc.runner import TlcError, TlcSetupError, find_tools
 from kcm.spec.tlc.validate import validate_with_tlc
+from kcm.spec.trace.format import Event, TraceError
 from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED, holds_to_depth
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
-from kcm.tools.outputs import default_out
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least
+from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.variants import VARIANTS
 
@@ -66,7 +69,7 @@ def register(subparsers: Any) -> None:
                       help="hunt only this invariant (repeatable; default: the model's)")
     hunt.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
                       help=f"seconds each phase (search, shortening) may take (default {DEFAULT_BUDGET:g})")
-    hunt.add_argument("--cores", type=int, default=os.cpu_count() or 1,
+    hunt.add_argument("--cores", type=at_least(1), default=os.cpu_count() or 1,
                       help="engines raced at once (default: the machine's cores)")
     hunt.add_argument("--out", metavar="DIR", help=f"where the traces go (default {default_out('hunt')})")
     hunt.add_argument("--json", action="store_true")
@@ -155,22 +158,34 @@ def confirm(answer: Answer) -> Confirmation:
         check = validate_with_tlc(answer.events)
         tlc = (f"the specification explains all {check.events} events" if check.accepted
                else f"not confirmed: event {check.matched} is explained by no behaviour")
-    except (ValueError, TlcError) as err:
+    except (ValueError, TlcError, TlcSetupError) as err:
         tlc = f"not validated: {err}"
     return Confirmation(replay, tlc)
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:
     hunt = _hunt(args)
-    out = Path(args.out) if args.out else default_out("hunt")
+    # Every engine but BMC runs TLC, and BMC's answer is validated by it: both before the race, as the outputs.
+    try:
+        find_tools()
+    except TlcSetupError as err:
+        raise UsageError(str(err)) from err
+    out = out_files(args.out, "hunt", [_name(hunt, kind) for kind in _OUTPUTS])
     with Reporter(args.progress) as reporter, reporter.task(f"hunt {hunt.model}") as task:
         result = hunt_races(hunt, args.cores, args.budget, task.update)
     return _report(args, hunt, out, result)
 
 
+_OUTPUTS: Final = ("first.jsonl", "shortest.jsonl", "summary.json")
+
+
+def _name(hunt: Hunt, kind: str) -> str:
+    return f"{hunt.model}-{kind}"
+
+
 def _hunt(args: argparse.Namespace) -> Hunt:
-    if args.budget <= 0 or args.cores < 1:
-        raise UsageError("--budget and --cores must be positive")
+    if not args.budget > 0:
+        raise UsageError(f"--budget must be a positive number of seconds, not {args.budget:g}")
     knobs = Knobs().with_settings(args.settings)
     model = args.model or model_for(knobs)
     if model not in models():
@@ -200,9 +215,10 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
         return EXIT_OK
     best = result.shortest or found
     proven = best.engine.kind in SHORTEST
-    first_path, best_path = out / f"{hunt.model}-first.jsonl", out / f"{hunt.model}-shortest.jsonl"
-    write_events(found.events, first_path)
-    write_events(best.events, best_path)
+    first_path, best_path, summary_path = (out / _name(hunt, kind) for kind in _OUTPUTS)
+    # The counterexamples are printed whatever becomes of their files (a disk full since the start).
+    unwritten = [reason for events, path in ((found.events, first_path), (best.events, best_path))
+                 if (reason := _write(events, path)) is not None]
     confirmation = confirm(best)
     # Without a shortest, the time the shortening took before it gave up.
     to_shortest = result.seconds_to_shortest
@@ -211,9 +227,16 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
                    shortest_proven=proven, seconds_to_shortest=round(to_shortest, 2) if proven else None,
                    shortening_engines=result.shortening.fates if result.shortening else {},
                    first_trace=str(first_path), trace=str(best_path), **confirmation.to_json())
-    (out / f"{hunt.model}-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    try:
+        write_output(summary_path, json.dumps(summary, indent=2) + "\n")
+    except OutputError as err:
+        unwritten.append(str(err))
+    if unwritten:
+        summary.update(not_written=unwritten, counterexample=best.events)
     if args.json:
         print(json.dumps(summary, indent=2))
+        for reason in unwritten:
+            print(f"kcm: not written: {reason}", file=sys.stderr)
         return EXIT_VIOLATED
     print(f"hunt {hunt.model} ({hunt.knobs.describe()}): violated {best.invariant}")
     print(f"  first: {found.engine.name} after {first.seconds:.1f} s, {found.steps} steps ({_fates(first)})")
@@ -224,8 +247,20 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
     print(f"  replay: {confirmation.replay}")
     print(f"  TLC trace validation: {confirmation.tlc}")
     print(render_counterexample(best.events))
-    print(f"counterexamples written to {first_path} and {best_path} (trace format v2)")
+    if unwritten:
+        print("not written: " + "; ".join(unwritten))
+    else:
+        print(f"counterexamples written to {first_path} and {best_path} (trace format v2)")
     return EXIT_VIOLATED
+
+
+def _write(events: list[Event], path: Path) -> str | None:
+    """Writes a counterexample; None, or why it could not be written."""
+    try:
+        write_events(events, path)
+    except TraceError as err:
+        return str(err)
+    return None
 
 
 def _no_counterexample(answer: Answer | None) -> str:

@@ -1,11 +1,18 @@
 """Where commands write files by default: one folder, `kcm-out/` in the working directory (or the folder
 named by KCM_OUT), one subfolder per command. Every command that writes a file takes `--out` and prints the
-path it wrote; README.md ("Files a command writes") gives the reasons for this convention."""
+path it wrote; README.md ("Files a command writes") gives the reasons for this convention.
+
+A command that searches before it writes (check, hunt, prove --bmc, review) checks its outputs before the
+search (`out_file`, `out_files`): an `--out` it cannot write is one line and exit 2 then, not a counterexample
+lost after minutes of search."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from kcm.spec.atomic_output import check_writable
+from kcm.tools.errors import UsageError
 
 DEFAULT_ROOT = "kcm-out"
 
@@ -14,3 +21,27 @@ def default_out(command: str, name: str = "") -> Path:
     """The default path of a file (or, with no name, the folder) that `command` writes."""
     folder = Path(os.environ.get("KCM_OUT") or DEFAULT_ROOT) / command
     return folder / name if name else folder
+
+
+def check_root() -> None:
+    """A KCM_OUT that names something other than a folder is a UsageError, before any command runs."""
+    root = os.environ.get("KCM_OUT")
+    if root and os.path.lexists(root) and not Path(root).is_dir():
+        raise UsageError(f"KCM_OUT={root}: not a folder (kcm writes its outputs under it)")
+
+
+def out_file(given: str | None, command: str, name: str) -> Path:
+    """The file `--out` names (a folder given: the file `name` inside it; none: the default), checked writable."""
+    path = Path(given) if given else default_out(command, name)
+    if path.is_dir():
+        path = path / name
+    check_writable(path)
+    return path
+
+
+def out_files(given: str | None, command: str, names: list[str]) -> Path:
+    """The folder `--out` names (none: the default) for the files `names`, each checked writable."""
+    folder = Path(given) if given else default_out(command)
+    for name in names:
+        check_writable(folder / name)
+    return folder

@@ -101,6 +101,9 @@ class Task:
                  trace: TracebackType | None) -> None:
         self.reporter._remove(self._id)
         took = time.monotonic() - self._started
+        # An interrupt ends in the command line's one line, `kcm: interrupted`, and nothing after it.
+        if isinstance(error, KeyboardInterrupt):
+            return
         if self.reporter.mode == "plain" and (took >= PLAIN_INTERVAL or self._last_line > self._started):
             outcome = "stopped" if error is not None else "done"
             state = self._state()

@@ -21,11 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kcm.spec.atomic_output import OutputError
 from kcm.spec.trace.format import TraceError, TraceWriter
 from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED, holds_to_depth, passed, severity, worst
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError
-from kcm.tools.outputs import default_out
+from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.stages import StageRow, VerifyContext
 
@@ -51,8 +52,9 @@ def register(subparsers: Any) -> None:
                        help="with --bmc: only these actions, as a reproduction model of spec/ restricts its Next")
     prove.add_argument("--controller", type=int, default=1, metavar="B",
                        help="with --bmc: the broker that controls the bootstrapped cluster (default 1, the leader)")
-    prove.add_argument("--out", default=str(DEFAULT_OUT),
-                       help=f"with --bmc: counterexample trace (default {DEFAULT_OUT})")
+    prove.add_argument("--out", default=None,
+                       help=f"with --bmc: counterexample trace; a folder: {DEFAULT_OUT.name} in it (default "
+                            f"{DEFAULT_OUT})")
     add_option(prove)
     prove.set_defaults(handler=cmd_prove)
 
@@ -232,6 +234,7 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
     # Bad arguments are one line of error, before any progress is shown.
     actions = _bmc_actions(args.actions)
     check_bmc_bounds(args.invariant or (), args.bmc, args.brokers or 3, args.capacity, args.controller)
+    out = out_file(args.out, "prove", DEFAULT_OUT.name)
     with Reporter(args.progress) as reporter, reporter.task("z3 bmc depth", args.bmc) as task:
         result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
                          invariants=args.invariant, actions=actions, controller=args.controller,
@@ -251,22 +254,36 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
         from kcm.conformance.check.invariants import explanation
         from kcm.spec.tlc.modelcheck import render_counterexample
 
-        try:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            with TraceWriter(Path(args.out), validate=True) as writer:
-                for event in result.events:
-                    writer.write(event)
-        except TraceError as err:
-            raise UsageError(f"{args.out}: cannot write the counterexample: {err.reason}") from err
-        row.update(invariant=result.invariant, trace=args.out, steps=len(result.events) - 1)
+        unwritten = _write(result.events, out)
+        row.update(invariant=result.invariant, trace=None if unwritten else str(out), steps=len(result.events) - 1)
+        if unwritten:
+            row.update(trace_not_written=unwritten, counterexample=result.events)
     if args.json:
         print(json.dumps([row], indent=2))
+        if row.get("trace_not_written"):
+            print(f"kcm: the counterexample (in the JSON above) was not written: {row['trace_not_written']}",
+                  file=sys.stderr)
     elif result.found:
+        where = f"not written: {row['trace_not_written']}" if row.get("trace_not_written") else f"written to {out}"
         print(f"{result.invariant} violated at depth {result.depth} ({knobs.describe()}); "
-              f"shortest counterexample written to {args.out} ({result.seconds:.1f} s)")
+              f"shortest counterexample {where} ({result.seconds:.1f} s)")
         print(render_counterexample(result.events))
         print("\n".join(explanation(result.events, str(result.invariant))))
     else:
         print(f"no counterexample to {name} up to depth {args.bmc} with {result.brokers} brokers "
               f"({knobs.describe()}; {result.seconds:.1f} s)")
     return EXIT_VIOLATED if result.found else EXIT_OK
+
+
+def _write(events: list[dict[str, Any]], out: Path) -> str | None:
+    """Writes BMC's counterexample, checked as it goes; None, or why it could not be written (the command
+    still shows it: a violation found is not lost to its file)."""
+    try:
+        with TraceWriter(out, validate=True) as writer:
+            for event in events:
+                writer.write(event)
+    except (TraceError, OutputError) as err:
+        return str(err)
+    except OSError as err:
+        return f"{out}: cannot write: {err.strerror or err}"
+    return None

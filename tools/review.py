@@ -38,20 +38,24 @@ from pathlib import Path
 from typing import Any, Final
 
 from kcm.conformance.explore.hunt import Hunt
+from kcm.spec import child_processes
+from kcm.spec.atomic_output import OutputError, check_writable, write_output
 from kcm.spec.tlc.modelcheck import (
     PROPERTIES,
     ModelError,
     check_liveness,
     check_model,
     model_properties,
+    render_counterexample,
     vocabulary_name,
     write_events,
 )
-from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError
+from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
+from kcm.spec.trace.format import Event, TraceError
 from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, VIOLATED
-from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError, at_least
 from kcm.tools.hunt import hunt_races
-from kcm.tools.outputs import default_out
+from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
@@ -75,9 +79,19 @@ class Cell:
     trace: str | None = None
     error: str | None = None
     engine: str | None = None  # what found the counterexample, on a row taken by kcm hunt's route
+    # Why the counterexample could not be written to `trace`; it is kept here then, and shown.
+    unwritten: str | None = None
+    counterexample: list[Event] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if value is not None}
+
+    def keep(self, events: list[Event], path: Path) -> None:
+        """Writes the cell's counterexample to `path`, or keeps it in the cell with the reason it could not."""
+        try:
+            write_events(events, path)
+        except TraceError as err:
+            self.trace, self.unwritten, self.counterexample = None, str(err), events
 
     def text(self) -> str:
         if self.result == HOLDS:
@@ -86,7 +100,8 @@ class Cell:
             reading = f" {self.reading}" if self.reading else ""
             steps = (self.trace_length or 1) - 1  # the trace's states, the initial one included
             by = f" by {self.engine}" if self.engine else ""
-            return f"**violated**{reading} ({steps} steps{by}, `{self.trace}`)"
+            where = f"`{self.trace}`" if self.trace else "not written"
+            return f"**violated**{reading} ({steps} steps{by}, {where})"
         return f"unknown: {self.error}"
 
 
@@ -167,8 +182,7 @@ def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
         show(TlcProgress(0, 0, 0.0))
         row.runs = run
         try:
-            outcome = check_model(variant.model, variant.knobs, remaining, heap_mb=heap_mb,
-                                  trace_out=out / f"{variant.slug}-run{row.runs}.jsonl", on_progress=show)
+            outcome = check_model(variant.model, variant.knobs, remaining, heap_mb=heap_mb, on_progress=show)
         except TlcError as err:
             for name in remaining:
                 row.cells.setdefault(column(name), Cell(column(name), UNKNOWN, error=str(err)))
@@ -186,12 +200,11 @@ def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
         if quick:
             remaining = []
         trace = out / f"{variant.slug}-{vocabulary_name(result.violated).replace('/', '-')}.jsonl"
-        if outcome.trace_path is not None:
-            outcome.trace_path.replace(trace)
         readings.setdefault(name, []).append(vocabulary_name(result.violated).partition("/")[2])
         if name not in row.cells:
             row.cells[name] = Cell(name, VIOLATED, result.distinct_states, result.seconds,
                                    trace_length=len(result.trace), trace=str(trace))
+            row.cells[name].keep(outcome.events, trace)
         row.cells[name].reading = "/".join(readings[name]) if name == HW else None
     row.seconds = time.monotonic() - started
     return row
@@ -212,10 +225,10 @@ def hunted_row(variant: Variant, out: Path, heap_mb: int | None = None, on_progr
     if found is not None and found.invariant is not None:
         name = column(found.invariant)
         trace = out / f"{variant.slug}-{found.invariant.replace('/', '-')}.jsonl"
-        write_events(found.events, trace)
         reading = found.invariant.partition("/")[2] if name == HW else None
         row.cells[name] = Cell(name, VIOLATED, found.states, found.seconds, reading, len(found.events), str(trace),
                                engine=found.engine.name)
+        row.cells[name].keep(found.events, trace)
     else:
         verdict = HOLDS if found is not None else UNKNOWN
         error = None if found is not None else (
@@ -246,9 +259,11 @@ def review_liveness_row(variant: Variant, out: Path, heap_mb: int | None = None,
     for outcome in outcomes:
         result = outcome.outcome.result
         trace = outcome.outcome.trace_path
+        unwritten = outcome.outcome.unwritten
         row.cells[outcome.name] = Cell(outcome.name, outcome.verdict, result.distinct_states, result.seconds,
-                                       trace_length=len(result.trace) if trace else None,
-                                       trace=str(trace) if trace else None)
+                                       trace_length=len(result.trace) if trace or unwritten else None,
+                                       trace=str(trace) if trace else None, unwritten=unwritten,
+                                       counterexample=outcome.outcome.events if unwritten else None)
     # One run decides every property when all hold; otherwise each property had a run of its own after it.
     decided_by = len({id(outcome.outcome) for outcome in outcomes})
     row.runs = decided_by + 1 if decided_by > 1 else decided_by
@@ -277,7 +292,10 @@ def review(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | 
     """The matrix: rows in parallel (one TLC process each, `workers` at a time), in the order given; quick
     rows check their focus only (Variant.focus); liveness rows their model's temporal properties. Each row is
     a task of the reporter."""
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(out, f"cannot write: {err.strerror or err}") from None
     # The ci row is the longest: start it first so that the short rows fill the other worker.
     order = sorted(variants, key=lambda v: v.model != "ci")
     cores = max(1, (os.cpu_count() or 1) // max(1, workers))
@@ -296,13 +314,21 @@ def review(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | 
             task.update(f"{row.verdict}, {row.runs} TLC run{'s' if row.runs > 1 else ''}")
             return row
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
         futures = {v: pool.submit(fill, v) for v in order}
         results = {}
         for variant in order:
             results[variant] = futures[variant].result()
             if on_row is not None:
                 on_row(results[variant])
+    except KeyboardInterrupt:
+        # The rows' threads wait on their TLC: ended first (and any TLC a thread would start next refused),
+        # an interrupted review does not wait for the matrix to finish.
+        child_processes.interrupt()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return [results[v] for v in variants]
 
 
@@ -332,50 +358,66 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="each unsafe row to its first documented violation, by kcm hunt's route (seconds)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    parser.add_argument("--workers", type=int, default=1, help="TLC processes at a time (default 1)")
-    parser.add_argument("--out", default=str(DEFAULT_OUT),
+    parser.add_argument("--workers", type=at_least(1), default=1, help="TLC processes at a time (default 1)")
+    parser.add_argument("--out", default=None,
                         help=f"folder for counterexamples, review.json and review.md (default {DEFAULT_OUT}/)")
     parser.add_argument("--row", dest="rows", action="append", metavar="LABEL",
                         help="only this row (repeatable): " + "; ".join(v.label for v in VARIANTS)
                              + "; with --liveness: " + "; ".join(v.label for v in LIVENESS_VARIANTS))
-    parser.add_argument("--heap", type=int, default=None,
-                        help=f"each TLC's heap in MiB (default KCM_TLC_HEAP_MB or {DEFAULT_HEAP_MB})")
+    parser.add_argument("--heap", type=at_least(MIN_HEAP_MB, " MiB"), default=None,
+                        help=f"each TLC's heap in MiB, at least {MIN_HEAP_MB} (default KCM_TLC_HEAP_MB or "
+                             f"{DEFAULT_HEAP_MB})")
     add_option(parser)
     html_option(parser)
     parser.set_defaults(handler=cmd_review)
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    if args.workers < 1 or (args.heap is not None and args.heap < MIN_HEAP_MB):
-        raise UsageError(f"--workers must be at least 1 and --heap at least {MIN_HEAP_MB} (MiB)")
     if args.html and args.liveness:
         raise UsageError("--html shows the invariant matrix; the progress matrix is in review-liveness.md")
     if args.quick and args.liveness:
         raise UsageError("--quick looks at the invariant matrix's unsafe rows; --liveness checks properties")
+    name = "review-liveness" if args.liveness else "review"
     try:
         variants = select(args.rows, args.liveness)
+        # Before the matrix: TLC and every output, so that an hour of review is not lost to a bad --out.
+        find_tools()
+        out = out_files(args.out, "review", [f"{name}.json", f"{name}.md"])
+        if args.html:
+            check_writable(args.html)
         started = time.monotonic()
         with Reporter(args.progress) as reporter:
-            rows = review(variants, Path(args.out), args.workers, args.heap, reporter, quick=args.quick,
+            rows = review(variants, out, args.workers, args.heap, reporter, quick=args.quick,
                           liveness=args.liveness)
     except (TlcSetupError, TlcError, ModelError) as err:
         raise UsageError(str(err)) from err
     seconds = time.monotonic() - started
     columns = PROPERTIES if args.liveness else COLUMNS
     document = to_json(rows, seconds, columns)
-    name = "review-liveness" if args.liveness else "review"
-    (Path(args.out) / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
-    (Path(args.out) / f"{name}.md").write_text(markdown(rows, columns) + "\n")
-    if args.html:
-        kinds.review_page(document, Path(args.out), Path(args.html))
+    # Shown before the files are written: a write that fails then loses nothing of the matrix.
     if args.json:
         print(json.dumps(document, indent=2))
     else:
         print(markdown(rows, columns))
+        _print_unwritten(rows)
+    write_output(out / f"{name}.json", json.dumps(document, indent=2) + "\n")
+    write_output(out / f"{name}.md", markdown(rows, columns) + "\n")
+    if args.html:
+        kinds.review_page(document, out, Path(args.html))
+    if not args.json:
         plural = "" if len(rows) == 1 else "s"
         print(f"\n{len(rows)} row{plural}, {sum(r.runs for r in rows)} runs, {seconds:.0f} s; "
-              f"counterexamples and {name}.json in {args.out}/")
+              f"counterexamples and {name}.json in {out}/")
     return EXIT_USAGE if any(row.verdict == UNKNOWN for row in rows) else EXIT_OK
+
+
+def _print_unwritten(rows: list[RowResult]) -> None:
+    for row in rows:
+        for cell in row.cells.values():
+            if cell.unwritten and cell.counterexample:
+                print(f"\n{row.variant.label}: {cell.invariant} is violated by this counterexample, not written "
+                      f"({cell.unwritten}):")
+                print(render_counterexample(cell.counterexample))
 
 
 def verify_stage(ctx: VerifyContext) -> list[StageRow]:

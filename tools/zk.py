@@ -40,7 +40,8 @@ def cmd_zk(args: argparse.Namespace) -> int:
 
 def _start(directory: Path, servers: int) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    ensemble = Ensemble(directory, servers)
+    # Left running on purpose: `kcm zk stop` ends it.
+    ensemble = Ensemble(directory, servers, detached=True)
     ensemble.start()
     print(f"ZooKeeper {'standalone' if servers == 1 else f'ensemble of {servers}'} serving at {ensemble.hosts}")
     print(f"use it with --zk {ensemble.hosts}; stop it with: kcm zk stop --dir {shlex.quote(str(directory))}")

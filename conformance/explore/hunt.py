@@ -1,9 +1,11 @@
 """A portfolio of searches for a counterexample, raced in parallel processes (`kcm hunt`).
 
-Each engine runs in a forked process, in a process group of its own (`setsid`), so that TLC's java, its
-child, goes with it: the first engine to answer wins, and every other group is killed (SIGKILL to
-the group) and reaped. An engine's temporary files go under a folder the race owns (TMPDIR), removed at the
-end, since a killed process cleans up nothing.
+Each engine runs in a forked process, in a process group of its own, so that TLC's java, its child, goes
+with it (kcm.spec.child_processes.children_in_my_group): the first engine to answer wins, and every other
+group is killed (SIGKILL to the group) and reaped. The group exists from the moment the engine is started
+(parent and engine both make it), and kcm owns it until it is gone: an interrupted kcm ends it too. An
+engine's temporary files go under a folder the race owns (TMPDIR), removed at the end, since a killed process
+cleans up nothing.
 
 The engines (measured in docs/hunt.md):
 - `tlc-sim`: TLC's simulation mode on a reproduction model, random behaviours of bounded depth from a seed;
@@ -43,6 +45,7 @@ from kcm.conformance.explore.derandomize import no_local_constants
 from kcm.conformance.explore.finding import ConformanceFailure
 from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
 from kcm.conformance.explore.stateful import machine_class
+from kcm.spec import child_processes
 from kcm.spec.tlc.modelcheck import Simulation, check_model, vocabulary_name
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
@@ -245,13 +248,21 @@ def _start(hunt: Hunt, engine: Engine, folder: Path) -> _Runner:
     runner = _Runner(engine, _FORK.Process(target=_engine, args=(hunt, engine, folder), daemon=True),
                      folder / "result.json", folder / "engine.log")
     runner.process.start()
+    pid = runner.process.pid
+    assert pid is not None
+    # Made here too, not only by the engine: a group killed before the engine ran its first line must exist.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.setpgid(pid, pid)
+    child_processes.adopt(pid, leads_group=True)
     return runner
 
 
 def _engine(hunt: Hunt, engine: Engine, folder: Path) -> None:
     """An engine's process: a session (so a process group) of its own, its temporary files in `folder`, its
     output in a log; its answer written whole (renamed into place) or not at all."""
-    os.setsid()
+    with contextlib.suppress(PermissionError):  # the parent made the group first
+        os.setpgid(0, 0)
+    child_processes.children_in_my_group()
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = None
     log = os.open(folder / "engine.log", os.O_WRONLY | os.O_CREAT, 0o644)
@@ -318,6 +329,7 @@ def _stop(runner: _Runner, outcome: Race) -> None:
         try:
             os.killpg(pid, 0)
         except ProcessLookupError:
+            child_processes.release(pid)
             return
         time.sleep(POLL_SECONDS)
     raise RuntimeError(f"{runner.engine.name}: process group {pid} outlived SIGKILL")

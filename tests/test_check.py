@@ -1,15 +1,24 @@
-"""kcm check's plumbing: model configuration under knobs, TLC states to trace format v1."""
+"""kcm check's plumbing: model configuration under knobs, TLC states to trace format v1; its --out (checked
+before TLC starts, a counterexample never lost), --heap, --workers and the jar, each refused in one line."""
 
 from __future__ import annotations
 
+import errno
+import json
+import os
 import subprocess
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
+import pytest
+
+from kcm.spec.tlc import modelcheck
 from kcm.spec.tlc.config import configure, knob_settings
 from kcm.spec.tlc.modelcheck import diff_states, models, to_trace_state
-from kcm.spec.trace.format import apply_delta, empty_state
+from kcm.spec.trace.format import Event, TraceWriter, apply_delta, empty_state, read_trace
 from kcm.spec.vocabulary import ERA_HOOKS, KNOB_CONSTANTS, Knobs
+from kcm.tools.cli import main
 
 BASE_CFG = """CONSTANTS
     Brokers = {1, 2}
@@ -120,3 +129,85 @@ def pruned(value: Any) -> Any:
         return value
     kept = {k: pruned(v) for k, v in value.items()}
     return {k: v for k, v in kept.items() if v != {}}
+
+
+# -- --out: checked before TLC starts, and a counterexample never lost -------------------------------------
+
+
+class FullDisk(TraceWriter):
+    """A trace writer on a disk that fills up after the search: every line fails to write."""
+
+    def write(self, event: Event) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def no_tlc(*args: Any, **kwargs: Any) -> NoReturn:
+    raise AssertionError("TLC started though the command had to stop before it")
+
+
+@pytest.mark.tlc
+def test_a_folder_given_as_out_gets_the_counterexample_inside(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", "--model", "kafka1211", "--out", str(tmp_path), "--progress", "none"])
+    out = capsys.readouterr().out
+    trace = tmp_path / "kafka1211-counterexample.jsonl"
+    assert code == 1 and f"counterexample written to {trace} (trace format v2)" in out
+    assert [event["seq"] for event in read_trace(trace)] == list(range(9))
+
+
+@pytest.mark.parametrize("out", ["/proc/kcm-test/x.jsonl", "FILE/x.jsonl"])
+def test_an_out_that_cannot_be_written_is_one_line_before_tlc_starts(
+        out: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "FILE").write_text("a file, not a folder\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(modelcheck, "run_tlc", no_tlc)
+    code = main(["check", "--model", "kafka1211", "--out", out])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.startswith(f"kcm: error: {out}: cannot write: ") and captured.err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]
+
+
+@pytest.mark.tlc
+def test_a_counterexample_that_cannot_be_written_after_the_search_is_shown_and_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(modelcheck, "TraceWriter", FullDisk)
+    out = tmp_path / "c.jsonl"
+    code = main(["check", "--model", "kafka1211", "--out", str(out), "--progress", "none"])
+    captured = capsys.readouterr()
+    assert code == 1 and not out.exists() and not list(tmp_path.iterdir())
+    assert "  8. " in captured.out and "why (NoCommittedDataLoss, step 8)" in captured.out
+    assert f"counterexample not written: {out}: cannot write: No space left on device" in captured.out
+    code = main(["check", "--model", "kafka1211", "--out", str(out), "--progress", "none", "--json"])
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert code == 1 and len(summary["counterexample"]) == 9 and summary["trace"] is None
+    assert captured.err == (f"kcm: the counterexample (in the JSON above) was not written: {out}: cannot write: "
+                            "No space left on device\n")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--heap", "-5"], "argument --heap: must be at least 256 MiB, not -5"),
+    (["--heap", "lots"], "argument --heap: expected a whole number, not 'lots'"),
+    (["--workers", "0"], "argument --workers: must be at least 1, not 0"),
+])
+def test_heap_and_workers_are_checked_as_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(modelcheck, "run_tlc", no_tlc)
+    assert main(["check", *argv]) == 2
+    assert capsys.readouterr().err == f"kcm: error: kcm check: {message}\n"
+
+
+@pytest.mark.parametrize(("jar", "message"), [
+    ("FOLDER", "TLA2TOOLS_JAR=FOLDER: a folder, not tla2tools.jar"),
+    ("absent.jar", "TLA2TOOLS_JAR=absent.jar: no such file"),
+    ("text.jar", "TLA2TOOLS_JAR=text.jar: not a jar (not a zip archive)"),
+])
+def test_a_bad_jar_is_named_for_what_it_is(jar: str, message: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "FOLDER").mkdir()
+    (tmp_path / "text.jar").write_text("not a jar\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TLA2TOOLS_JAR", jar)
+    assert main(["check", "--model", "kafka1211"]) == 2
+    assert capsys.readouterr().err == f"kcm: error: {message}\n"

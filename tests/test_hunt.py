@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
+from test_check import FullDisk
+from test_cli import interrupt
 
 from kcm.conformance.check.replay import Replayer
 from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, STEERED, Answer, Engine, Hunt, race, search
+from kcm.spec.tlc import modelcheck
 from kcm.spec.tlc.modelcheck import check_model, model_knobs
 from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
+from kcm.tools import hunt as tools_hunt
 from kcm.tools.cli import main
 from kcm.tools.hunt import BMC_SHALLOW, model_for, portfolio
 
@@ -88,7 +94,8 @@ def test_kcm_hunt_finds_kafka1211_confirms_it_and_writes_its_traces(
     (["--invariant", "NoSuchThing"], "unknown invariant 'NoSuchThing'"),
     (["--model", "nosuch"], "--model nosuch: unknown model"),
     (["--set", "truncation=nosuch"], "truncation"),
-    (["--budget", "0"], "--budget and --cores must be positive"),
+    (["--budget", "0"], "--budget must be a positive number of seconds, not 0"),
+    (["--cores", "0"], "argument --cores: must be at least 1, not 0"),
 ])
 def test_a_bad_argument_is_one_line_and_exit_2(argv: list[str], message: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,3 +185,49 @@ def test_the_steered_engine_searches_the_known_bug_of_the_design_and_none_other(
     assert Hunt("kafka1211", model_knobs("kafka1211"), ("ReplicaLogsAgree",)).steered_search() is None
     with pytest.raises(ValueError, match="no steered search"):
         search(Hunt("ci", Knobs()), Engine(STEERED, 1))
+
+
+def no_race(*args: Any, **kwargs: Any) -> NoReturn:
+    raise AssertionError("the race started though the command had to stop before it")
+
+
+@pytest.mark.parametrize(("argv", "env", "message"), [
+    (["--out", "/proc/kcm-test"], {}, "/proc/kcm-test/kafka1211-first.jsonl: cannot write: No such file or directory"),
+    ([], {"TLA2TOOLS_JAR": "/nonexistent/tla2tools.jar"}, "TLA2TOOLS_JAR=/nonexistent/tla2tools.jar: no such file"),
+    ([], {"JAVA_HOME": "/nonexistent"}, "Java 17 is required by TLC and was not found"),
+])
+def test_what_the_hunt_needs_is_checked_before_the_race(
+        argv: list[str], env: dict[str, str], message: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools_hunt, "hunt_races", no_race)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["hunt", "--set", "truncation=hw", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"kcm: error: {message}")
+    assert captured.err.count("\n") == 1
+
+
+@pytest.mark.tlc
+def test_a_hunt_whose_traces_cannot_be_written_shows_the_counterexample_and_exits_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(modelcheck, "TraceWriter", FullDisk)
+    code = main(["hunt", "--set", "truncation=hw", "--budget", "120", "--progress", "none", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "violated NoCommittedDataLoss" in out and "  8. " in out
+    assert f"not written: {tmp_path / 'kafka1211-first.jsonl'}: cannot write: No space left on device" in out
+    # The summary is written: it names the traces that are missing.
+    summary = json.loads((tmp_path / "kafka1211-summary.json").read_text())
+    assert len(summary["not_written"]) == 2 and sorted(p.name for p in tmp_path.iterdir()) == [
+        "kafka1211-summary.json"]
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_hunt_ends_its_engines_and_their_tlc(signum: int, tmp_path: Path) -> None:
+    # The safe design: the breadth-first search and a simulation search for minutes.
+    ended = interrupt(["hunt", "--model", "ci", "--cores", "2", "--progress", "none", "--out", str(tmp_path)],
+                      signum, settle=1.0)
+    assert (ended.code, ended.stderr) == (130, "kcm: interrupted\n")
+    assert not ended.left and ended.tlc_groups
+    assert not list(tmp_path.iterdir())

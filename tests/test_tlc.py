@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import tempfile
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kcm.spec import child_processes
 from kcm.spec.tlc.runner import (
     QUICK_JIT,
+    TlcError,
     TlcResult,
     TlcSetupError,
     default_heap_mb,
@@ -155,3 +161,42 @@ def test_a_model_with_the_heartbeat_reports_progress_and_nothing_else_changes(tm
     # One state per level: the depth is the count.
     assert all(p.depth in (p.distinct - 1, p.distinct) for p in heartbeats)
     assert "distinct states, depth" in seen[-1].text() and "states/s" in seen[-1].text()
+
+
+def test_a_jvm_that_does_not_start_is_reported_in_its_own_words(tmp_path: Path) -> None:
+    (tmp_path / "Counter.tla").write_text(COUNTER)
+    (tmp_path / "good.cfg").write_text("INIT Init\nNEXT Step\nINVARIANT Below9\n")
+    with pytest.raises(TlcError, match=r"^Counter.tla: TLC exited with code 1: Invalid maximum heap size: -Xmx-5m$"):
+        run_tlc(tmp_path / "Counter.tla", tmp_path / "good.cfg", heap_mb=-5)
+
+
+def test_a_jar_without_tlc_is_reported_in_the_jvm_s_own_words(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    jar = tmp_path / "empty.jar"
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+    monkeypatch.setenv("TLA2TOOLS_JAR", str(jar))
+    (tmp_path / "Counter.tla").write_text(COUNTER)
+    (tmp_path / "good.cfg").write_text("INIT Init\nNEXT Step\nINVARIANT Below9\n")
+    with pytest.raises(TlcError, match=r"^Counter.tla: TLC exited with code 1: Error: Could not find or load main "
+                                       r"class tlc2.TLC$"):
+        run_tlc(tmp_path / "Counter.tla", tmp_path / "good.cfg", heap_mb=512)
+
+
+def test_tlc_s_java_leads_a_process_group_of_its_own_owned_by_kcm(tmp_path: Path) -> None:
+    (tmp_path / "Counter.tla").write_text(COUNTER)
+    (tmp_path / "good.cfg").write_text("INIT Init\nNEXT Step\nINVARIANT Below9\n")
+    groups: list[tuple[int, int, bool]] = []
+    spawn = child_processes.spawn
+
+    def watched(command: list[str], detached: bool = False, **popen: Any) -> subprocess.Popen[Any]:
+        process = spawn(command, detached, **popen)
+        groups.append((process.pid, os.getpgid(process.pid), process.pid in child_processes._owned))
+        return process
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(child_processes, "spawn", watched)
+        assert run_tlc(tmp_path / "Counter.tla", tmp_path / "good.cfg", heap_mb=512, extra_args=("-deadlock",)).holds
+    [(pid, group, owned)] = groups
+    # Its own group (a terminal's Ctrl-C reaches kcm alone, which ends it), registered while it ran, not after.
+    assert group == pid != os.getpgid(0) and owned and pid not in child_processes._owned

@@ -227,11 +227,12 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
                    shortest_proven=proven, seconds_to_shortest=round(to_shortest, 2) if proven else None,
                    shortening_engines=result.shortening.fates if result.shortening else {},
                    first_trace=str(first_path), trace=str(best_path), **confirmation.to_json())
+    if unwritten:
+        summary.update(not_written=unwritten, counterexample=best.events)
     try:
         write_output(summary_path, json.dumps(summary, indent=2) + "\n")
     except OutputError as err:
         unwritten.append(str(err))
-    if unwritten:
         summary.update(not_written=unwritten, counterexample=best.events)
     if args.json:
         print(json.dumps(summary, indent=2))

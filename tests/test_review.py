@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from kcm.spec.tlc.modelcheck import ModelError, models
-from kcm.spec.trace.format import load_trace
+from kcm.spec.trace.format import load_trace, make_event
+from kcm.spec.verdicts import VIOLATED
 from kcm.spec.vocabulary import INVARIANTS, Knobs
+from kcm.tools.cli import main
 from kcm.tools.errors import UsageError
 from kcm.tools.review import (
     Cell,
@@ -75,7 +77,7 @@ def test_markdown_and_json_of_a_row() -> None:
     assert document["rows"][0]["verdict"] == "as expected"
 
 
-def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
+def test_bad_options_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def options(**given: object) -> argparse.Namespace:
         defaults = {"rows": None, "workers": 1, "heap": 1024, "out": str(tmp_path), "json": True,
                     "liveness": False, "quick": False, "html": None}
@@ -83,8 +85,10 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="unknown review row"):
         cmd_review(options(rows=["nope"]))
-    with pytest.raises(UsageError, match="--workers"):
-        cmd_review(options(workers=0))
+    for argv, message in ((["--workers", "0"], "argument --workers: must be at least 1, not 0"),
+                          (["--heap", "100"], "argument --heap: must be at least 256 MiB, not 100")):
+        assert main(["review", *argv]) == 2
+        assert capsys.readouterr().err == f"kcm: error: kcm review: {message}\n"
     with pytest.raises(UsageError, match="--quick looks at the invariant matrix"):
         cmd_review(options(quick=True, liveness=True))
 
@@ -184,3 +188,15 @@ def test_a_quick_row_without_an_answer_in_its_budget_is_unknown(tmp_path: Path) 
     assert row.verdict == "unknown" and not row.violated
     assert set(row.cells) == variant.expected
     assert all((cell.error or "").startswith("no answer within 0.2 s: tlc-bfs: stopped") for cell in row.cells.values())
+
+
+def test_a_cell_whose_counterexample_cannot_be_written_keeps_it_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder\n")
+    trace = tmp_path / "afile" / "x.jsonl"
+    events = [make_event("r", 0, "env", "Init", {"brokers": [1]}, {}, full=True)]
+    cell = Cell("NoCommittedDataLoss", VIOLATED, 1, 0.1, trace_length=1, trace=str(trace))
+    cell.keep(events, trace)
+    assert cell.trace is None and cell.counterexample == events
+    assert cell.unwritten == f"{trace}: cannot write: {tmp_path / 'afile'} is not a folder"
+    assert cell.text() == "**violated** (0 steps, not written)"
+    assert cell.to_json()["counterexample"] == events

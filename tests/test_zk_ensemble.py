@@ -118,3 +118,35 @@ def test_kcm_zk_user_errors_are_one_line_and_exit_2(tmp_path: Path, args: tuple[
 def test_the_install_is_found() -> None:
     java, classpath = locate()
     assert os.access(java, os.X_OK) and "zookeeper.jar" in classpath
+
+
+# A command other than `kcm zk start` (kcm verify --zk) with its ensemble running, interrupted before it could
+# stop the ensemble itself.
+_OWNER = """
+import sys, time
+from pathlib import Path
+from kcm.impl.zookeeper.ensemble import Ensemble
+from kcm.spec import child_processes
+child_processes.install()
+try:
+    Ensemble(Path(sys.argv[1])).start()
+    print("serving", flush=True)
+    time.sleep(120)
+except KeyboardInterrupt:
+    child_processes.interrupt()
+    sys.exit(130)
+"""
+
+
+def test_servers_a_command_started_end_with_it(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                             env=env)
+    assert owner.stdout is not None and owner.stdout.readline() == "serving\n"
+    assert len(_running(tmp_path)) == 1
+    owner.terminate()
+    assert owner.wait(timeout=60) == 130
+    deadline = time.monotonic() + 10
+    while _running(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _running(tmp_path) == []

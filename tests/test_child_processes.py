@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kcm.spec import child_processes
 
 # A child that ignores SIGTERM and starts a grandchild in its group: only SIGKILL to the group ends both.
@@ -61,8 +63,9 @@ import sys, time
 from kcm.spec import child_processes
 child_processes.install()
 child = child_processes.spawn([sys.executable, "-c", "import time; time.sleep(60)"])
-print(child.pid, flush=True)
 try:
+    # Inside the try: the test signals as soon as it reads the line.
+    print(child.pid, flush=True)
     time.sleep(60)
 except KeyboardInterrupt:
     child_processes.end_all()
@@ -78,3 +81,52 @@ def test_sigterm_and_sighup_end_the_children_like_ctrl_c() -> None:
         parent.send_signal(signum)
         assert parent.wait(timeout=30) == 130
         assert _gone(child), signal.Signals(signum).name
+
+
+# kcm with a pool of forked workers (kcm mutate), as the command line runs one.
+_POOL = """
+import multiprocessing, sys, time
+from kcm.spec import child_processes
+child_processes.install()
+try:
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        print("ready", flush=True)
+        pool.map(time.sleep, [60, 60])
+except KeyboardInterrupt:
+    child_processes.end_all()
+    print("kcm: interrupted", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_at_a_terminal_leaves_a_pool_s_workers_to_kcm_one_line_and_no_worker_left() -> None:
+    kcm = subprocess.Popen([sys.executable, "-c", _POOL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    assert kcm.stdout is not None and kcm.stdout.readline() == "ready\n"
+    workers = [int(pid) for pid in Path(f"/proc/{kcm.pid}/task/{kcm.pid}/children").read_text().split()]
+    time.sleep(0.3)  # the workers are in their task
+    os.killpg(kcm.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole foreground group
+    _, err = kcm.communicate(timeout=60)
+    assert (kcm.returncode, err) == (130, "kcm: interrupted\n")
+    assert len(workers) == 2 and all(_gone(worker) for worker in workers)
+
+
+def test_a_group_s_leader_keeps_its_children_in_its_group() -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(child_processes._state, "in_my_group", True)
+        child = child_processes.spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert os.getpgid(child.pid) == os.getpgid(0) and child_processes._owned[child.pid] is False
+    finally:
+        child_processes.end(child.pid, grace=0.5)
+    assert child.wait(timeout=10) is not None
+
+
+def test_once_kcm_is_stopping_no_thread_starts_a_child() -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(child_processes._state, "stopping", True)
+        with pytest.raises(child_processes.Interrupted):
+            child_processes.spawn([sys.executable, "-c", "pass"])
+        late = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        child_processes.adopt(late.pid, leads_group=True)  # another library's child, adopted too late
+        assert _gone(late.pid) and late.pid not in child_processes._owned

@@ -3,8 +3,8 @@
 A regular install compiles the implementation and the checker with mypyc, and ships their sources beside
 the compiled modules. Compiled classes are native: their methods cannot be replaced and their objects
 cannot be copied. The commands that do either, `kcm mutate` (it patches implementation methods) and
-`kcm replay` (it copies a whole simulated cluster to try another reading of a step), run in a process of
-their own that imports every `kcm` module from its source: `python -m kcm.tools.interpreted MODULE ARGS...`
+`kcm replay` (it copies a whole simulated cluster to try another reading of a step), start again (exec, the
+same process) as an interpreter that imports every `kcm` module from its source: `python -m kcm.tools.interpreted MODULE ARGS...`
 runs `python -m MODULE ARGS...` on the sources. This module imports no compiled module, so it can choose.
 """
 
@@ -13,10 +13,12 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 # A module the compiled install always compiles: where it comes from tells which install this is.
 _PROBE = "kcm.impl.sim.cluster"
@@ -52,12 +54,13 @@ def prefer_sources() -> None:
         sys.meta_path.insert(0, SourceFirst())
 
 
-def rerun_interpreted(module: str, argv: Sequence[str]) -> int:
-    """Runs `python -m module argv...` in a new process on the sources; returns its exit status."""
-    import subprocess
-
-    command = [sys.executable, "-m", "kcm.tools.interpreted", module, *argv]
-    return subprocess.run(command, check=False).returncode
+def rerun_interpreted(module: str, argv: Sequence[str]) -> NoReturn:
+    """Becomes `python -m module argv...` on the sources: the same process (exec), so that a Ctrl-C or a
+    SIGTERM reaches the command itself, which ends in its one line, not a parent waiting on it that would add
+    a second one (or die and leave it running)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "kcm.tools.interpreted", module, *argv])
 
 
 def main() -> None:

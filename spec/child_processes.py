@@ -23,10 +23,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
 GRACE_SECONDS: Final = 3.0
+_PROC: Final = Path("/proc")
 _POLL_SECONDS: Final = 0.05
 _ENDED_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
 
@@ -84,21 +86,27 @@ def _signal(pid: int, group: bool, signum: int) -> None:
 
 
 def _alive(pid: int, group: bool) -> bool:
-    with contextlib.suppress(ChildProcessError, OSError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child: reap it, or it stays a zombie that kill(0) sees
-            return group and _group_alive(pid)
+    """Whether the child (any process of its group) still runs. Read off /proc, without reaping: the child's
+    owner (a Popen, multiprocessing) reaps it and reads its exit status; a zombie has ended all the same."""
+    if not _PROC.is_dir():
+        return _signalled(pid, group)
+    for stat in _PROC.glob("[0-9]*/stat") if group else [_PROC / str(pid) / "stat"]:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if fields[0] != "Z" and (not group or int(fields[2]) == pid):
+            return True
+    return False
+
+
+def _signalled(pid: int, group: bool) -> bool:
+    """Without /proc: whether a signal still reaches the child (a zombie counts as running)."""
     try:
         if group:
-            return _group_alive(pid)
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def _group_alive(pid: int) -> bool:
-    try:
-        os.killpg(pid, 0)
+            os.killpg(pid, 0)
+        else:
+            os.kill(pid, 0)
     except (ProcessLookupError, PermissionError):
         return False
     return True
@@ -161,6 +169,22 @@ def install() -> None:
     atexit.register(end_all)
 
 
+# The signals a fork holds back: a worker must not take kcm's own handlers (a traceback, no children ended)
+# between the fork and `_forget_in_child`; it receives them, pending, once it has its own.
+_HELD: Final = frozenset({signal.SIGINT, *_ENDED_SIGNALS})
+_mask_before_fork: list[set[int | signal.Signals]] = []
+
+
+def _hold_signals() -> None:
+    if _state["installed"]:
+        _mask_before_fork.append(signal.pthread_sigmask(signal.SIG_BLOCK, _HELD))
+
+
+def _release_signals() -> None:
+    if _mask_before_fork:
+        signal.pthread_sigmask(signal.SIG_SETMASK, _mask_before_fork.pop())
+
+
 def _forget_in_child() -> None:
     _owned.clear()
     _state.update(in_my_group=False, stopping=False)
@@ -168,6 +192,7 @@ def _forget_in_child() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         for signum in _ENDED_SIGNALS:
             signal.signal(signum, _worker_stopped)
+    _release_signals()
 
 
-os.register_at_fork(after_in_child=_forget_in_child)
+os.register_at_fork(before=_hold_signals, after_in_parent=_release_signals, after_in_child=_forget_in_child)

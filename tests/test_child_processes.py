@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -130,3 +131,14 @@ def test_once_kcm_is_stopping_no_thread_starts_a_child() -> None:
         late = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
         child_processes.adopt(late.pid, leads_group=True)  # another library's child, adopted too late
         assert _gone(late.pid) and late.pid not in child_processes._owned
+
+
+def test_ending_a_child_leaves_its_exit_status_to_its_owner() -> None:
+    # multiprocessing reads an engine's fate from its exit status: a child reaped behind its back never ends.
+    worker = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,), daemon=True)
+    worker.start()
+    assert worker.pid is not None
+    child_processes.adopt(worker.pid)
+    child_processes.end(worker.pid, grace=2.0)
+    worker.join(timeout=10)
+    assert worker.exitcode == -signal.SIGTERM

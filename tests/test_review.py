@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 from pathlib import Path
 
 import pytest
+from test_cli import interrupt
 
 from kcm.spec.tlc.modelcheck import ModelError, models
 from kcm.spec.trace.format import load_trace, make_event
@@ -200,3 +202,13 @@ def test_a_cell_whose_counterexample_cannot_be_written_keeps_it_and_says_so(tmp_
     assert cell.unwritten == f"{trace}: cannot write: {tmp_path / 'afile'} is not a folder"
     assert cell.text() == "**violated** (0 steps, not written)"
     assert cell.to_json()["counterexample"] == events
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_quick_review_ends_its_rows_threads_engines_and_tlc(signum: int, tmp_path: Path) -> None:
+    # Rows in threads, the unsafe ones hunted by engine processes, the safe one by TLC: all ended at once.
+    ended = interrupt(["review", "--quick", "--workers", "2", "--progress", "none", "--out", str(tmp_path)], signum,
+                      settle=1.0)
+    assert (ended.code, ended.stderr) == (130, "kcm: interrupted\n")
+    assert not ended.left and ended.tlc_groups

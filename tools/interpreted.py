@@ -4,8 +4,9 @@ A regular install compiles the implementation and the checker with mypyc, and sh
 the compiled modules. Compiled classes are native: their methods cannot be replaced and their objects
 cannot be copied. The commands that do either, `kcm mutate` (it patches implementation methods) and
 `kcm replay` (it copies a whole simulated cluster to try another reading of a step), start again (exec, the
-same process) as an interpreter that imports every `kcm` module from its source: `python -m kcm.tools.interpreted MODULE ARGS...`
-runs `python -m MODULE ARGS...` on the sources. This module imports no compiled module, so it can choose.
+same process) as an interpreter that imports every `kcm` module from its source:
+`python -m kcm.tools.interpreted MODULE ARGS...` runs `python -m MODULE ARGS...` on the sources. This module
+imports no compiled module, so it can choose.
 """
 
 from __future__ import annotations

@@ -393,14 +393,21 @@ def run_tlc(
     return result
 
 
+# What the JVM says around its reason, not the reason itself.
+_JVM_FRAMING: Final = frozenset({
+    "Error occurred during initialization of VM",
+    "Error: Could not create the Java Virtual Machine.",
+    "Error: A fatal exception has occurred. Program will exit.",
+})
+
+
 def _own_words(output: str, exit_code: int) -> str:
-    """Why TLC ended with no message of its own: the first line the JVM printed (an invalid heap size, a jar
-    without TLC in it), with the exit code."""
-    outside = _MESSAGE.sub("", output)
-    for line in outside.splitlines():
-        if line.strip() and "warning:" not in line:
-            return f"TLC exited with code {exit_code}: {line.strip()}"
-    return f"TLC exited with code {exit_code}"
+    """Why TLC ended with no message of its own: the first line the JVM printed that says why (an invalid heap
+    size, a heap it cannot reserve, a jar without TLC in it), with the exit code."""
+    lines = [line.strip() for line in _MESSAGE.sub("", output).splitlines()
+             if line.strip() and "warning:" not in line]
+    reasons = [line for line in lines if line not in _JVM_FRAMING] or lines
+    return f"TLC exited with code {exit_code}: {reasons[0]}" if reasons else f"TLC exited with code {exit_code}"
 
 
 @dataclass

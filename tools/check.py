@@ -1,6 +1,7 @@
 """`kcm check`: model checking an instance of the TLA+ specification (`spec/MC<name>.tla`) with TLC.
-Exit 0 holds, 1 violated (the counterexample rendered step by step and written in trace format v2), 2 no
-Java 17, no `tla2tools.jar`, or a bad knob, model or property.
+Exit 0 holds, 1 violated (the counterexample rendered step by step and written in trace format v2; shown all
+the same, with the reason, when its file cannot be written), 2 no Java 17, no `tla2tools.jar`, an `--out` it
+cannot write (all three checked before TLC starts), or a bad knob, model or property.
 
 `--liveness` checks a liveness model's temporal properties (spec/KafkaProperties.tla) under its fairness
 instead of invariants: one verdict per property, a violated one's lasso rendered with its loop marked."""

@@ -10,8 +10,9 @@ counterexample wins and every other engine is stopped. Unless it is a shortest o
 shortened: TLC breadth first, bounded by the depth found (and BMC where it applies), raced the same way.
 The shortest counterexample is confirmed by replay in the implementation and by TLC trace validation.
 
-Exit 0 no counterexample within the budget (`holds`, `holds to depth K`, or `unknown`), 1 a violation, 2 a
-bad knob, model, invariant or option.
+Exit 0 no counterexample within the budget (`holds`, `holds to depth K`, or `unknown`), 1 a violation (shown
+all the same when its files cannot be written), 2 a bad knob, model, invariant or option, no Java or
+`tla2tools.jar`, or an `--out` it cannot write (checked before the race).
 """
 
 from __future__ import annotations

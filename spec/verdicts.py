@@ -47,9 +47,10 @@ def severity(verdict: str) -> int:
     return 1 if verdict in (VIOLATED, UNEXPECTED) else 2
 
 
-def _rank(verdict: str) -> tuple[int, bool]:
-    # Between two undecided verdicts, an engine's failure says more than a check that saw nothing.
-    return severity(verdict), verdict != UNOBSERVED
+def _rank(verdict: str) -> int:
+    # A part that saw nothing fails the run, but a counterexample found elsewhere says more, and an engine's
+    # failure more again (it outranks a counterexample, as severity has it).
+    return 1 if verdict == UNOBSERVED else 0 if passed(verdict) else severity(verdict) + 1
 
 
 def worst(verdicts: list[str]) -> str:
@@ -61,6 +62,7 @@ def worst(verdicts: list[str]) -> str:
 
 def combined(parts: list[str]) -> str:
     """The verdict of a run of separate parts each asked for (`kcm verify`'s engines, each part's verdict by
-    `worst`): the most severe, a part that observed nothing counting as undecided, for a run that was asked to
-    check something and did not must not pass; a run of no parts is unobserved."""
+    `worst`): a part that observed nothing makes the run unobserved, for a run that was asked to check
+    something and did not must not pass, unless another part found a counterexample or could not decide; a
+    run of no parts is unobserved."""
     return max(parts, key=_rank, default=UNOBSERVED)

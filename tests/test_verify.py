@@ -54,6 +54,8 @@ def test_what_a_trace_cannot_show_does_not_undo_what_it_shows() -> None:
 def test_an_engine_that_observed_nothing_leaves_the_run_undecided() -> None:
     assert combined([HOLDS, AS_EXPECTED, UNOBSERVED]) == UNOBSERVED
     assert combined([UNOBSERVED, UNKNOWN]) == UNKNOWN == combined([UNKNOWN, UNOBSERVED])
+    assert combined([UNOBSERVED, VIOLATED]) == VIOLATED == combined([VIOLATED, UNOBSERVED, HOLDS])
+    assert combined([VIOLATED, UNKNOWN]) == UNKNOWN
     rows = [StageRow("z3", "proofs", HOLDS, "", 1.0), StageRow("simulation", "A", UNOBSERVED, "", 0.0),
             StageRow("simulation", "B", HOLDS, "", 0.0)]
     assert verdict(rows) == HOLDS

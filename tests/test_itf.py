@@ -126,6 +126,28 @@ def test_cli_converts_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "broken.json:1: invalid JSON" in capsys.readouterr().err
 
 
+def test_an_interrupted_conversion_leaves_the_old_output_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38, item 7: the ITF document is published whole, or the old one stays."""
+    source = tmp_path / "sim.jsonl"
+    with TraceWriter(source) as writer:
+        for event in simulate(1, 50):
+            writer.write(event)
+    itf = tmp_path / "sim.itf.json"
+    itf.write_text("the old output\n")
+
+    def half_then_interrupted(self: Path, data: str, *args: object, **kwargs: object) -> int:
+        with self.open("w", encoding="utf-8") as handle:
+            handle.write(data[: len(data) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", half_then_interrupted)
+    assert main(["trace", "convert", str(source), str(itf)]) == 130
+    assert capsys.readouterr().err == "kcm: interrupted\n"
+    assert itf.read_text() == "the old output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sim.itf.json", "sim.jsonl"]
+
+
 @pytest.mark.tlc
 def test_a_real_tlc_counterexample_round_trips(tmp_path: Path) -> None:
     from kcm.spec.tlc.modelcheck import check_model, model_knobs

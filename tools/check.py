@@ -1,6 +1,6 @@
 """`kcm check`: model checking an instance of the TLA+ specification (`spec/MC<name>.tla`) with TLC.
 Exit 0 holds, 1 violated (the counterexample rendered step by step and written in trace format v2), 2 no
-Java 17, no `tla2tools.jar`, or a bad knob, model or property.
+Java 17, no `tla2tools.jar`, a bad knob, model or property, or a model of no state (unobserved).
 
 `--liveness` checks a liveness model's temporal properties (spec/KafkaProperties.tla) under its fairness
 instead of invariants: one verdict per property, a violated one's lasso rendered with its loop marked."""
@@ -27,8 +27,8 @@ from kcm.spec.tlc.modelcheck import (
     with_controllers,
 )
 from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
-from kcm.spec.verdicts import VIOLATED, worst
-from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.spec.verdicts import VIOLATED, severity, worst
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
@@ -96,7 +96,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             for line in explanation(explained, violated):
                 print(line)
             print(f"counterexample written to {outcome.trace_path} (trace format v2)")
-    return EXIT_OK if outcome.result.violated is None else EXIT_VIOLATED
+    return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(outcome.verdict)]
 
 
 def cmd_liveness(args: argparse.Namespace) -> int:
@@ -125,7 +125,7 @@ def cmd_liveness(args: argparse.Namespace) -> int:
                           "properties": [o.to_json() for o in outcomes]}, indent=2))
     else:
         _print_liveness(model, knobs.describe(), outcomes)
-    return EXIT_VIOLATED if verdict == VIOLATED else EXIT_OK
+    return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(verdict)]
 
 
 def _lasso_out(args: argparse.Namespace, model: str, name: str, properties: list[str]) -> Path:

@@ -48,7 +48,7 @@ from kcm.spec.tlc.modelcheck import (
     write_events,
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError
-from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, VIOLATED
+from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, UNOBSERVED, VIOLATED, worst
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError
 from kcm.tools.hunt import hunt_races
 from kcm.tools.outputs import default_out
@@ -67,7 +67,7 @@ HUNT_BUDGET: Final = 600.0
 @dataclass
 class Cell:
     invariant: str
-    result: str  # holds | violated | unknown (kcm.spec.verdicts; unknown: TLC failed, the error says why)
+    result: str  # holds | violated | unobserved | unknown (kcm.spec.verdicts; unknown: TLC failed, the error says why)
     distinct_states: int = 0
     seconds: float = 0.0
     reading: str | None = None
@@ -87,6 +87,8 @@ class Cell:
             steps = (self.trace_length or 1) - 1  # the trace's states, the initial one included
             by = f" by {self.engine}" if self.engine else ""
             return f"**violated**{reading} ({steps} steps{by}, `{self.trace}`)"
+        if self.result == UNOBSERVED:
+            return "unobserved (no state explored)"
         return f"unknown: {self.error}"
 
 
@@ -124,6 +126,9 @@ class RowResult:
     def verdict(self) -> str:
         if self.errors:
             return UNKNOWN
+        # A row whose cells explored no state compared nothing with its documentation.
+        if worst([cell.result for cell in self.cells.values()]) == UNOBSERVED:
+            return UNOBSERVED
         return AS_EXPECTED if self.as_expected else UNEXPECTED
 
     def to_json(self) -> dict[str, Any]:
@@ -176,7 +181,7 @@ def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
         result = outcome.result
         if result.violated is None:
             for name in remaining:
-                row.cells.setdefault(column(name), Cell(column(name), HOLDS, result.distinct_states,
+                row.cells.setdefault(column(name), Cell(column(name), outcome.verdict, result.distinct_states,
                                                          result.seconds))
             break
         if result.violated not in remaining:
@@ -375,7 +380,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         plural = "" if len(rows) == 1 else "s"
         print(f"\n{len(rows)} row{plural}, {sum(r.runs for r in rows)} runs, {seconds:.0f} s; "
               f"counterexamples and {name}.json in {args.out}/")
-    return EXIT_USAGE if any(row.verdict == UNKNOWN for row in rows) else EXIT_OK
+    return EXIT_USAGE if any(row.verdict in (UNKNOWN, UNOBSERVED) for row in rows) else EXIT_OK
 
 
 def verify_stage(ctx: VerifyContext) -> list[StageRow]:
@@ -398,8 +403,8 @@ def _stage_row(row: RowResult, is_ci: bool, full: bool) -> StageRow:
         detail = (f"{_states(row):,} distinct states, exhaustive" if not row.violated else
                   f"violates {', '.join(sorted(row.violated))}: kcm check --model ci "
                   + " ".join(f"--set {s}" for s in row.variant.settings))
-        return StageRow("tlc", _check_name(row, is_ci), VIOLATED if row.violated else HOLDS, detail, row.seconds,
-                        trace, shown)
+        return StageRow("tlc", _check_name(row, is_ci), worst([cell.result for cell in row.cells.values()]), detail,
+                        row.seconds, trace, shown)
     broken = ", ".join(sorted(row.violated)) or "nothing"
     detail = f"breaks {broken}"
     if not row.as_expected:

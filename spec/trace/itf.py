@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+from kcm.spec.atomic_output import write_output
 from kcm.spec.trace.format import Continuity, Event, TraceError, apply_event, empty_value, make_event
 from kcm.spec.vocabulary import VARIABLES
 
@@ -249,8 +250,5 @@ def read_itf(path: str | Path) -> list[Event]:
 
 
 def write_itf(events: list[Event], path: str | Path, source: str = "") -> None:
-    text = json.dumps(to_itf(events, source), separators=(",", ":"))
-    try:
-        Path(path).write_text(text + "\n", encoding="utf-8")
-    except OSError as err:
-        raise TraceError(str(path), 0, "-", err.strerror or str(err)) from None
+    """Writes the ITF document whole: a reader, or a command cut off, never leaves half of one (atomic_output)."""
+    write_output(path, json.dumps(to_itf(events, source), separators=(",", ":")) + "\n")

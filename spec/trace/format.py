@@ -13,10 +13,11 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import json
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import IO, Any, Final, NoReturn
 
 import fastjsonschema
 
@@ -41,6 +42,11 @@ OBSERVER: Final = "observer"
 # Init's args key that marks a snapshot a parser made up (a Kafka log has no line for the state before it):
 # such an event is checked like any other but is no record of the input, so the pipeline does not count it.
 SYNTHESIZED: Final = "synthesized"
+
+# How deep a line may nest arrays and objects. kcm's own lines nest at most 7 deep (a log entry inside a
+# delta); the bound keeps every reader, and every consumer of an event that walks it, well inside Python's
+# recursion limit, whatever a line holds.
+MAX_DEPTH: Final = 64
 
 _NO_FIELD: Final = "-"
 _DEFINITIONS: Final = "#/definitions/"
@@ -138,11 +144,18 @@ _V1_BROKER_KEYED: Final = frozenset(
 _V1_REPLICA_LISTS: Final = ("assignment", "isr")
 
 
+def _version(event: Any) -> int | None:
+    """The format version a line declares; None when it declares none the readers know (the schema says why)."""
+    v = event.get("v") if isinstance(event, dict) else None
+    # bool is an int: `"v": true` is no version.
+    return v if type(v) is int and v in (V1, FORMAT_VERSION) else None
+
+
 def upgrade_v1(event: Any, file: str, line: int) -> Any:
     """A v1 event as v2: every "no leader"/"no controller" 0 becomes NO_LEADER; anything else is returned
     as given (the schema judges it). A v1 event that names broker 0 as a broker, or writes -1 where v1
     wrote 0, is an error: v1 had no broker 0, so such a file was not written as v1."""
-    if not isinstance(event, dict) or event.get("v") != V1:
+    if _version(event) != V1:
         return event
     upgraded = dict(event, v=FORMAT_VERSION)
     _check_v1_actor(event.get("actor"), file, line)
@@ -227,50 +240,123 @@ def _check_v1_brokers(state: dict[str, Any], file: str, line: int) -> None:
 
 
 class Continuity:
-    """The checks that span events or that the schema cannot express: one run, consecutive seq, and
-    an actor of the kind the action needs."""
+    """The rules of a trace that span its lines or that the schema cannot express: one format version, one
+    run, a seq that counts the lines, and an actor of the kind the action needs and among the brokers Init
+    names. Every reader of a trace holds its lines to these rules, each line through `check`.
+
+    A reader that goes on past a line it refuses (pipeline ingest quarantines the line) calls `check` on
+    every line, refused or not: a refused line sets nothing the lines after it are held to, and seq counts
+    it all the same, so one bad line does not make the lines after it wrong. Lines are numbered as the
+    reader likes (from 1 in a file), one more for each line."""
 
     def __init__(self, file: str) -> None:
         self.file = file
+        self.version: int | None = None
         self.run: str | None = None
-        self.next_seq: int | None = None
+        # seq minus line of every accepted event: the trace's seq counts its lines.
+        self._seq_base: int | None = None
+        # Init's args.brokers, when it names them: the brokers a broker or controller actor may be.
+        self.brokers: frozenset[int] | None = None
 
     def check(self, event: Any, line: int) -> Event:
+        """The event of a line, upgraded to v2 and checked; TraceError (file, line, field, reason) if not."""
+        version = self._check_version(event, line)
         event = upgrade_v1(event, self.file, line)
         try:
             schema_validator()(event)
         except fastjsonschema.JsonSchemaValueException as err:
             field, reason = schema_error(err)
             raise TraceError(self.file, line, field, reason) from None
-        self._check_run(event["run"], line)
-        self._check_seq(event["seq"], line)
-        self._check_actor(event["actor"], event["action"], line)
+        run, seq, actor, action = event["run"], event["seq"], event["actor"], event["action"]
+        if self.run is not None and run != self.run:
+            raise TraceError(self.file, line, "run", f"run {run!r} differs from the trace's run {self.run!r}")
+        if self._seq_base is not None and seq - line != self._seq_base:
+            raise TraceError(self.file, line, "seq", f"expected seq {self._seq_base + line}, got {seq}")
+        self._check_actor(actor, action, line)
+        # Accepted: only now does the line set what later lines are held to.
+        self.version, self.run, self._seq_base = version, run, seq - line
+        if action == "Init" and "brokers" in event["args"]:
+            self.brokers = frozenset(event["args"]["brokers"])
         checked: Event = event
         return checked
 
-    def _check_run(self, run: str, line: int) -> None:
-        if self.run is None:
-            self.run = run
-        elif run != self.run:
-            raise TraceError(self.file, line, "run", f"run {run!r} differs from the trace's run {self.run!r}")
-
-    def _check_seq(self, seq: int, line: int) -> None:
-        expected = self.next_seq
-        if expected is not None and seq != expected:
-            raise TraceError(self.file, line, "seq", f"expected seq {expected}, got {seq}")
-        self.next_seq = seq + 1
+    def _check_version(self, event: Any, line: int) -> int | None:
+        version = _version(event)
+        if version is not None and self.version is not None and version != self.version:
+            raise TraceError(self.file, line, "v", f"a v{version} line in a v{self.version} trace "
+                                                   "(a trace is written in one format version)")
+        return version
 
     def _check_actor(self, actor: str, action: str, line: int) -> None:
-        kind = actor_kind(actor)
+        kind, _, ident = actor.partition(":")
         needed = ACTIONS[action]
         if kind != needed and kind != OBSERVER:
             shown = f"{needed}:N" if needed in ("broker", "controller") else needed
             raise TraceError(
                 self.file, line, "actor", f"action {action} needs a {shown} actor, got {actor!r}"
             )
+        # The schema's pattern gives every broker and controller actor a decimal id.
+        if ident and self.brokers is not None and int(ident) not in self.brokers:
+            named = ", ".join(map(str, sorted(self.brokers))) or "none"
+            raise TraceError(self.file, line, "actor",
+                             f"broker {int(ident)} is not one of the trace's brokers (Init's args.brokers: {named})")
+
+
+class _Refused(Exception):
+    """A JSON value a trace cannot hold, met while decoding."""
+
+
+def _refuse_fraction(literal: str) -> NoReturn:
+    raise _Refused(f"{literal} is not an integer (every number of a trace is an integer)")
+
+
+def _refuse_constant(literal: str) -> NoReturn:
+    raise _Refused(f"{literal} is not a JSON number")
+
+
+# Python's json decodes 1e308 and 2.0 as floats, and the schema (draft-07) calls an integral float an
+# integer: refused while decoding, no fraction or exponent reaches an epoch, an offset or a seq.
+_DECODER: Final = json.JSONDecoder(parse_float=_refuse_fraction, parse_constant=_refuse_constant)
+_TOO_DEEP: Final = f"nested too deeply (more than {MAX_DEPTH} levels of arrays and objects)"
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than `limit` deep in a decoded value; a loop, not a recursion."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                pending.append((child, depth + 1))
+    return False
+
+
+def decode_json(text: str, file: str, line: int) -> Any:
+    """JSON text as a trace may hold it (a line of a trace, an ITF document, a Parquet row's args or state):
+    TraceError for a number that is not an integer, for NaN and Infinity, and for nesting deeper than
+    MAX_DEPTH; json.JSONDecodeError for text that is not JSON, which the caller words."""
+    try:
+        value = _DECODER.decode(text)
+    except json.JSONDecodeError:
+        raise
+    except _Refused as err:
+        raise TraceError(file, line, _NO_FIELD, str(err)) from None
+    except RecursionError:
+        raise TraceError(file, line, _NO_FIELD, _TOO_DEEP) from None
+    except ValueError:
+        # The one other ValueError of the decoder: an integer longer than Python converts.
+        raise TraceError(file, line, _NO_FIELD, f"an integer of more than {sys.get_int_max_str_digits()} "
+                                                "digits") from None
+    # A line holds at least as many brackets as it nests deep: most lines need no walk.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise TraceError(file, line, _NO_FIELD, _TOO_DEEP)
+    return value
 
 
 def parse_line(raw: bytes, file: str, line: int) -> Any:
+    """One line of a trace, decoded: the JSON value, or TraceError naming the file, the line and why not."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -278,7 +364,7 @@ def parse_line(raw: bytes, file: str, line: int) -> Any:
     if not text.strip():
         raise TraceError(file, line, _NO_FIELD, "blank line")
     try:
-        return json.loads(text)
+        return decode_json(text, file, line)
     except json.JSONDecodeError as err:
         # Only the last line can lack its newline; broken JSON there means the writer was cut off.
         if not raw.endswith(b"\n"):

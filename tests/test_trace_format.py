@@ -385,6 +385,16 @@ MALFORMED: list[tuple[str, Edit, int, str, str]] = [
      "broker 999 is not one of the trace's brokers (Init's args.brokers: 1, 2)"),
     ("electing broker not in Init", edit_event(1, setter("actor", "broker:0")), 2, "actor",
      "broker 0 is not one of the trace's brokers"),
+    ("a broker key not among Init's", edit_event(2, state_setter("hw", {"9": {"t0-0": 0}})), 3, "state.hw.9",
+     "broker 9 is not one of the trace's brokers"),
+    ("Init's state keyed by a broker it does not name", edit_event(0, state_setter("alive", {"3": True})), 1,
+     "state.alive.3", "broker 3 is not one of the trace's brokers"),
+    ("a broker key not a number", edit_event(1, state_setter("acting_controller_epoch", {"x": 1})), 2,
+     "state.acting_controller_epoch.x", "not a broker id"),
+    ("a broker key with a leading zero", edit_event(2, state_setter("role", {"02": {"t0-0": "follower"}})), 3,
+     "state.role.02", "not a broker id"),
+    ("a replica key not a number", edit_event(0, state_setter("replica_state", {"1": {"t0-0": {"-1": "NewReplica"}}})),
+     1, "state.replica_state.1.t0-0.-1", "not a broker id"),
     ("a v1 line in a v2 file", edit_event(1, setter("v", 1)), 2, "v", "a v1 line in a v2 trace"),
     ("a v2 line in a v1 file", edit_event(0, as_v1), 2, "v", "a v2 line in a v1 trace"),
     ("v true is no v1", edit_event(1, setter("v", True)), 2, "v", "const"),
@@ -477,11 +487,21 @@ def test_the_brokers_of_a_later_init_are_the_ones_that_count() -> None:
     events = valid_events()
     continuity = Continuity("t.jsonl")
     continuity.check(events[0], 1)
-    again = {**events[0], "seq": 1, "args": {"brokers": [7]}}
+    again = {**events[0], "seq": 1, "args": {"brokers": [7]}, "state": {"alive": {"7": True}}}
     continuity.check(again, 2)
     with pytest.raises(TraceError, match="broker 1 is not one of the trace's brokers"):
         continuity.check({**events[1], "seq": 2}, 3)
-    assert continuity.check({**events[1], "seq": 2, "actor": "broker:7"}, 3)["actor"] == "broker:7"
+    elected = {**events[1], "seq": 2, "actor": "broker:7", "state": {"acting_controller_epoch": {"7": 1}}}
+    assert continuity.check(elected, 3)["actor"] == "broker:7"
+
+
+def test_a_replica_may_be_a_broker_init_does_not_name(tmp_path: Path) -> None:
+    """A Kafka log names replicas on brokers that wrote none of its lines: only the brokers that hold state
+    (the first key of a broker-keyed variable) and the actors must be among Init's."""
+    events = valid_events()
+    events[2]["state"]["isr"] = {"t0-0": [1, 2, 5]}
+    events[2]["state"]["local_isr"] = {"2": {"t0-0": [2, 5]}}
+    assert load_trace(write_text(tmp_path / "t.jsonl", dump(events)))[2]["state"]["isr"] == {"t0-0": [1, 2, 5]}
 
 
 def test_parquet_rows_are_decoded_as_lines_are(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -120,6 +121,12 @@ def schema_error(err: fastjsonschema.JsonSchemaValueException) -> tuple[str, str
         extra = [key for key in value if key not in known]
         what = "unknown state variable" if prefix == "state" else "unknown field"
         return _join(prefix, str(extra[0]) if extra else _NO_FIELD), what
+    if err.rule == "propertyNames" and isinstance(value, dict):
+        names = definition.get("propertyNames", {})
+        pattern = re.compile(names.get("pattern", ""))
+        bad = [key for key in value if not pattern.search(str(key))]
+        what = names.get("description", "an allowed key")
+        return _join(prefix, str(bad[0]) if bad else _NO_FIELD), f"not {what}"
     if err.rule == "enum":
         allowed = [item for item in definition.get("enum", []) if item is not None]
         # Long lists (the action catalogue) would drown the one-line message.
@@ -135,12 +142,12 @@ def actor_kind(actor: str) -> str:
     return actor.partition(":")[0]
 
 
-# Where a v1 event names a broker: the actor, Init's broker list, the broker keys of the broker-keyed
-# variables (depth 2 and 3 and these depth-1 ones), the replica keys of `replica_state` and the members of
-# these replica lists.
-_V1_BROKER_KEYED: Final = frozenset(
+# The variables keyed by broker first: these depth-1 ones and every deeper one.
+_BROKER_KEYED: Final = frozenset(
     {"acting_controller_epoch", "alive", "broker_controller_epoch"} | {n for n, d in VARIABLES.items() if d >= 2}
 )
+# Where a v1 event names a broker: the actor, Init's broker list, the broker keys of the broker-keyed
+# variables, the replica keys of `replica_state` and the members of these replica lists.
 _V1_REPLICA_LISTS: Final = ("assignment", "isr")
 
 
@@ -219,7 +226,7 @@ def _v1_brokers_named(state: dict[str, Any]) -> Iterator[tuple[str, Any]]:
                 if isinstance(members, list):
                     yield from ((f"state.{name}.{p}", r) for r in members)
             continue
-        if name not in _V1_BROKER_KEYED:
+        if name not in _BROKER_KEYED:
             continue
         for b, parts in value.items():
             yield f"state.{name}.{b}", b
@@ -255,8 +262,10 @@ class Continuity:
         self.run: str | None = None
         # seq minus line of every accepted event: the trace's seq counts its lines.
         self._seq_base: int | None = None
-        # Init's args.brokers, when it names them: the brokers a broker or controller actor may be.
+        # Init's args.brokers, when it names them: the brokers a broker or controller actor may be, and the
+        # keys (as strings) a broker-keyed variable may have.
         self.brokers: frozenset[int] | None = None
+        self._broker_keys: frozenset[str] = frozenset()
 
     def check(self, event: Any, line: int) -> Event:
         """The event of a line, upgraded to v2 and checked; TraceError (file, line, field, reason) if not."""
@@ -272,11 +281,16 @@ class Continuity:
             raise TraceError(self.file, line, "run", f"run {run!r} differs from the trace's run {self.run!r}")
         if self._seq_base is not None and seq - line != self._seq_base:
             raise TraceError(self.file, line, "seq", f"expected seq {self._seq_base + line}, got {seq}")
-        self._check_actor(actor, action, line)
+        # An Init's state is held to the brokers it names itself.
+        named = event["args"].get("brokers") if action == "Init" else None
+        brokers, keys = (self.brokers, self._broker_keys) if named is None else \
+            (frozenset(named), frozenset(map(str, named)))
+        self._check_actor(actor, action, brokers, line)
+        if brokers is not None:
+            self._check_broker_keys(event["state"], brokers, keys, line)
         # Accepted: only now does the line set what later lines are held to.
         self.version, self.run, self._seq_base = version, run, seq - line
-        if action == "Init" and "brokers" in event["args"]:
-            self.brokers = frozenset(event["args"]["brokers"])
+        self.brokers, self._broker_keys = brokers, keys
         checked: Event = event
         return checked
 
@@ -287,7 +301,7 @@ class Continuity:
                                                    "(a trace is written in one format version)")
         return version
 
-    def _check_actor(self, actor: str, action: str, line: int) -> None:
+    def _check_actor(self, actor: str, action: str, brokers: frozenset[int] | None, line: int) -> None:
         kind, _, ident = actor.partition(":")
         needed = ACTIONS[action]
         if kind != needed and kind != OBSERVER:
@@ -296,10 +310,23 @@ class Continuity:
                 self.file, line, "actor", f"action {action} needs a {shown} actor, got {actor!r}"
             )
         # The schema's pattern gives every broker and controller actor a decimal id.
-        if ident and self.brokers is not None and int(ident) not in self.brokers:
-            named = ", ".join(map(str, sorted(self.brokers))) or "none"
-            raise TraceError(self.file, line, "actor",
-                             f"broker {int(ident)} is not one of the trace's brokers (Init's args.brokers: {named})")
+        if ident and brokers is not None and int(ident) not in brokers:
+            raise self._unknown_broker(int(ident), "actor", brokers, line)
+
+    def _check_broker_keys(self, state: dict[str, Any], brokers: frozenset[int], keys: frozenset[str],
+                           line: int) -> None:
+        """The brokers a delta keys its broker-keyed variables by, as the keys the schema makes them (decimal,
+        no leading zero). A replica a broker holds may be any broker id: a log names replicas of brokers
+        that log nothing."""
+        for name, value in state.items():
+            if name in _BROKER_KEYED and not keys.issuperset(value):
+                key = next(key for key in value if key not in keys)
+                raise self._unknown_broker(int(key), f"state.{name}.{key}", brokers, line)
+
+    def _unknown_broker(self, broker: int, field: str, brokers: frozenset[int], line: int) -> TraceError:
+        named = ", ".join(map(str, sorted(brokers))) or "none"
+        return TraceError(self.file, line, field,
+                          f"broker {broker} is not one of the trace's brokers (Init's args.brokers: {named})")
 
 
 class _Refused(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -468,19 +469,38 @@ def test_a_v1_file_is_read_as_v2(tmp_path: Path) -> None:
 
 def test_a_refused_line_leaves_the_rules_for_the_next_ones_as_they_were() -> None:
     """A reader that goes on past a refused line (pipeline ingest) holds the next lines to the same rules:
-    seq counts the refused line, and nothing the refused line says (its run, version, brokers) sticks."""
+    nothing a refused line says (its run, version, seq) sticks, and each refused line may have held the next
+    seq."""
     events = valid_events()
     continuity = Continuity("t.jsonl")
-    continuity.check(events[0], 1)
-    refused = [{**events[1], "run": "other", "v": 1}, {**events[1], "seq": 7}, [1]]
-    for line, bad in enumerate(refused, start=2):
+    continuity.read_line(lines_bytes(dump(events[:1])), 1)
+    refused = [b'{"v":2,', json.dumps({**events[1], "run": "other", "v": 1}).encode(),
+               json.dumps({**events[1], "seq": 7}).encode(), b"[1]"]
+    for line, raw in enumerate(refused, start=2):
         with pytest.raises(TraceError):
-            continuity.check(bad, line)
-    # Line 5 carries the seq of the fifth line, whatever the three before it were.
-    assert continuity.check({**events[2], "seq": 4}, 5)["seq"] == 4
-    with pytest.raises(TraceError) as info:  # a gap: a line left out
-        continuity.check({**events[2], "seq": 6}, 6)
-    assert (info.value.field, info.value.reason) == ("seq", "expected seq 5, got 6")
+            continuity.read_line(raw + b"\n", line)
+    # Four lines refused since seq 0: the next may be any of seq 1 to 5.
+    with pytest.raises(TraceError) as info:
+        continuity.check({**events[1], "seq": 6}, 6)
+    assert (info.value.field, info.value.reason) == ("seq", "expected seq 1 (up to 5 after 4 refused lines), got 6")
+    assert continuity.check({**events[1], "seq": 3}, 7)["seq"] == 3
+    with pytest.raises(TraceError) as info:  # a gap with no line refused: a line left out
+        continuity.check({**events[2], "seq": 5}, 8)
+    assert (info.value.field, info.value.reason) == ("seq", "expected seq 4, got 5")
+
+
+def test_lines_inserted_or_corrupted_in_place_leave_the_lines_after_them_good() -> None:
+    lines = valid_lines()
+    for raw in (
+        lines_bytes([lines[0], "not json", "[]", lines[1], lines[2]]),  # junk inserted
+        lines_bytes([lines[0], lines[1][:30] + "#" + lines[1][31:], lines[2]]),  # a line damaged in place
+    ):
+        continuity = Continuity("t.jsonl")
+        accepted = []
+        for line, text in enumerate(raw.splitlines(keepends=True), start=1):
+            with contextlib.suppress(TraceError):
+                accepted.append(continuity.read_line(text, line)["seq"])
+        assert accepted[-1] == 2
 
 
 def test_the_brokers_of_a_later_init_are_the_ones_that_count() -> None:

@@ -248,27 +248,47 @@ def _check_v1_brokers(state: dict[str, Any], file: str, line: int) -> None:
 
 class Continuity:
     """The rules of a trace that span its lines or that the schema cannot express: one format version, one
-    run, a seq that counts the lines, and an actor of the kind the action needs and among the brokers Init
-    names. Every reader of a trace holds its lines to these rules, each line through `check`.
+    run, each seq one more than the one before, and an actor of the kind the action needs and among the
+    brokers Init names. Every reader of a trace holds its lines to these rules: a file's lines through
+    `read_line`, events from elsewhere (an ITF document, a writer) through `check`.
 
-    A reader that goes on past a line it refuses (pipeline ingest quarantines the line) calls `check` on
-    every line, refused or not: a refused line sets nothing the lines after it are held to, and seq counts
-    it all the same, so one bad line does not make the lines after it wrong. Lines are numbered as the
-    reader likes (from 1 in a file), one more for each line."""
+    A reader may go on past a line it refuses (pipeline ingest quarantines it): a refused line sets nothing
+    the lines after it are held to, and since it may have held the next event, each refused line lets the
+    next accepted one skip one more seq. A seq skipped with no line refused (a line left out) is an error,
+    and so is every line after it: none of them is one more than the last accepted line plus the lines
+    refused since."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.version: int | None = None
         self.run: str | None = None
-        # seq minus line of every accepted event: the trace's seq counts its lines.
-        self._seq_base: int | None = None
+        self.last_seq: int | None = None  # of the last accepted event
+        self.refused = 0  # lines refused since it
         # Init's args.brokers, when it names them: the brokers a broker or controller actor may be, and the
         # keys (as strings) a broker-keyed variable may have.
         self.brokers: frozenset[int] | None = None
         self._broker_keys: frozenset[str] = frozenset()
 
+    def read_line(self, raw: bytes, line: int) -> Event:
+        """Line `line` of the file (from 1), decoded (`parse_line`) and checked; TraceError if not."""
+        try:
+            value = parse_line(raw, self.file, line)
+        except TraceError:
+            self.refused += 1
+            raise
+        return self.check(value, line)
+
     def check(self, event: Any, line: int) -> Event:
         """The event of a line, upgraded to v2 and checked; TraceError (file, line, field, reason) if not."""
+        try:
+            checked = self._check(event, line)
+        except TraceError:
+            self.refused += 1
+            raise
+        self.refused = 0
+        return checked
+
+    def _check(self, event: Any, line: int) -> Event:
         version = self._check_version(event, line)
         event = upgrade_v1(event, self.file, line)
         try:
@@ -279,8 +299,7 @@ class Continuity:
         run, seq, actor, action = event["run"], event["seq"], event["actor"], event["action"]
         if self.run is not None and run != self.run:
             raise TraceError(self.file, line, "run", f"run {run!r} differs from the trace's run {self.run!r}")
-        if self._seq_base is not None and seq - line != self._seq_base:
-            raise TraceError(self.file, line, "seq", f"expected seq {self._seq_base + line}, got {seq}")
+        self._check_seq(seq, line)
         # An Init's state is held to the brokers it names itself.
         named = event["args"].get("brokers") if action == "Init" else None
         brokers, keys = (self.brokers, self._broker_keys) if named is None else \
@@ -289,10 +308,19 @@ class Continuity:
         if brokers is not None:
             self._check_broker_keys(event["state"], brokers, keys, line)
         # Accepted: only now does the line set what later lines are held to.
-        self.version, self.run, self._seq_base = version, run, seq - line
+        self.version, self.run, self.last_seq = version, run, seq
         self.brokers, self._broker_keys = brokers, keys
         checked: Event = event
         return checked
+
+    def _check_seq(self, seq: int, line: int) -> None:
+        if self.last_seq is None:
+            return
+        low, high = self.last_seq + 1, self.last_seq + 1 + self.refused
+        if not low <= seq <= high:
+            lines = "line" if self.refused == 1 else "lines"
+            after = f" (up to {high} after {self.refused} refused {lines})" if self.refused else ""
+            raise TraceError(self.file, line, "seq", f"expected seq {low}{after}, got {seq}")
 
     def _check_version(self, event: Any, line: int) -> int | None:
         version = _version(event)
@@ -407,7 +435,7 @@ def read_trace(path: str | Path) -> Iterator[Event]:
     try:
         with open(path, "rb") as handle:
             for line, raw in enumerate(handle, start=1):
-                yield continuity.check(parse_line(raw, file, line), line)
+                yield continuity.read_line(raw, line)
     except OSError as err:
         raise TraceError(file, line, _NO_FIELD, err.strerror or str(err)) from None
     if line == 0:

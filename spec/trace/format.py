@@ -376,15 +376,16 @@ _TOO_DEEP: Final = f"nested too deeply (more than {MAX_DEPTH} levels of arrays a
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether arrays and objects nest more than `limit` deep in a decoded value; a loop, not a recursion."""
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        node, depth = pending.pop()
+    """Whether arrays and objects nest more than `limit` deep in a decoded value (the decoder's own dicts and
+    lists). Level by level, in a loop: no recursion, and a few times faster than a walk node by node."""
+    level = [value]
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        for child in node.values() if isinstance(node, dict) else node:
-            if isinstance(child, dict | list):
-                pending.append((child, depth + 1))
+        level = [child for node in level for child in (node.values() if type(node) is dict else node)
+                 if type(child) is dict or type(child) is list]
+        depth += 1
     return False
 
 

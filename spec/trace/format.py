@@ -252,7 +252,7 @@ class Continuity:
     brokers Init names. Every reader of a trace holds its lines to these rules: a file's lines through
     `read_line`, events from elsewhere (an ITF document, a writer) through `check`.
 
-    A reader may go on past a line it refuses (pipeline ingest quarantines it): a refused line sets nothing
+    A reader may go on past a line it refuses (one that quarantines it): a refused line sets nothing
     the lines after it are held to, and since it may have held the next event, each refused line lets the
     next accepted one skip one more seq. A seq skipped with no line refused (a line left out) is an error,
     and so is every line after it: none of them is one more than the last accepted line plus the lines

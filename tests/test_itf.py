@@ -156,3 +156,24 @@ def test_a_real_tlc_counterexample_round_trips(tmp_path: Path) -> None:
     check_model("kafka1211", model_knobs("kafka1211"), heap_mb=1024, trace_out=trace)
     events = load_trace(trace)
     assert len(events) > 2 and round_trip(events) == events
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("[" * 100_000, "nested too deeply (more than 64 levels of arrays and objects)"),
+    ('{"vars":["controller"],"states":[{"controller":1e308}]}',
+     "1e308 is not an integer (every number of a trace is an integer)"),
+    ('{"vars":["controller"],"states":[{"controller":NaN}]}', "NaN is not a JSON number"),
+])
+def test_an_itf_file_is_decoded_as_a_trace_line_is(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
+                                                    reason: str) -> None:
+    """Issue 38, items 6 and 9: a document nested 100,000 deep ended in a RecursionError; 1e308 was read as
+    an integer."""
+    source = tmp_path / "bad.itf.json"
+    source.write_text(text)
+    assert main(["trace", "convert", str(source), str(tmp_path / "out.jsonl")]) == 2
+    assert capsys.readouterr().err == f"kcm: error: {source}: {reason}\n"
+
+
+def test_a_float_in_a_decoded_itf_document_is_no_integer() -> None:
+    with pytest.raises(TraceError, match=r"states\[0\].controller: 2.0 is not an integer"):
+        from_itf({"vars": ["controller"], "states": [{"controller": 2.0}]}, "x.itf.json")

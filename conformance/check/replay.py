@@ -54,7 +54,8 @@ _FUSED: Final = {"FetchRound", "TruncationRound"}
 _TOPIC_PARTITION: Final = re.compile(r"^(.+)-(\d+)$")
 # Ticks a model's Tick may take in the implementation before the follower's request times out.
 _MAX_TICKS: Final = REQUEST_TIMEOUT_TICKS + 1
-# Returns to earlier choice points before the first divergence is reported.
+# Returns to earlier choice points before a divergence is reported: a budget for each divergence, renewed
+# once the replay gets past it (a long trace resolves thousands of them, each in a few returns).
 MAX_BACKTRACKS: Final = 1000
 # How far back a divergence may return: to one of the latest choice points, none more than HORIZON events
 # back. Each keeps a copy of the cluster and the events since it, so these bound the replay's memory
@@ -383,6 +384,9 @@ class Replayer:
                 event = choice.event
                 self.expected = copy.deepcopy(choice.expected)
                 apply_event(self.expected, event)
+            if furthest is not None and event["seq"] >= furthest[1].seq:
+                # Resolved: a later divergence is searched for anew, with the whole budget.
+                furthest, backtracks = None, 0
             if choice.steps:
                 choices.append(choice)
             index = choice.index + 1

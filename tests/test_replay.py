@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kcm.conformance.check.replay import Replayer, replay
+from kcm.conformance.check import replay as replay_module
+from kcm.conformance.check.replay import Replayer, _Choice, replay
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.tlc.modelcheck import CheckOutcome
 from kcm.spec.trace.format import Event, TraceWriter, load_trace
@@ -38,6 +39,25 @@ def test_a_simulator_trace_replays_without_divergence(seed: int) -> None:
     assert report.divergence is None
     assert report.verdict == "conforms"
     assert report.steps == 401
+
+
+def test_the_budget_of_returns_is_per_divergence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 item 3: the budget of 1,000 returns to choice points was the whole trace's. The 950,000-step
+    trace of seed 3 spent it on divergences it resolved, and reported the one at seq 922,149 with none left.
+    Here the budget is one return: this trace resolves each of its divergences in one, more than one in all."""
+    monkeypatch.setattr(replay_module, "MAX_BACKTRACKS", 1)
+    returns = 0
+    backjump = Replayer._backjump
+
+    def counted(self: Replayer, choices: list[_Choice], action: str) -> _Choice:
+        nonlocal returns
+        returns += 1
+        return backjump(self, choices, action)
+
+    monkeypatch.setattr(Replayer, "_backjump", counted)
+    report = replay(simulate(4, 2000))
+    assert report.divergence is None and report.verdict == "conforms"
+    assert returns > 1
 
 
 def test_a_violating_simulator_trace_breaks_the_same_invariant_in_the_implementation() -> None:

@@ -54,8 +54,9 @@ _FUSED: Final = {"FetchRound", "TruncationRound"}
 _TOPIC_PARTITION: Final = re.compile(r"^(.+)-(\d+)$")
 # Ticks a model's Tick may take in the implementation before the follower's request times out.
 _MAX_TICKS: Final = REQUEST_TIMEOUT_TICKS + 1
-# Returns to earlier choice points before a divergence is reported: a budget for each divergence, renewed
-# once the replay gets past it (a long trace resolves thousands of them, each in a few returns).
+# Returns to earlier choice points without getting further into the trace before a divergence is reported.
+# Counted afresh once the replay gets past the divergence: a long trace resolves one every thousand events or
+# so, most in a few returns, and a budget for the whole trace ran out (`kcm sim --seed 3 --steps 950000`).
 MAX_BACKTRACKS: Final = 1000
 # How far back a divergence may return: to one of the latest choice points, none more than HORIZON events
 # back. Each keeps a copy of the cluster and the events since it, so these bound the replay's memory

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,19 @@ def test_the_budget_of_returns_is_per_divergence(monkeypatch: pytest.MonkeyPatch
     report = replay(simulate(4, 2000))
     assert report.divergence is None and report.verdict == "conforms"
     assert returns > 1
+
+
+@pytest.mark.long
+def test_a_long_simulator_trace_replays_every_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38 item 3 end to end, as `kcm sim` writes it (calm phases on). KCM_LONG_REPLAY_STEPS=950000 is
+    the issue's repro: about 11 minutes of a core, 200 MB of trace."""
+    steps = os.environ.get("KCM_LONG_REPLAY_STEPS", "100000")
+    trace = tmp_path / "b.jsonl"
+    assert main(["sim", "--seed", "3", "--steps", steps, "--out", str(trace)]) == 0
+    events = int(capsys.readouterr().out.split()[1])
+    assert main(["replay", str(trace), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == "conforms" and report["steps"] == events - 1
 
 
 def test_a_violating_simulator_trace_breaks_the_same_invariant_in_the_implementation() -> None:

@@ -5,6 +5,10 @@ counterexample), `holds to depth K` (a bounded search found nothing up to K step
 (the engine could not decide: a solver's unknown, a tool's error). A review row compares what a design breaks
 with what it is documented to break: `as expected` or `unexpected`. A trace that never carries a variable an
 invariant reads leaves that invariant `unobserved` (not checked, and not a failure).
+
+A verdict never rests on zero work: a check that ran on nothing (no seed, no step, no example, no event, no
+state) is `unobserved`, never `holds` (`held`). A run made of results takes the worst of those that observed
+something; a run that observed nothing is `unobserved`, which is not a pass: it exits 2, like `unknown`.
 """
 
 from __future__ import annotations
@@ -29,13 +33,36 @@ def passed(verdict: str) -> bool:
     return verdict in (HOLDS, AS_EXPECTED) or verdict.startswith(_DEPTH_PREFIX)
 
 
+def held(work: int) -> str:
+    """The verdict of a check that found no counterexample in `work` units (seeds' steps, examples, events,
+    states): it holds only if it looked at something."""
+    return HOLDS if work > 0 else UNOBSERVED
+
+
 def severity(verdict: str) -> int:
-    """0 passed, 1 a counterexample (a violation, a review row off its documentation), 2 undecided."""
-    if passed(verdict) or verdict == UNOBSERVED:
+    """0 passed, 1 a counterexample (a violation, a review row off its documentation), 2 undecided (unknown,
+    or unobserved: nothing was checked)."""
+    if passed(verdict):
         return 0
     return 1 if verdict in (VIOLATED, UNEXPECTED) else 2
 
 
+def _rank(verdict: str) -> int:
+    # A part that saw nothing fails the run, but a counterexample found elsewhere says more, and an engine's
+    # failure more again (it outranks a counterexample, as severity has it).
+    return 1 if verdict == UNOBSERVED else 0 if passed(verdict) else severity(verdict) + 1
+
+
 def worst(verdicts: list[str]) -> str:
-    """The verdict of a run made of these: the most severe one; a run of nothing holds."""
-    return max(verdicts, key=severity, default=HOLDS)
+    """The verdict of one check made of these (a trace's invariants, an engine's rows): the most severe of
+    those that observed something, since a property a trace cannot show does not undo the others; it is
+    unobserved when none did, and a run of nothing is unobserved."""
+    return max((v for v in verdicts if v != UNOBSERVED), key=severity, default=UNOBSERVED)
+
+
+def combined(parts: list[str]) -> str:
+    """The verdict of a run of separate parts each asked for (`kcm verify`'s engines, each part's verdict by
+    `worst`): a part that observed nothing makes the run unobserved, for a run that was asked to check
+    something and did not must not pass, unless another part found a counterexample or could not decide; a
+    run of no parts is unobserved."""
+    return max(parts, key=_rank, default=UNOBSERVED)

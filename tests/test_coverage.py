@@ -60,7 +60,8 @@ def test_kcm_conform_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--examples", "0"], "at least 1"),
+    (["--examples", "-1"], "--examples: -1 is negative"),
+    (["--steps", "0"], "at least 1"),
     (["--set", "truncation=nope"], "truncation"),
 ])
 def test_kcm_conform_bad_input_is_one_line(argv: list[str], message: str, tmp_path: Path,
@@ -68,3 +69,11 @@ def test_kcm_conform_bad_input_is_one_line(argv: list[str], message: str, tmp_pa
     code = main(["conform", "--out", str(tmp_path), *argv])
     _, err = capsys.readouterr()
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_kcm_conform_of_no_example_is_unobserved(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38, item 8: a campaign of 0 examples checked nothing; it must not pass (exit 0)."""
+    code = main(["conform", "--out", str(tmp_path), "--examples", "0", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and json.loads(out)["examples"] == 0
+    assert err.strip().splitlines() == ["kcm: error: conform: no example ran (unobserved): the campaign does not pass"]

@@ -126,6 +126,28 @@ def test_cli_converts_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "broken.json:1: invalid JSON" in capsys.readouterr().err
 
 
+def test_an_interrupted_conversion_leaves_the_old_output_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38, item 7: the ITF document is published whole, or the old one stays."""
+    source = tmp_path / "sim.jsonl"
+    with TraceWriter(source) as writer:
+        for event in simulate(1, 50):
+            writer.write(event)
+    itf = tmp_path / "sim.itf.json"
+    itf.write_text("the old output\n")
+
+    def half_then_interrupted(self: Path, data: str, *args: object, **kwargs: object) -> int:
+        with self.open("w", encoding="utf-8") as handle:
+            handle.write(data[: len(data) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", half_then_interrupted)
+    assert main(["trace", "convert", str(source), str(itf)]) == 130
+    assert capsys.readouterr().err == "kcm: interrupted\n"
+    assert itf.read_text() == "the old output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sim.itf.json", "sim.jsonl"]
+
+
 @pytest.mark.tlc
 def test_a_real_tlc_counterexample_round_trips(tmp_path: Path) -> None:
     from kcm.spec.tlc.modelcheck import check_model, model_knobs
@@ -134,3 +156,24 @@ def test_a_real_tlc_counterexample_round_trips(tmp_path: Path) -> None:
     check_model("kafka1211", model_knobs("kafka1211"), heap_mb=1024, trace_out=trace)
     events = load_trace(trace)
     assert len(events) > 2 and round_trip(events) == events
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("[" * 100_000, "nested too deeply (more than 64 levels of arrays and objects)"),
+    ('{"vars":["controller"],"states":[{"controller":1e308}]}',
+     "1e308 is not an integer (every number of a trace is an integer)"),
+    ('{"vars":["controller"],"states":[{"controller":NaN}]}', "NaN is not a JSON number"),
+])
+def test_an_itf_file_is_decoded_as_a_trace_line_is(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
+                                                    reason: str) -> None:
+    """Issue 38, items 6 and 9: a document nested 100,000 deep ended in a RecursionError; 1e308 was read as
+    an integer."""
+    source = tmp_path / "bad.itf.json"
+    source.write_text(text)
+    assert main(["trace", "convert", str(source), str(tmp_path / "out.jsonl")]) == 2
+    assert capsys.readouterr().err == f"kcm: error: {source}: {reason}\n"
+
+
+def test_a_float_in_a_decoded_itf_document_is_no_integer() -> None:
+    with pytest.raises(TraceError, match=r"states\[0\].controller: 2.0 is not an integer"):
+        from_itf({"vars": ["controller"], "states": [{"controller": 2.0}]}, "x.itf.json")

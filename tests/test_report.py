@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -316,3 +318,45 @@ def test_a_counterexample_the_checker_does_not_flag_is_marked_in_its_last_state(
     first = flagged.first
     mark_final_state(flagged, "StaleControllerFenced", [])
     assert flagged.first is first
+
+
+def _half_then_interrupted(self: Path, data: str, *args: object, **kwargs: object) -> int:
+    """Path.write_text cut off by Ctrl-C halfway through."""
+    with self.open("w", encoding="utf-8") as handle:
+        handle.write(data[: len(data) // 2])
+    raise KeyboardInterrupt
+
+
+def test_an_interrupted_page_leaves_no_half_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38, item 7: the page is published whole or not at all."""
+    trace = violating_trace(tmp_path)
+    out = tmp_path / "pages" / "trace.html"
+    monkeypatch.setattr(Path, "write_text", _half_then_interrupted)
+    assert kcm("report", str(trace), "--out", str(out)) == 130
+    assert capsys.readouterr().err == "kcm: interrupted\n"
+    assert not out.parent.exists() or list(out.parent.iterdir()) == []
+
+
+def test_a_second_writer_of_one_page_is_refused_with_one_line(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38, item 7: while another kcm process writes the page, a second one is refused and the first one's
+    page is published whole."""
+    trace = violating_trace(tmp_path)
+    out = tmp_path / "trace.html"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom kcm.spec.atomic_output import claimed_file\n"
+         "with claimed_file(sys.argv[1]) as temp:\n    temp.write_text('first')\n    print('claimed', flush=True)\n"
+         "    sys.stdin.readline()\n", str(out)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "claimed\n"
+        assert kcm("report", str(trace), "--out", str(out)) == 2
+        assert capsys.readouterr().err == f"kcm: error: {out}: another kcm process is writing it\n"
+        assert not out.exists()
+        holder.communicate("\n", timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert holder.returncode == 0 and out.read_text() == "first"
+    assert kcm("report", str(trace), "--out", str(out)) == 0 and "<html" in out.read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -10,12 +11,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from kcm.spec.states import PARTITION_STATES, REPLICA_STATES
 from kcm.spec.trace.format import (
     KEY_ORDER,
+    MAX_DEPTH,
     SCHEMA_PATH,
+    Continuity,
     Event,
     TraceError,
     TraceWriter,
@@ -28,6 +33,8 @@ from kcm.spec.trace.format import (
 )
 from kcm.spec.trace.parquet import read_parquet, write_parquet
 from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES
+from kcm.tools.cli import main
+from kcm.tools.errors import EXIT_USAGE
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "trace-format.md"
 RUN = "run-1"
@@ -232,6 +239,38 @@ def insert_line(index: int, text: str) -> Edit:
     return apply
 
 
+def replace_text(index: int, old: str, new: str) -> Edit:
+    """Rewrite part of one line as text: for values json.dumps would not write (1e308, NaN)."""
+
+    def apply(lines: list[str]) -> bytes:
+        assert old in lines[index]
+        return lines_bytes([*lines[:index], lines[index].replace(old, new, 1), *lines[index + 1 :]])
+
+    return apply
+
+
+def args_setter(key: str, value: Any) -> Callable[[Event], None]:
+    def change(event: Event) -> None:
+        event["args"][key] = value
+
+    return change
+
+
+def nested(depth: int) -> Any:
+    """Arrays nested `depth` deep."""
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def as_v1(event: Event) -> None:
+    """The Init event as v1 wrote it: 0 for no leader and no controller."""
+    event["v"] = 1
+    event["state"]["controller"] = 0
+    event["state"]["leader"] = {"t0-0": 0}
+
+
 def truncate_last(lines: list[str]) -> bytes:
     whole = lines_bytes(lines)
     return whole[: len(whole) - len(lines[-1]) // 2]
@@ -331,6 +370,44 @@ MALFORMED: list[tuple[str, Edit, int, str, str]] = [
     ),
     ("extra top-level field", edit_event(1, setter("note", "hi")), 2, "note", "unknown field"),
     ("non-UTF-8 bytes", non_utf8, 2, "-", "UTF-8"),
+    # Issue 38, item 6: nesting past the JSON decoder's recursion limit, and past MAX_DEPTH below it.
+    ("arrays nested 100,000 deep", replace_line(1, "[" * 100_000), 2, "-", "nested too deeply"),
+    ("objects nested 100,000 deep", replace_line(1, '{"a":' * 100_000 + "1" + "}" * 100_000), 2, "-",
+     "nested too deeply"),
+    ("args nested 65 deep", edit_event(2, args_setter("deep", nested(63))), 3, "-", "more than 64 levels"),
+    # Issue 38, item 9: accepted when they should not be.
+    ("negative broker in Init", edit_event(0, args_setter("brokers", [-5, 1, 2])), 1, "args.brokers[0]",
+     "bigger than or equal to 0"),
+    ("a broker twice in Init", edit_event(0, args_setter("brokers", [1, 1, 2])), 1, "args.brokers", "unique"),
+    ("Init's brokers not a list", edit_event(0, args_setter("brokers", "1,2")), 1, "args.brokers", "array"),
+    ("a boolean broker in Init", edit_event(0, args_setter("brokers", [True, 2])), 1, "args.brokers[0]",
+     "integer"),
+    ("broker actor not in Init", edit_event(2, setter("actor", "broker:999")), 3, "actor",
+     "broker 999 is not one of the trace's brokers (Init's args.brokers: 1, 2)"),
+    ("electing broker not in Init", edit_event(1, setter("actor", "broker:0")), 2, "actor",
+     "broker 0 is not one of the trace's brokers"),
+    ("a broker key not among Init's", edit_event(2, state_setter("hw", {"9": {"t0-0": 0}})), 3, "state.hw.9",
+     "broker 9 is not one of the trace's brokers"),
+    ("Init's state keyed by a broker it does not name", edit_event(0, state_setter("alive", {"3": True})), 1,
+     "state.alive.3", "broker 3 is not one of the trace's brokers"),
+    ("a broker key not a number", edit_event(1, state_setter("acting_controller_epoch", {"x": 1})), 2,
+     "state.acting_controller_epoch.x", "not a broker id"),
+    ("a broker key with a leading zero", edit_event(2, state_setter("role", {"02": {"t0-0": "follower"}})), 3,
+     "state.role.02", "not a broker id"),
+    ("a replica key not a number", edit_event(0, state_setter("replica_state", {"1": {"t0-0": {"-1": "NewReplica"}}})),
+     1, "state.replica_state.1.t0-0.-1", "not a broker id"),
+    ("a v1 line in a v2 file", edit_event(1, setter("v", 1)), 2, "v", "a v1 line in a v2 trace"),
+    ("a v2 line in a v1 file", edit_event(0, as_v1), 2, "v", "a v2 line in a v1 trace"),
+    ("v true is no v1", edit_event(1, setter("v", True)), 2, "v", "const"),
+    ("seq with a fraction", replace_text(1, '"seq":1', '"seq":1.0'), 2, "-", "1.0 is not an integer"),
+    ("an epoch of 1e308", replace_text(2, '"t0-0":0}', '"t0-0":1e308}'), 3, "-", "1e308 is not an integer"),
+    ("seq NaN", replace_text(1, '"seq":1', '"seq":NaN'), 2, "-", "NaN is not a JSON number"),
+    ("an epoch of -Infinity", replace_text(2, '"t0-0":0}', '"t0-0":-Infinity}'), 3, "-",
+     "-Infinity is not a JSON number"),
+    ("seq of 5,000 digits", replace_text(1, '"seq":1', '"seq":' + "9" * 5000), 2, "-", "integer of more than"),
+    ("seq past 64 bits", edit_event(1, setter("seq", 2**63)), 2, "seq", "smaller than or equal to"),
+    ("epoch a boolean", edit_event(2, state_setter("local_leader_epoch", {"2": {"t0-0": True}})), 3,
+     "state.local_leader_epoch.2.t0-0", "integer"),
 ]
 
 
@@ -375,6 +452,108 @@ def test_reader_streams_valid_prefix_before_the_fault(tmp_path: Path) -> None:
 
 def test_enough_malformed_cases() -> None:
     assert len(MALFORMED) + 2 >= 22
+
+
+def test_nesting_up_to_max_depth_is_read(tmp_path: Path) -> None:
+    events = valid_events()
+    events[2]["args"]["deep"] = nested(MAX_DEPTH - 2)  # inside the event and its args
+    assert load_trace(write_text(tmp_path / "t.jsonl", dump(events)))[2]["args"]["deep"] == nested(MAX_DEPTH - 2)
+
+
+def test_a_v1_file_is_read_as_v2(tmp_path: Path) -> None:
+    lines = edit_event(0, as_v1)(valid_lines()).decode().splitlines()
+    v1 = [line.replace('"v":2', '"v":1', 1) for line in lines]
+    assert [event["state"].get("controller") for event in load_trace(write_text(tmp_path / "t.jsonl", v1))] == [
+        NO_LEADER, 1, None]
+
+
+def test_a_refused_line_leaves_the_rules_for_the_next_ones_as_they_were() -> None:
+    """A reader that goes on past a refused line (pipeline ingest) holds the next lines to the same rules:
+    nothing a refused line says (its run, version, seq) sticks, and each refused line may have held the next
+    seq."""
+    events = valid_events()
+    continuity = Continuity("t.jsonl")
+    continuity.read_line(lines_bytes(dump(events[:1])), 1)
+    refused = [b'{"v":2,', json.dumps({**events[1], "run": "other", "v": 1}).encode(),
+               json.dumps({**events[1], "seq": 7}).encode(), b"[1]"]
+    for line, raw in enumerate(refused, start=2):
+        with pytest.raises(TraceError):
+            continuity.read_line(raw + b"\n", line)
+    # Four lines refused since seq 0: the next may be any of seq 1 to 5.
+    with pytest.raises(TraceError) as info:
+        continuity.check({**events[1], "seq": 6}, 6)
+    assert (info.value.field, info.value.reason) == ("seq", "expected seq 1 (up to 5 after 4 refused lines), got 6")
+    assert continuity.check({**events[1], "seq": 3}, 7)["seq"] == 3
+    with pytest.raises(TraceError) as info:  # a gap with no line refused: a line left out
+        continuity.check({**events[2], "seq": 5}, 8)
+    assert (info.value.field, info.value.reason) == ("seq", "expected seq 4, got 5")
+
+
+def test_lines_inserted_or_corrupted_in_place_leave_the_lines_after_them_good() -> None:
+    lines = valid_lines()
+    for raw in (
+        lines_bytes([lines[0], "not json", "[]", lines[1], lines[2]]),  # junk inserted
+        lines_bytes([lines[0], lines[1][:30] + "#" + lines[1][31:], lines[2]]),  # a line damaged in place
+    ):
+        continuity = Continuity("t.jsonl")
+        accepted = []
+        for line, text in enumerate(raw.splitlines(keepends=True), start=1):
+            with contextlib.suppress(TraceError):
+                accepted.append(continuity.read_line(text, line)["seq"])
+        assert accepted[-1] == 2
+
+
+def test_the_brokers_of_a_later_init_are_the_ones_that_count() -> None:
+    events = valid_events()
+    continuity = Continuity("t.jsonl")
+    continuity.check(events[0], 1)
+    again = {**events[0], "seq": 1, "args": {"brokers": [7]}, "state": {"alive": {"7": True}}}
+    continuity.check(again, 2)
+    with pytest.raises(TraceError, match="broker 1 is not one of the trace's brokers"):
+        continuity.check({**events[1], "seq": 2}, 3)
+    elected = {**events[1], "seq": 2, "actor": "broker:7", "state": {"acting_controller_epoch": {"7": 1}}}
+    assert continuity.check(elected, 3)["actor"] == "broker:7"
+
+
+def test_a_replica_may_be_a_broker_init_does_not_name(tmp_path: Path) -> None:
+    """A Kafka log names replicas on brokers that wrote none of its lines: only the brokers that hold state
+    (the first key of a broker-keyed variable) and the actors must be among Init's."""
+    events = valid_events()
+    events[2]["state"]["isr"] = {"t0-0": [1, 2, 5]}
+    events[2]["state"]["local_isr"] = {"2": {"t0-0": [2, 5]}}
+    assert load_trace(write_text(tmp_path / "t.jsonl", dump(events)))[2]["state"]["isr"] == {"t0-0": [1, 2, 5]}
+
+
+def test_parquet_rows_are_decoded_as_lines_are(tmp_path: Path) -> None:
+    write_parquet(valid_events(), tmp_path / "pq")
+    (part,) = (tmp_path / "pq").rglob("*.parquet")
+    table = pq.read_table(part)
+    args = table.column("args").to_pylist()
+    args[1] = '{"epoch":1e308}'
+    pq.write_table(table.set_column(table.schema.get_field_index("args"), "args", pa.array(args)), part)
+    with pytest.raises(TraceError, match="1e308 is not an integer"):
+        read_parquet(tmp_path / "pq")
+
+
+# Issue 38: the bad lines the commands that read a trace took, ended in a traceback on, or judged as a violation.
+CLI_CASES = [case for case in MALFORMED if case[0] in (
+    "arrays nested 100,000 deep", "objects nested 100,000 deep", "negative broker in Init", "broker actor not in Init",
+    "a v1 line in a v2 file", "an epoch of 1e308", "seq with a fraction", "seq gap")]
+
+
+@pytest.mark.parametrize("command", ["check-trace", "validate", "replay"])
+@pytest.mark.parametrize(("edit", "line", "field", "reason"), [case[1:] for case in CLI_CASES],
+                         ids=[case[0] for case in CLI_CASES])
+def test_every_command_that_reads_a_trace_refuses_a_bad_line_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, edit: Edit, line: int, field: str,
+        reason: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(edit(valid_lines()))
+    assert main([command, str(path)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    where = f"{path}:{line}: " + ("" if field == "-" else f"{field}: ")
+    assert err.startswith(f"kcm: error: {where}") and reason in err
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 # ---------------------------------------------------------------- delta merge

@@ -4,16 +4,19 @@ relation, partial traces too; hand-corrupted traces are rejected at the corrupte
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from histories import reelected_controller
 
 from kcm.impl.sim.simulator import SimConfig, Simulator
-from kcm.spec.trace.format import Event, apply_event, empty_state
+from kcm.spec.trace.format import Event, TraceWriter, apply_event, empty_state
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.validate import ValidationError, validate_events
+from kcm.spec.z3.validate import SURVEY_STRIDE, ValidationError, Validator, validate_events
+from kcm.tools.cli import main
 
 P = "t0-0"
 
@@ -201,3 +204,39 @@ def test_a_context_load_starts_the_state_machines_afresh(back: bool) -> None:
     judged against no state, not against the context it dropped."""
     report = validate_events(reelected_controller("run", back))
     assert report.ok, report.failure
+
+
+def test_both_passes_tell_their_progress(trace: list[Event]) -> None:
+    read: list[int] = []
+    validator = Validator(trace, read.append)
+    taken: list[int] = []
+    report = validator.run(on_event=taken.append)
+    assert report.ok and read == [len(trace)]
+    assert taken == [*range(len(trace)), len(trace)]
+
+
+def test_a_long_survey_tells_its_progress_on_the_way() -> None:
+    events = simulate(2, SURVEY_STRIDE + 10)
+    read: list[int] = []
+    Validator(events, read.append)
+    assert read == [SURVEY_STRIDE, len(events)]
+
+
+def test_the_command_shows_progress_on_stderr_when_it_is_no_terminal(
+        tmp_path: Path, trace: list[Event], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38, item 10: `kcm validate` of a large trace printed nothing for minutes. A line at every report
+    (no interval), so that the test does not depend on how fast the machine is."""
+    monkeypatch.setattr("kcm.tools.progress.PLAIN_INTERVAL", 0.0)
+    path = tmp_path / "t.jsonl"
+    with TraceWriter(path) as writer:
+        for event in trace[:60]:
+            writer.write(event)
+    assert main(["validate", str(path)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert all(re.match(r"\d\d:\d\d:\d\d z3 validate: (survey|steps): ", line) for line in lines)
+    assert any(line.endswith("survey: 60 events read") for line in lines)
+    assert any(line.endswith("steps: 30/60") for line in lines)
+    assert re.search(r"steps: done in [0-9.]+ s, 60/60$", lines[-1])
+    assert "all 59 steps explained" in captured.out

@@ -1,7 +1,8 @@
 """`kcm check`: model checking an instance of the TLA+ specification (`spec/MC<name>.tla`) with TLC.
 Exit 0 holds, 1 violated (the counterexample rendered step by step and written in trace format v2; shown all
 the same, with the reason, when its file cannot be written), 2 no Java 17, no `tla2tools.jar`, an `--out` it
-cannot write (all three checked before TLC starts), or a bad knob, model or property.
+cannot write (all three checked before TLC starts), a bad knob, model or property, or a model of no state
+(unobserved).
 
 `--liveness` checks a liveness model's temporal properties (spec/KafkaProperties.tla) under its fairness
 instead of invariants: one verdict per property, a violated one's lasso rendered with its loop marked."""
@@ -31,8 +32,8 @@ from kcm.spec.tlc.modelcheck import (
     with_controllers,
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
-from kcm.spec.verdicts import VIOLATED, worst
-from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least
+from kcm.spec.verdicts import VIOLATED, severity, worst
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least
 from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
@@ -108,7 +109,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"kcm: the counterexample (in the JSON above) was not written: {outcome.unwritten}", file=sys.stderr)
     if args.html:
         kinds.check_page(Path(args.html), summary, outcome.trace_path)
-    return EXIT_OK if outcome.result.violated is None else EXIT_VIOLATED
+    return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(outcome.verdict)]
 
 
 def _written(outcome: CheckOutcome) -> str:
@@ -144,7 +145,7 @@ def cmd_liveness(args: argparse.Namespace) -> int:
                           "properties": [o.to_json() for o in outcomes]}, indent=2))
     else:
         _print_liveness(model, knobs.describe(), outcomes)
-    return EXIT_VIOLATED if verdict == VIOLATED else EXIT_OK
+    return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(verdict)]
 
 
 def _lasso_out(given: str | None, model: str, name: str, properties: list[str]) -> Path:

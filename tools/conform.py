@@ -6,13 +6,14 @@ Every step of every example is checked against all invariants and against the Z3
 shrunk and written to the report folder as a scenario for tests/scenarios/ and a trace (format v2) for
 `kcm check-trace`, `kcm validate` and `kcm replay`. The report folder (default kcm-out/conform/) also gets
 the coverage picture.
-Exit codes: 0 nothing found, 1 a violation found, 2 a usage error.
+Exit codes: 0 nothing found, 1 a violation found, 2 a usage error or no example run (unobserved).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign
+from kcm.spec.atomic_output import claimed_in_place
+from kcm.spec.verdicts import UNOBSERVED, VIOLATED, severity
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
-from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, count
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
-from kcm.tools.stages import HOLDS, VIOLATED, StageRow, VerifyContext
+from kcm.tools.stages import StageRow, VerifyContext
 
 DEFAULT_REPORT = default_out("conform")
 COVERAGE_PICTURE = "coverage.svg"
@@ -37,7 +40,8 @@ VERIFY_EXAMPLES, VERIFY_STEPS = 60, 30
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("conform", help="hypothesis state machines against invariants and the Z3 model")
-    parser.add_argument("--examples", type=int, default=100, help="hypothesis examples, over all machines")
+    parser.add_argument("--examples", type=count, default=100,
+                        help="hypothesis examples, over all machines (0 runs none: unobserved)")
     parser.add_argument("--steps", type=int, default=40, help="rules per example at most")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
                         help=f"design knob: {', '.join(KNOB_NAMES)}")
@@ -53,21 +57,24 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
-    if args.examples < 1 or args.steps < 1:
-        raise UsageError("conform: --examples and --steps must be at least 1")
+    if args.steps < 1:
+        raise UsageError("conform: --steps must be at least 1")
     knobs = Knobs().with_settings(args.settings)
     console = Console(stderr=args.json)
-    with Reporter(args.progress) as reporter:
+    # Held from the start: a second campaign into the same folder is refused before it runs, not at its end.
+    with claimed_in_place(args.out) as folder, Reporter(args.progress) as reporter:
         campaign = _run(knobs, args.examples, args.steps, tuple(args.machine or MACHINES), not args.no_step_check,
                         reporter)
-    summary = write_report(campaign, Path(args.out), args.examples)
+        summary = write_report(campaign, folder, args.examples)
     if args.html:
         kinds.conform_page(summary, campaign.coverage, Path(args.html))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print_summary(console, campaign, summary)
-    return EXIT_VIOLATED if campaign.found else EXIT_OK
+    if campaign.verdict == UNOBSERVED:
+        print("kcm: error: conform: no example ran (unobserved): the campaign does not pass", file=sys.stderr)
+    return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(campaign.verdict)]
 
 
 def _run(knobs: Knobs, examples: int, steps: int, machines: tuple[str, ...], step_check: bool,
@@ -89,6 +96,7 @@ def write_report(campaign: Campaign, folder: Path, asked: int) -> dict[str, Any]
     tally = campaign.tally
     return {
         "knobs": campaign.knobs.to_dict(),
+        "verdict": campaign.verdict,
         "examples_asked": asked,
         # As hypothesis counts them against --examples; the runs it discarded and shrinking are counted apart.
         "examples": tally.counted,
@@ -151,6 +159,7 @@ def verify_stage(ctx: VerifyContext) -> list[StageRow]:
               f"partition {coverage['partition_transitions_covered']}, replica "
               f"{coverage['replica_transitions_covered']}")
     if not campaign.found:
-        return [StageRow("conformance", "invariants, progress properties and Z3 step check", HOLDS, detail, seconds)]
+        return [StageRow("conformance", "invariants, progress properties and Z3 step check", campaign.verdict, detail,
+                         seconds)]
     return [StageRow("conformance", found.invariant, VIOLATED, f"{found.message} ({len(found.commands)} commands)",
                      seconds) for found in campaign.found]

@@ -40,7 +40,7 @@ from kcm.spec.tlc.modelcheck import (
 from kcm.spec.tlc.runner import TlcError, TlcSetupError, find_tools
 from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.trace.format import Event, TraceError
-from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED, holds_to_depth
+from kcm.spec.verdicts import UNKNOWN, VIOLATED, held, holds_to_depth
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least
 from kcm.tools.outputs import default_out, out_files
@@ -268,7 +268,7 @@ def _write(events: list[Event], path: Path) -> str | None:
 def _no_counterexample(answer: Answer | None) -> str:
     if answer is None or not answer.exhaustive:
         return UNKNOWN
-    return HOLDS if answer.bound is None else holds_to_depth(answer.bound)
+    return held(answer.states) if answer.bound is None else holds_to_depth(answer.bound)
 
 
 def _fates(outcome: Race) -> str:

@@ -52,7 +52,7 @@ from kcm.spec.tlc.modelcheck import (
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
 from kcm.spec.trace.format import Event, TraceError
-from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, VIOLATED
+from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, UNOBSERVED, VIOLATED, worst
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError, at_least
 from kcm.tools.hunt import hunt_races
 from kcm.tools.outputs import default_out, out_files
@@ -71,7 +71,7 @@ HUNT_BUDGET: Final = 600.0
 @dataclass
 class Cell:
     invariant: str
-    result: str  # holds | violated | unknown (kcm.spec.verdicts; unknown: TLC failed, the error says why)
+    result: str  # holds | violated | unobserved | unknown (kcm.spec.verdicts; unknown: TLC failed, the error says why)
     distinct_states: int = 0
     seconds: float = 0.0
     reading: str | None = None
@@ -102,6 +102,8 @@ class Cell:
             by = f" by {self.engine}" if self.engine else ""
             where = f"`{self.trace}`" if self.trace else "not written"
             return f"**violated**{reading} ({steps} steps{by}, {where})"
+        if self.result == UNOBSERVED:
+            return "unobserved (no state explored)"
         return f"unknown: {self.error}"
 
 
@@ -139,6 +141,9 @@ class RowResult:
     def verdict(self) -> str:
         if self.errors:
             return UNKNOWN
+        # A row whose cells explored no state compared nothing with its documentation.
+        if worst([cell.result for cell in self.cells.values()]) == UNOBSERVED:
+            return UNOBSERVED
         return AS_EXPECTED if self.as_expected else UNEXPECTED
 
     def to_json(self) -> dict[str, Any]:
@@ -190,7 +195,7 @@ def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
         result = outcome.result
         if result.violated is None:
             for name in remaining:
-                row.cells.setdefault(column(name), Cell(column(name), HOLDS, result.distinct_states,
+                row.cells.setdefault(column(name), Cell(column(name), outcome.verdict, result.distinct_states,
                                                          result.seconds))
             break
         if result.violated not in remaining:
@@ -408,7 +413,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         plural = "" if len(rows) == 1 else "s"
         print(f"\n{len(rows)} row{plural}, {sum(r.runs for r in rows)} runs, {seconds:.0f} s; "
               f"counterexamples and {name}.json in {out}/")
-    return EXIT_USAGE if any(row.verdict == UNKNOWN for row in rows) else EXIT_OK
+    return EXIT_USAGE if any(row.verdict in (UNKNOWN, UNOBSERVED) for row in rows) else EXIT_OK
 
 
 def _print_unwritten(rows: list[RowResult]) -> None:
@@ -440,8 +445,8 @@ def _stage_row(row: RowResult, is_ci: bool, full: bool) -> StageRow:
         detail = (f"{_states(row):,} distinct states, exhaustive" if not row.violated else
                   f"violates {', '.join(sorted(row.violated))}: kcm check --model ci "
                   + " ".join(f"--set {s}" for s in row.variant.settings))
-        return StageRow("tlc", _check_name(row, is_ci), VIOLATED if row.violated else HOLDS, detail, row.seconds,
-                        trace, shown)
+        return StageRow("tlc", _check_name(row, is_ci), worst([cell.result for cell in row.cells.values()]), detail,
+                        row.seconds, trace, shown)
     broken = ", ".join(sorted(row.violated)) or "nothing"
     detail = f"breaks {broken}"
     if not row.as_expected:

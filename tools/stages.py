@@ -1,6 +1,7 @@
 """The contract between `kcm verify` and the engines' commands: each engine contributes a stage, a function
-of the run's context that returns rows for the summary table; the run's verdict is the worst row's
-(kcm.spec.verdicts)."""
+of the run's context that returns rows for the summary table. An engine's verdict is the worst of its rows
+that observed something; the run's is the worst engine's, an engine that observed nothing leaving the run
+undecided (kcm.spec.verdicts)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from pathlib import Path
 
 from kcm.conformance.explore.campaign import CampaignResult
 from kcm.impl.sim.simulator import SimConfig
-from kcm.spec.verdicts import HOLDS, VIOLATED, worst
+from kcm.spec.verdicts import combined, worst
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter
 
-__all__ = ["HOLDS", "VIOLATED", "Stage", "StageRow", "VerifyContext", "verdict"]
+__all__ = ["Stage", "StageRow", "VerifyContext", "engine_verdicts", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,12 @@ class VerifyContext:
 Stage = Callable[[VerifyContext], list[StageRow]]
 
 
+def engine_verdicts(rows: list[StageRow]) -> dict[str, str]:
+    """Each engine's verdict, in the order the engines ran: the worst of its rows that observed something."""
+    engines = dict.fromkeys(row.engine for row in rows)
+    return {engine: worst([row.verdict for row in rows if row.engine == engine]) for engine in engines}
+
+
 def verdict(rows: list[StageRow]) -> str:
-    """The worst verdict of the rows; no rows hold."""
-    return worst([row.verdict for row in rows])
+    """The verdict of these rows, engine by engine; no rows are unobserved."""
+    return combined(list(engine_verdicts(rows).values()))

@@ -8,13 +8,11 @@ import argparse
 import json
 from typing import Any
 
-from rich.console import Console
-from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
 from kcm.spec.tlc.runner import TlcError, TlcProgress, TlcSetupError
 from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.trace.format import TraceFile, load_trace
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
+from kcm.tools.progress import Reporter, add_option
 
 
 def register(subparsers: Any) -> None:
@@ -23,16 +21,21 @@ def register(subparsers: Any) -> None:
     validate.add_argument("--json", action="store_true")
     validate.add_argument("--tlc", action="store_true",
                           help="TLC trace validation against the TLA+ specification instead (spec/tlc/validate.py)")
+    add_option(validate)
     validate.set_defaults(handler=cmd_validate)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     if args.tlc:
         return cmd_validate_tlc(args)
-    from kcm.spec.z3.validate import validate_events  # z3 takes a tenth of a second to load
+    from kcm.spec.z3.validate import Validator  # z3 takes a tenth of a second to load
 
     # Read twice as a stream (brokers and variables first, then step by step): memory stays that of a step.
-    report = validate_events(TraceFile(args.trace))
+    with Reporter(args.progress) as reporter:
+        with reporter.task("z3 validate: survey") as survey:
+            validator = Validator(TraceFile(args.trace), lambda read: survey.update(f"{read:,} events read"))
+        with reporter.task("z3 validate: steps", validator.count) as steps:
+            report = validator.run(on_event=lambda taken: steps.update(completed=taken))
     if args.json:
         print(json.dumps({"trace": args.trace, **report.to_json()}, indent=2))
     elif report.failure is None:
@@ -50,14 +53,11 @@ def cmd_validate_tlc(args: Any) -> int:
     """`kcm validate --tlc TRACE [--json]`: exit 0 the specification explains the whole trace, 1 not. The
     trace is loaded whole: TLC reads it as one TLA+ module of its states (spec/tlc/validate.py)."""
     events = load_trace(args.trace)
-    console = Console(stderr=True)
     try:
-        with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True,
-                      disable=args.json or not console.is_terminal) as progress:
-            task = progress.add_task(f"TLC: validating {len(events)} events")
+        with Reporter(args.progress) as reporter, reporter.task(f"tlc validate: {len(events)} events") as task:
 
             def show(found: TlcProgress) -> None:
-                progress.update(task, description=f"TLC: validating {len(events)} events, {found.text()}")
+                task.update(found.text())
 
             check = validate_with_tlc(events, on_progress=show)
     except (TlcSetupError, TlcError) as err:

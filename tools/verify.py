@@ -22,23 +22,27 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from kcm.conformance.check.invariants import per_invariant
 from kcm.conformance.explore.campaign import CampaignResult, SeedResult, run_campaign
-from kcm.spec.verdicts import severity
+from kcm.spec.atomic_output import claimed_in_place
+from kcm.spec.verdicts import UNOBSERVED, severity
 from kcm.tools import conform, pipeline, prove, review, zk_cluster
-from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, count
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
 from kcm.tools.sim import cluster_config, cluster_options
-from kcm.tools.stages import Stage, StageRow, VerifyContext, verdict
+from kcm.tools.stages import Stage, StageRow, VerifyContext, engine_verdicts, verdict
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("verify", help="the verification run on the embedded defaults, every engine")
     cluster_options(parser)
-    parser.add_argument("--seeds", type=int, default=20, help="simulation seeds (default 20)")
-    parser.add_argument("--steps", type=int, default=2000, help="simulation steps per seed (default 2000)")
+    parser.add_argument("--seeds", type=count, default=20,
+                        help="simulation seeds (default 20; 0 leaves the simulation unobserved)")
+    parser.add_argument("--steps", type=count, default=2000,
+                        help="simulation steps per seed (default 2000; 0 leaves the simulation unobserved)")
     parser.add_argument("--full", action="store_true",
                         help="fill the whole TLC review matrix, every variant on every invariant (about 3 minutes "
                              "more on 2 cores)")
@@ -65,14 +69,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     asked = [*(args.only or STAGES), *(["zookeeper"] if args.zk is not None else [])]
     engines = [e for e in dict.fromkeys(asked) if e not in args.skip]
     started = time.perf_counter()
-    with Reporter(args.progress) as reporter:
-        ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full,
-                            Path(args.out) if args.out else default_out("verify"), zk=args.zk or "")
+    # The counterexample folder is held for the whole run: a second verify into it is refused at once.
+    with claimed_in_place(args.out or default_out("verify")) as out, Reporter(args.progress) as reporter:
+        ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full, out, zk=args.zk or "")
         rows = run(ctx, engines)
     seconds = time.perf_counter() - started
     report(console, ctx, rows, args.json, seconds)
     if args.html:
         kinds.verify_page(summary(ctx, rows, seconds), Path(args.html), kinds.first_violation_timeline(ctx))
+    idle = [engine for engine, found in engine_verdicts(rows).items() if found == UNOBSERVED]
+    if idle or not rows:
+        # Exit 2 alone would read as a tool failure in a CI log: the line says nothing was checked.
+        print(f"kcm: error: nothing checked by {', '.join(idle) or 'any engine'} (every row unobserved): "
+              "the run does not pass", file=sys.stderr)
     return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(verdict(rows))]
 
 
@@ -91,8 +100,7 @@ def simulation_stage(ctx: VerifyContext) -> list[StageRow]:
 
 
 def _campaign_detail(result: CampaignResult, invariant: str) -> str:
-    checks = sum(n for key, n in result.checks.items() if key.split("/")[0] == invariant)
-    return f"{checks:,} checks over {len(result.seeds)} seeds"
+    return f"{per_invariant(result.checks)[invariant]:,} checks over {len(result.seeds)} seeds"
 
 
 # Engines in the order they run.
@@ -112,7 +120,8 @@ def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:
     for engine in engines:
         started = time.perf_counter()
         ctx.reporter.line(f"verify: {engine} started")
-        found = {**STAGES, **ON_REQUEST}[engine](ctx)
+        found = {**STAGES, **ON_REQUEST}[engine](ctx) or [
+            StageRow(engine, "no results", UNOBSERVED, "the engine checked nothing", time.perf_counter() - started)]
         ctx.reporter.line(f"verify: {engine} {verdict(found)} ({len(found)} rows, "
                           f"{time.perf_counter() - started:.1f} s)")
         rows.extend(found)

@@ -31,7 +31,7 @@ from kcm.conformance.explore.zk_campaign import (
 )
 from kcm.impl.zookeeper.ensemble import Ensemble, EnsembleError, ZooKeeperMissing
 from kcm.impl.zookeeper.store import ConnectionLostError
-from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, VIOLATED
+from kcm.spec.verdicts import AS_EXPECTED, UNEXPECTED, UNKNOWN, VIOLATED, held
 from kcm.tools.stages import StageRow, VerifyContext
 
 ENGINE = "zookeeper"
@@ -104,7 +104,7 @@ def _verdict(result: CampaignResult) -> str:
     """A run that ended early leaves the rest of its steps undecided, unless another run broke something."""
     if result.violations:
         return VIOLATED
-    return UNKNOWN if result.ended_early else HOLDS
+    return UNKNOWN if result.ended_early else held(result.events)
 
 
 def _run_detail(run: RunResult) -> str:

@@ -14,6 +14,7 @@ import networkx as nx  # type: ignore[import-untyped]  # no stubs in the dev dep
 from rich.table import Table
 
 from kcm.conformance.check.svg import Svg, box_exit
+from kcm.spec.atomic_output import write_output
 from kcm.spec.states import VALID_PREVIOUS_PARTITION_STATES, VALID_PREVIOUS_REPLICA_STATES, transitions
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import ACTIONS
@@ -130,8 +131,7 @@ class Coverage:
         return picture.render([REACHED, UNREACHED, INVALID])
 
     def write_svg(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.svg(), encoding="utf-8")
+        write_output(path, self.svg())
         return path
 
     def _panel(self, picture: Svg, machine: str, left: float, top: float) -> None:

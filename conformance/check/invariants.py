@@ -24,7 +24,7 @@ from typing import Any, Final
 from kcm.conformance.check.progress import WATCHED, ProgressMonitor
 from kcm.spec.states import VALID_PARTITION_TRANSITIONS, VALID_REPLICA_TRANSITIONS
 from kcm.spec.trace.format import Event, empty_state, merge_variable
-from kcm.spec.verdicts import HOLDS, UNOBSERVED, VIOLATED
+from kcm.spec.verdicts import UNOBSERVED, VIOLATED, held
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, PROPERTIES, VARIABLES
 
 # Which variables each invariant reads: with a partial trace, an invariant is checked only if the trace
@@ -83,6 +83,14 @@ class _Agreement:
     moved: set[str] = field(default_factory=set)
 
 
+def per_invariant(checks: Counter[str]) -> Counter[str]:
+    """Checks per invariant or property, its readings (`HighWatermarkMonotonic/AcrossLeaders`) together."""
+    total: Counter[str] = Counter()
+    for key, count in checks.items():
+        total[key.split("/")[0]] += count
+    return total
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     invariant: str
@@ -98,15 +106,14 @@ class CheckReport:
     observed: set[str] = field(default_factory=set)
 
     def verdict(self, invariant: str) -> str:
-        """An invariant's or a progress property's: a property holds once judged at a deadline without a
-        violation, and stays unobserved while no calm phase of the trace reached its deadline."""
+        """An invariant's or a progress property's: it holds once checked without a violation (a property:
+        judged at a calm phase's deadline), and stays unobserved while it was never checked or the trace
+        lacks a variable it reads."""
         if any(v.invariant.split("/")[0] == invariant for v in self.violations):
             return VIOLATED
-        if invariant in PROPERTIES:
-            return HOLDS if self.checks[invariant] else UNOBSERVED
-        if not all(var in self.observed for var in READS[invariant]):
+        if invariant not in PROPERTIES and not all(var in self.observed for var in READS[invariant]):
             return UNOBSERVED
-        return HOLDS
+        return held(per_invariant(self.checks)[invariant])
 
     def verdicts(self) -> dict[str, str]:
         return {name: self.verdict(name) for name in (*INVARIANTS, *PROPERTIES)}

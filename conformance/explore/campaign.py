@@ -6,10 +6,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kcm.conformance.check.invariants import InvariantChecker, Violation
+from kcm.conformance.check.invariants import InvariantChecker, Violation, per_invariant
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event
-from kcm.spec.verdicts import HOLDS, UNOBSERVED, VIOLATED
+from kcm.spec.verdicts import VIOLATED, held
 from kcm.spec.vocabulary import INVARIANTS, PROPERTIES, Knobs
 
 
@@ -39,12 +39,13 @@ class CampaignResult:
         return None
 
     def verdicts(self) -> dict[str, str]:
-        """Invariants hold unless violated; a progress property holds once judged at a calm phase's deadline."""
+        """An invariant or a progress property is violated, or holds once checked (a property: judged at a
+        calm phase's deadline) on a campaign that took a step; a campaign of no seed or no step only set its
+        clusters up, which checks no behaviour, so all of it is unobserved."""
         broken = {v.invariant.split("/")[0] for s in self.seeds for v in s.violations}
-        verdicts = {name: VIOLATED if name in broken else HOLDS for name in INVARIANTS}
-        for name in PROPERTIES:
-            verdicts[name] = VIOLATED if name in broken else HOLDS if self.checks[name] else UNOBSERVED
-        return verdicts
+        checked = per_invariant(self.checks)
+        return {name: VIOLATED if name in broken else held(checked[name] if self.steps else 0)
+                for name in (*INVARIANTS, *PROPERTIES)}
 
 
 def run_seed(seed: int, knobs: Knobs, config: SimConfig, steps: int, keep_events: bool = False,

@@ -10,6 +10,7 @@ from typing import Final
 
 from kcm.conformance.scenario.environment import fill_expectations
 from kcm.conformance.scenario.language import script
+from kcm.spec.atomic_output import write_output
 from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 
@@ -50,7 +51,7 @@ class Found:
             for event in self.events:
                 writer.write(event)
         scenario = folder / f"{stem}.txt"
-        scenario.write_text(self.filled_scenario(), encoding="utf-8")
+        write_output(scenario, self.filled_scenario())
         return scenario, trace
 
 

@@ -27,6 +27,7 @@ from kcm.conformance.explore.finding import ConformanceFailure, Found, all_invar
 from kcm.conformance.explore.harness import Tally
 from kcm.conformance.explore.machine import Machine
 from kcm.conformance.explore.replication_machine import ReplicationMachine
+from kcm.spec.verdicts import VIOLATED, held
 from kcm.spec.vocabulary import Knobs
 
 MACHINES: Final[dict[str, type[Machine]]] = {"cluster": ClusterMachine, "protocol": ProtocolMachine,
@@ -62,6 +63,11 @@ class Campaign:
     found: list[Found] = field(default_factory=list)
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+
+    @property
+    def verdict(self) -> str:
+        """Violated once something is found; holds only if hypothesis ran an example, else unobserved."""
+        return VIOLATED if self.found else held(self.tally.counted)
 
     @property
     def steps_per_second(self) -> float:

@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcm.spec.atomic_output import write_output
+
 SEPARATOR = "----"
 REWRITE_ENV = "KCM_REWRITE"
 
@@ -235,7 +237,7 @@ def run_file(path: Path, handler: Callable[[Case], str], *, rewrite: bool | None
     if rewrite:
         text = fill(scenario, handler)
         if text != path.read_text(encoding="utf-8"):
-            path.write_text(text, encoding="utf-8")
+            write_output(path, text)
         return
     for case in scenario.cases:
         actual = run_case(case, handler)

@@ -32,7 +32,7 @@ from kcm.spec.tlc.runner import (
     run_tlc,
 )
 from kcm.spec.trace.format import Event, TraceError, TraceWriter, apply_event, empty_state, make_event
-from kcm.spec.verdicts import HOLDS, VIOLATED
+from kcm.spec.verdicts import VIOLATED, held
 from kcm.spec.vocabulary import (
     ACTIONS,
     ERA_MODULES,
@@ -130,10 +130,15 @@ class CheckOutcome:
     # Why the counterexample could not be written to the path asked for (it is in `events` all the same).
     unwritten: str | None = None
 
+    @property
+    def verdict(self) -> str:
+        """Violated, or holds on the states TLC explored: none (an Init no state satisfies) is unobserved."""
+        return VIOLATED if self.result.violated is not None else held(self.result.distinct_states)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
-            "result": "holds" if self.result.violated is None else "violated",
+            "result": self.verdict,
             "invariant": None if self.result.violated is None else vocabulary_name(self.result.violated),
             "distinct_states": self.result.distinct_states,
             "depth": self.result.depth,
@@ -263,13 +268,13 @@ def check_liveness(
 
     together = run(properties)
     if together.result.violated is None:
-        return [PropertyOutcome(name, HOLDS, together) for name in properties]
+        return [PropertyOutcome(name, together.verdict, together) for name in properties]
     if len(properties) == 1:
         return [PropertyOutcome(properties[0], VIOLATED, together)]
     outcomes = []
     for name in properties:
         alone = run([name])
-        outcomes.append(PropertyOutcome(name, HOLDS if alone.result.violated is None else VIOLATED, alone))
+        outcomes.append(PropertyOutcome(name, alone.verdict, alone))
     return outcomes
 
 

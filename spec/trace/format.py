@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import json
+import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import IO, Any, Final, NoReturn
 
 import fastjsonschema
 
@@ -41,6 +43,11 @@ OBSERVER: Final = "observer"
 # Init's args key that marks a snapshot a parser made up (a Kafka log has no line for the state before it):
 # such an event is checked like any other but is no record of the input, so the pipeline does not count it.
 SYNTHESIZED: Final = "synthesized"
+
+# How deep a line may nest arrays and objects. kcm's own lines nest at most 7 deep (a log entry inside a
+# delta); the bound keeps every reader, and every consumer of an event that walks it, well inside Python's
+# recursion limit, whatever a line holds.
+MAX_DEPTH: Final = 64
 
 _NO_FIELD: Final = "-"
 _DEFINITIONS: Final = "#/definitions/"
@@ -114,6 +121,12 @@ def schema_error(err: fastjsonschema.JsonSchemaValueException) -> tuple[str, str
         extra = [key for key in value if key not in known]
         what = "unknown state variable" if prefix == "state" else "unknown field"
         return _join(prefix, str(extra[0]) if extra else _NO_FIELD), what
+    if err.rule == "propertyNames" and isinstance(value, dict):
+        names = definition.get("propertyNames", {})
+        pattern = re.compile(names.get("pattern", ""))
+        bad = [key for key in value if not pattern.search(str(key))]
+        what = names.get("description", "an allowed key")
+        return _join(prefix, str(bad[0]) if bad else _NO_FIELD), f"not {what}"
     if err.rule == "enum":
         allowed = [item for item in definition.get("enum", []) if item is not None]
         # Long lists (the action catalogue) would drown the one-line message.
@@ -129,20 +142,27 @@ def actor_kind(actor: str) -> str:
     return actor.partition(":")[0]
 
 
-# Where a v1 event names a broker: the actor, Init's broker list, the broker keys of the broker-keyed
-# variables (depth 2 and 3 and these depth-1 ones), the replica keys of `replica_state` and the members of
-# these replica lists.
-_V1_BROKER_KEYED: Final = frozenset(
+# The variables keyed by broker first: these depth-1 ones and every deeper one.
+_BROKER_KEYED: Final = frozenset(
     {"acting_controller_epoch", "alive", "broker_controller_epoch"} | {n for n, d in VARIABLES.items() if d >= 2}
 )
+# Where a v1 event names a broker: the actor, Init's broker list, the broker keys of the broker-keyed
+# variables, the replica keys of `replica_state` and the members of these replica lists.
 _V1_REPLICA_LISTS: Final = ("assignment", "isr")
+
+
+def _version(event: Any) -> int | None:
+    """The format version a line declares; None when it declares none the readers know (the schema says why)."""
+    v = event.get("v") if isinstance(event, dict) else None
+    # bool is an int: `"v": true` is no version.
+    return v if type(v) is int and v in (V1, FORMAT_VERSION) else None
 
 
 def upgrade_v1(event: Any, file: str, line: int) -> Any:
     """A v1 event as v2: every "no leader"/"no controller" 0 becomes NO_LEADER; anything else is returned
     as given (the schema judges it). A v1 event that names broker 0 as a broker, or writes -1 where v1
     wrote 0, is an error: v1 had no broker 0, so such a file was not written as v1."""
-    if not isinstance(event, dict) or event.get("v") != V1:
+    if _version(event) != V1:
         return event
     upgraded = dict(event, v=FORMAT_VERSION)
     _check_v1_actor(event.get("actor"), file, line)
@@ -206,7 +226,7 @@ def _v1_brokers_named(state: dict[str, Any]) -> Iterator[tuple[str, Any]]:
                 if isinstance(members, list):
                     yield from ((f"state.{name}.{p}", r) for r in members)
             continue
-        if name not in _V1_BROKER_KEYED:
+        if name not in _BROKER_KEYED:
             continue
         for b, parts in value.items():
             yield f"state.{name}.{b}", b
@@ -227,50 +247,172 @@ def _check_v1_brokers(state: dict[str, Any], file: str, line: int) -> None:
 
 
 class Continuity:
-    """The checks that span events or that the schema cannot express: one run, consecutive seq, and
-    an actor of the kind the action needs."""
+    """The rules of a trace that span its lines or that the schema cannot express: one format version, one
+    run, each seq one more than the one before, and an actor of the kind the action needs and among the
+    brokers Init names. Every reader of a trace holds its lines to these rules: a file's lines through
+    `read_line`, events from elsewhere (an ITF document, a writer) through `check`.
+
+    A reader may go on past a line it refuses (one that quarantines it): a refused line sets nothing
+    the lines after it are held to, and since it may have held the next event, each refused line lets the
+    next accepted one skip one more seq. A seq skipped with no line refused (a line left out) is an error,
+    and so is every line after it: none of them is one more than the last accepted line plus the lines
+    refused since."""
 
     def __init__(self, file: str) -> None:
         self.file = file
+        self.version: int | None = None
         self.run: str | None = None
-        self.next_seq: int | None = None
+        self.last_seq: int | None = None  # of the last accepted event
+        self.refused = 0  # lines refused since it
+        # Init's args.brokers, when it names them: the brokers a broker or controller actor may be, and the
+        # keys (as strings) a broker-keyed variable may have.
+        self.brokers: frozenset[int] | None = None
+        self._broker_keys: frozenset[str] = frozenset()
+
+    def read_line(self, raw: bytes, line: int) -> Event:
+        """Line `line` of the file (from 1), decoded (`parse_line`) and checked; TraceError if not."""
+        try:
+            value = parse_line(raw, self.file, line)
+        except TraceError:
+            self.refused += 1
+            raise
+        return self.check(value, line)
 
     def check(self, event: Any, line: int) -> Event:
+        """The event of a line, upgraded to v2 and checked; TraceError (file, line, field, reason) if not."""
+        try:
+            checked = self._check(event, line)
+        except TraceError:
+            self.refused += 1
+            raise
+        self.refused = 0
+        return checked
+
+    def _check(self, event: Any, line: int) -> Event:
+        version = self._check_version(event, line)
         event = upgrade_v1(event, self.file, line)
         try:
             schema_validator()(event)
         except fastjsonschema.JsonSchemaValueException as err:
             field, reason = schema_error(err)
             raise TraceError(self.file, line, field, reason) from None
-        self._check_run(event["run"], line)
-        self._check_seq(event["seq"], line)
-        self._check_actor(event["actor"], event["action"], line)
+        run, seq, actor, action = event["run"], event["seq"], event["actor"], event["action"]
+        if self.run is not None and run != self.run:
+            raise TraceError(self.file, line, "run", f"run {run!r} differs from the trace's run {self.run!r}")
+        self._check_seq(seq, line)
+        # An Init's state is held to the brokers it names itself.
+        named = event["args"].get("brokers") if action == "Init" else None
+        brokers, keys = (self.brokers, self._broker_keys) if named is None else \
+            (frozenset(named), frozenset(map(str, named)))
+        self._check_actor(actor, action, brokers, line)
+        if brokers is not None:
+            self._check_broker_keys(event["state"], brokers, keys, line)
+        # Accepted: only now does the line set what later lines are held to.
+        self.version, self.run, self.last_seq = version, run, seq
+        self.brokers, self._broker_keys = brokers, keys
         checked: Event = event
         return checked
 
-    def _check_run(self, run: str, line: int) -> None:
-        if self.run is None:
-            self.run = run
-        elif run != self.run:
-            raise TraceError(self.file, line, "run", f"run {run!r} differs from the trace's run {self.run!r}")
-
     def _check_seq(self, seq: int, line: int) -> None:
-        expected = self.next_seq
-        if expected is not None and seq != expected:
-            raise TraceError(self.file, line, "seq", f"expected seq {expected}, got {seq}")
-        self.next_seq = seq + 1
+        if self.last_seq is None:
+            return
+        low, high = self.last_seq + 1, self.last_seq + 1 + self.refused
+        if not low <= seq <= high:
+            lines = "line" if self.refused == 1 else "lines"
+            after = f" (up to {high} after {self.refused} refused {lines})" if self.refused else ""
+            raise TraceError(self.file, line, "seq", f"expected seq {low}{after}, got {seq}")
 
-    def _check_actor(self, actor: str, action: str, line: int) -> None:
-        kind = actor_kind(actor)
+    def _check_version(self, event: Any, line: int) -> int | None:
+        version = _version(event)
+        if version is not None and self.version is not None and version != self.version:
+            raise TraceError(self.file, line, "v", f"a v{version} line in a v{self.version} trace "
+                                                   "(a trace is written in one format version)")
+        return version
+
+    def _check_actor(self, actor: str, action: str, brokers: frozenset[int] | None, line: int) -> None:
+        kind, _, ident = actor.partition(":")
         needed = ACTIONS[action]
         if kind != needed and kind != OBSERVER:
             shown = f"{needed}:N" if needed in ("broker", "controller") else needed
             raise TraceError(
                 self.file, line, "actor", f"action {action} needs a {shown} actor, got {actor!r}"
             )
+        # The schema's pattern gives every broker and controller actor a decimal id.
+        if ident and brokers is not None and int(ident) not in brokers:
+            raise self._unknown_broker(int(ident), "actor", brokers, line)
+
+    def _check_broker_keys(self, state: dict[str, Any], brokers: frozenset[int], keys: frozenset[str],
+                           line: int) -> None:
+        """The brokers a delta keys its broker-keyed variables by, as the keys the schema makes them (decimal,
+        no leading zero). A replica a broker holds may be any broker id: a log names replicas of brokers
+        that log nothing."""
+        for name, value in state.items():
+            if name in _BROKER_KEYED and not keys.issuperset(value):
+                key = next(key for key in value if key not in keys)
+                raise self._unknown_broker(int(key), f"state.{name}.{key}", brokers, line)
+
+    def _unknown_broker(self, broker: int, field: str, brokers: frozenset[int], line: int) -> TraceError:
+        named = ", ".join(map(str, sorted(brokers))) or "none"
+        return TraceError(self.file, line, field,
+                          f"broker {broker} is not one of the trace's brokers (Init's args.brokers: {named})")
+
+
+class _Refused(Exception):
+    """A JSON value a trace cannot hold, met while decoding."""
+
+
+def _refuse_fraction(literal: str) -> NoReturn:
+    raise _Refused(f"{literal} is not an integer (every number of a trace is an integer)")
+
+
+def _refuse_constant(literal: str) -> NoReturn:
+    raise _Refused(f"{literal} is not a JSON number")
+
+
+# Python's json decodes 1e308 and 2.0 as floats, and the schema (draft-07) calls an integral float an
+# integer: refused while decoding, no fraction or exponent reaches an epoch, an offset or a seq.
+_DECODER: Final = json.JSONDecoder(parse_float=_refuse_fraction, parse_constant=_refuse_constant)
+_TOO_DEEP: Final = f"nested too deeply (more than {MAX_DEPTH} levels of arrays and objects)"
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than `limit` deep in a decoded value (the decoder's own dicts and
+    lists). Level by level, in a loop: no recursion, and a few times faster than a walk node by node."""
+    level = [value]
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        level = [child for node in level for child in (node.values() if type(node) is dict else node)
+                 if type(child) is dict or type(child) is list]
+        depth += 1
+    return False
+
+
+def decode_json(text: str, file: str, line: int) -> Any:
+    """JSON text as a trace may hold it (a line of a trace, an ITF document, a Parquet row's args or state):
+    TraceError for a number that is not an integer, for NaN and Infinity, and for nesting deeper than
+    MAX_DEPTH; json.JSONDecodeError for text that is not JSON, which the caller words."""
+    try:
+        value = _DECODER.decode(text)
+    except json.JSONDecodeError:
+        raise
+    except _Refused as err:
+        raise TraceError(file, line, _NO_FIELD, str(err)) from None
+    except RecursionError:
+        raise TraceError(file, line, _NO_FIELD, _TOO_DEEP) from None
+    except ValueError:
+        # The one other ValueError of the decoder: an integer longer than Python converts.
+        raise TraceError(file, line, _NO_FIELD, f"an integer of more than {sys.get_int_max_str_digits()} "
+                                                "digits") from None
+    # A line holds at least as many brackets as it nests deep: most lines need no walk.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise TraceError(file, line, _NO_FIELD, _TOO_DEEP)
+    return value
 
 
 def parse_line(raw: bytes, file: str, line: int) -> Any:
+    """One line of a trace, decoded: the JSON value, or TraceError naming the file, the line and why not."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -278,7 +420,7 @@ def parse_line(raw: bytes, file: str, line: int) -> Any:
     if not text.strip():
         raise TraceError(file, line, _NO_FIELD, "blank line")
     try:
-        return json.loads(text)
+        return decode_json(text, file, line)
     except json.JSONDecodeError as err:
         # Only the last line can lack its newline; broken JSON there means the writer was cut off.
         if not raw.endswith(b"\n"):
@@ -294,7 +436,7 @@ def read_trace(path: str | Path) -> Iterator[Event]:
     try:
         with open(path, "rb") as handle:
             for line, raw in enumerate(handle, start=1):
-                yield continuity.check(parse_line(raw, file, line), line)
+                yield continuity.read_line(raw, line)
     except OSError as err:
         raise TraceError(file, line, _NO_FIELD, err.strerror or str(err)) from None
     if line == 0:

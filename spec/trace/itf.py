@@ -17,7 +17,16 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.spec.trace.format import Continuity, Event, TraceError, apply_event, empty_value, make_event
+from kcm.spec.atomic_output import write_output
+from kcm.spec.trace.format import (
+    Continuity,
+    Event,
+    TraceError,
+    apply_event,
+    decode_json,
+    empty_value,
+    make_event,
+)
 from kcm.spec.vocabulary import VARIABLES
 
 Itf = dict[str, Any]
@@ -148,7 +157,7 @@ class _Reader:
             current = self._state(raw, variables, where)
             event = self._event(raw.get("#meta", {}), where, index, run, previous, current)
             try:
-                out.append(continuity.check(event, 0))
+                out.append(continuity.check(event, index))
             except TraceError as err:
                 raise self.fail(f"{where}.{err.field}", err.reason) from None
             previous = current
@@ -186,9 +195,10 @@ class _Reader:
             return [self._plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
         if isinstance(value, dict):
             return self._tagged(value, where)
-        if isinstance(value, float) and not value.is_integer():
+        # As in a line of a trace, a number is an integer (format.decode_json): 2.0 is not one.
+        if isinstance(value, float):
             raise self.fail(where, f"{value} is not an integer")
-        return int(value) if isinstance(value, float) else value
+        return value
 
     def _tagged(self, value: dict[str, Any], where: str) -> Any:
         if len(value) != 1:
@@ -242,15 +252,12 @@ def read_itf(path: str | Path) -> list[Event]:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise TraceError(file, 0, "-", reason) from None
     try:
-        doc = json.loads(text)
+        doc = decode_json(text, file, 0)
     except json.JSONDecodeError as err:
         raise TraceError(file, err.lineno, "-", f"invalid JSON: {err.msg} (column {err.colno})") from None
     return from_itf(doc, file)
 
 
 def write_itf(events: list[Event], path: str | Path, source: str = "") -> None:
-    text = json.dumps(to_itf(events, source), separators=(",", ":"))
-    try:
-        Path(path).write_text(text + "\n", encoding="utf-8")
-    except OSError as err:
-        raise TraceError(str(path), 0, "-", err.strerror or str(err)) from None
+    """Writes the ITF document whole: a reader, or a command cut off, never leaves half of one (atomic_output)."""
+    write_output(path, json.dumps(to_itf(events, source), separators=(",", ":")) + "\n")

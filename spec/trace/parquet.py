@@ -21,7 +21,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from kcm.spec.trace.format import Event, TraceError, upgrade_v1
+from kcm.spec.trace.format import Event, TraceError, decode_json, upgrade_v1
 
 ARROW_SCHEMA: Final = pa.schema(
     [
@@ -113,6 +113,14 @@ def _write_part(table: Any, out_dir: Path, part: int, where: str) -> int:
     return int(table.num_rows)
 
 
+def _decoded(text: str, where: str, column: str) -> Any:
+    """A JSON column as a trace's line holds it (format.decode_json)."""
+    try:
+        return decode_json(text, where, 0)
+    except json.JSONDecodeError as err:
+        raise TraceError(where, 0, column, f"invalid JSON: {err.msg} (column {err.colno})") from None
+
+
 def _event(row: dict[str, Any], where: str) -> Event:
     event: Event = {
         "v": row["v"],
@@ -120,8 +128,8 @@ def _event(row: dict[str, Any], where: str) -> Event:
         "seq": row["seq"],
         "actor": row["actor"],
         "action": row["action"],
-        "args": json.loads(row["args"]),
-        "state": json.loads(row["state"]) if row["state"] is not None else {},
+        "args": _decoded(row["args"], where, "args"),
+        "state": _decoded(row["state"], where, "state") if row["state"] is not None else {},
     }
     if row["full"]:
         event["full"] = True

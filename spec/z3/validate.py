@@ -36,6 +36,8 @@ STUTTERS: Final = frozenset({
     "DeleteTopic", "ReassignPartitions", "PreferredElection", "Quiesce",
 })
 CONTEXT_LOADS: Final = frozenset({"ControllerElect", "BrokerReregister"})
+# The first pass reads an event in some microseconds: its progress is told every this many events.
+SURVEY_STRIDE: Final = 1000
 # Trace variables and the leaves they bind.
 GLOBAL_VARS: Final = ("controller", "controller_epoch")
 BROKER_VARS: Final = ("acting_controller_epoch", "alive", "broker_controller_epoch")
@@ -422,7 +424,8 @@ class Validator:
     variables (sets as small as the cluster), the second checks each step holding only the state before
     it. Given a TraceFile, neither pass holds more than one event of the file."""
 
-    def __init__(self, events: Events) -> None:
+    def __init__(self, events: Events, on_read: Callable[[int], None] | None = None) -> None:
+        """The first pass; `on_read` is told the number of events read, every SURVEY_STRIDE and at the end."""
         iterator = iter(events)
         first = next(iterator, None)
         if first is None:
@@ -442,6 +445,10 @@ class Validator:
             if from_log:
                 brokers |= brokers_named([event])
             _survey(event, observed, partitions, brokers)
+            if on_read is not None and count % SURVEY_STRIDE == 0:
+                on_read(count)
+        if on_read is not None:
+            on_read(count)
         # A log none of whose lines became an event has no step to explain.
         if not brokers and not (from_log and count == 1):
             raise ValidationError("the trace names no brokers (no Init args.brokers and no per-broker variable)")
@@ -457,12 +464,17 @@ class Validator:
         self._previous: dict[str, dict[str, int | bool]] = {}
         self.gap = LogGap(self.projection.index) if from_log else None
 
-    def run(self, stop_at_first: bool = True) -> ValidationReport:
+    def run(self, stop_at_first: bool = True, on_event: Callable[[int], None] | None = None) -> ValidationReport:
+        """The second pass; `on_event` is told the number of events taken so far, before each and at the end."""
         report = ValidationReport(events=self.count, partitions=self.partitions,
                                   observed=sorted(self.observed), unobserved=sorted(set(VARIABLES) - self.observed))
         start = time.perf_counter()
         state = empty_state()
+        taken = 0
         for index, event in enumerate(self.events):
+            if on_event is not None:
+                on_event(index)
+            taken = index + 1
             if index == 0:
                 event = self.first
             before = state
@@ -480,6 +492,8 @@ class Validator:
                 if stop_at_first:
                     break
             self._advance(event, state)
+        if on_event is not None:
+            on_event(taken)
         report.seconds = time.perf_counter() - start
         return report
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from kcm.spec.verdicts import UNOBSERVED, severity
-from kcm.tools.errors import UsageError
+from kcm.spec.atomic_output import write_output
+from kcm.spec.verdicts import severity
 from kcm.tools.report.timeline import epoch_colour
 
 
@@ -26,9 +26,7 @@ def knob_text(value: Any) -> str:
 
 def verdict_class(verdict: str) -> str:
     """A verdict's colour by what it means (kcm.spec.verdicts), whatever its words ("holds to depth 6"); an
-    invariant left unobserved was not checked, so it is not shown as passed."""
-    if verdict == UNOBSERVED:
-        return "v-unknown"
+    invariant left unobserved was not checked, so it is shown as undecided, not as passed."""
     return ("v-pass", "v-fail", "v-unknown")[severity(verdict)]
 
 
@@ -48,13 +46,8 @@ def render(template: str, **values: Any) -> str:
 
 
 def write(path: str | Path, template: str, **values: Any) -> Path:
-    """Renders a page and writes it; a path that cannot be written is the user's error, on one line."""
+    """Renders a page and publishes it whole (kcm.spec.atomic_output); a path that cannot be written, or that
+    another kcm process is writing, is the user's error, on one line."""
     target = Path(path)
-    html = render(template, **values)
-    try:
-        if target.parent != Path():
-            target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(html, encoding="utf-8")
-    except OSError as err:
-        raise UsageError(f"{target}: cannot write the report: {err.strerror or err}") from None
+    write_output(target, render(template, **values))
     return target

@@ -141,4 +141,5 @@ def test_ending_a_child_leaves_its_exit_status_to_its_owner() -> None:
     child_processes.adopt(worker.pid)
     child_processes.end(worker.pid, grace=2.0)
     worker.join(timeout=10)
-    assert worker.exitcode == -signal.SIGTERM
+    # Killed by SIGTERM, or ended on it by a worker's own handler (once the command line has installed it).
+    assert worker.exitcode in (-signal.SIGTERM, 128 + signal.SIGTERM)

@@ -160,9 +160,12 @@ def test_an_interrupt_before_the_command_runs_is_one_line_and_exit_130() -> None
 BMC_ZOMBIE = ("prove", "--bmc", "4", "--brokers", "2", "--set", "controller_epoch_fencing=false", "--progress", "none")
 
 
-def test_prove_bmc_writes_into_a_folder_given_as_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, *BMC_ZOMBIE, "--out", str(tmp_path))
-    trace = tmp_path / "bmc-counterexample.jsonl"
+@pytest.mark.parametrize("folder", ["", "new/"])
+def test_prove_bmc_writes_into_a_folder_given_as_out(folder: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # An existing folder, or one named with a trailing slash: the file goes inside it under its default name.
+    code, out, _ = run(capsys, *BMC_ZOMBIE, "--out", f"{tmp_path}/{folder}")
+    trace = tmp_path / folder / "bmc-counterexample.jsonl"
     assert code == 1 and f"shortest counterexample written to {trace}" in out and trace.is_file()
 
 

@@ -31,9 +31,10 @@ def check_root() -> None:
 
 
 def out_file(given: str | None, command: str, name: str) -> Path:
-    """The file `--out` names (a folder given: the file `name` inside it; none: the default), checked writable."""
+    """The file `--out` names (a folder given, or a path ending in `/`: the file `name` inside it; none: the
+    default), checked writable."""
     path = Path(given) if given else default_out(command, name)
-    if path.is_dir():
+    if path.is_dir() or (given or "").endswith(os.sep):
         path = path / name
     check_writable(path)
     return path

@@ -34,7 +34,8 @@ _ENDED_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
 
 # pid -> whether it leads a process group of its own (adopted processes may not).
 _owned: dict[int, bool] = {}
-_lock = threading.Lock()
+# Reentrant: a worker's SIGTERM handler ends its children, perhaps while the worker holds it (in `adopt`).
+_lock = threading.RLock()
 # stopping: set once kcm is stopping (`interrupt`), when a thread that starts a child afterwards is refused.
 # Plain flags, not threading.Event: a forked child resets them, and an Event's lock may be held at the fork.
 _state = {"installed": False, "in_my_group": False, "stopping": False}
@@ -186,6 +187,8 @@ def _release_signals() -> None:
 
 
 def _forget_in_child() -> None:
+    global _lock
+    _lock = threading.RLock()  # another thread of the parent may have held it at the fork
     _owned.clear()
     _state.update(in_my_group=False, stopping=False)
     if _state["installed"]:

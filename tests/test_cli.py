@@ -284,3 +284,17 @@ def test_an_interrupted_check_ends_tlc_and_says_one_line(signum: int) -> None:
     assert not ended.left
     # Its own group: a terminal's Ctrl-C reaches kcm alone, and kcm ends TLC.
     assert ended.tlc_groups and all(java == group != os.getpgid(0) for java, group in ended.tlc_groups)
+
+
+def test_a_reader_that_leaves_early_never_turns_a_violation_into_exit_0(tmp_path: Path) -> None:
+    trace = tmp_path / "unclean.jsonl"
+    assert main(["sim", "--seed", "2", "--steps", "2000", "--set", "unclean_election=true", "--out", str(trace)]) == 0
+    # `kcm check-trace --json | head -c 1`: the reader closes the pipe after one byte, long before the JSON ends.
+    kcm = subprocess.Popen([sys.executable, "-m", "kcm.tools.cli", "check-trace", str(trace), "--json"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert kcm.stdout is not None and kcm.stderr is not None
+    assert kcm.stdout.read(1) == b"{"
+    kcm.stdout.close()
+    stderr = kcm.stderr.read().decode()
+    assert kcm.wait(timeout=120) == 141
+    assert "Traceback" not in stderr

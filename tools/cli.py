@@ -5,13 +5,14 @@ every process kcm started ended first (kcm.spec.child_processes)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from kcm.spec import child_processes
-from kcm.tools.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Parser, UsageError
+from kcm.tools.errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, Parser, UsageError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,7 +49,10 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"kcm: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
-        return EXIT_OK
+        # The reader left (`| head`): what the command would have said is unknown, so not 0, which would let a
+        # violation read as a pass. Python's exit flush must not meet the closed pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 def _build_parser() -> Parser:

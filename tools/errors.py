@@ -16,6 +16,8 @@ EXIT_USAGE: Final = 2
 EXIT_INCOMPLETE: Final = 3
 # Stopped by SIGINT, SIGTERM or SIGHUP (128 + SIGINT, as a shell reports Ctrl-C).
 EXIT_INTERRUPTED: Final = 130
+# Standard output closed before the command ended (`kcm ... | head`): 128 + SIGPIPE, as a shell reports it.
+EXIT_BROKEN_PIPE: Final = 141
 
 
 class UsageError(Exception):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
-from pyspark import SparkConf, SparkContext
+from pyspark import SparkConf, SparkContext, java_gateway
 from pyspark.errors import PySparkRuntimeError
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
@@ -95,8 +96,9 @@ def start_filtered_jvm(conf: SparkConf) -> None:
     """Start the driver's JVM (with `conf`, which holds the settings only a JVM's start reads, such as the driver
     memory) and its context, its stderr forwarded to this process's without the incubator-module line.
 
-    The JVM leads a process group of its own, owned by kcm (kcm.spec.child_processes): its Python workers are
-    in the group, and all of them end with kcm, on Ctrl-C too. Until the context is up, what the JVM prints is
+    The JVM leads a process group of its own, owned by kcm (kcm.spec.child_processes) and ended with it, on
+    Ctrl-C too (`end_jvm` then takes on its Python workers' group); ended otherwise, the JVM takes its workers
+    with it (their daemon ends when the JVM's pipe to it closes). Until the context is up, what the JVM prints is
     held back: a JVM that cannot start says why in it, which becomes the one line of a SparkStartError.
 
     Nothing to do when a JVM is already there: an earlier session of this process started it (PySpark keeps it
@@ -111,15 +113,21 @@ def start_filtered_jvm(conf: SparkConf) -> None:
     reader = threading.Thread(target=output.forward, args=(os.fdopen(read, "rb"),), name="kcm-jvm-stderr",
                               daemon=True)
     reader.start()
+    # launch_gateway waits seconds for the JVM's port: the JVM is owned from its fork on, so that a Ctrl-C
+    # meanwhile ends it too. PySpark gives no hook between the two, but its module's name for Popen.
+    java_gateway.Popen = _OwnedPopen  # type: ignore[attr-defined,assignment]
     try:
         gateway = launch_gateway(conf, popen_kwargs={"stderr": write, "start_new_session": True})  # type: ignore[no-untyped-call]
     except PySparkRuntimeError:
-        os.close(write)
+        gateway = None
+    finally:
+        java_gateway.Popen = subprocess.Popen  # type: ignore[attr-defined]
+        os.close(write)  # the JVM's copy is its own: at its exit, the reader sees the end
+    if gateway is None:
         reader.join(timeout=_JVM_EXIT_SECONDS)
-        raise SparkStartError(f"Spark did not start: {output.cause() or 'its JVM exited at once'}") from None
-    os.close(write)
+        raise SparkStartError(f"Spark did not start: {output.cause() or 'its JVM exited at once'}")
     pid = gateway.proc.pid
-    child_processes.adopt(pid, leads_group=True)
+    _jvm.append(pid)
     try:
         SparkContext(conf=conf, gateway=gateway)
     except Py4JJavaError as err:
@@ -144,9 +152,43 @@ class SparkStartError(Exception):
     """Spark could not start (no Java, a master it cannot use): the cause, in one line."""
 
 
+class _OwnedPopen(subprocess.Popen[bytes]):
+    """A process kcm owns (with its group) from the moment it is started."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        child_processes.adopt(self.pid, leads_group=True)
+
+
+_jvm: list[int] = []  # the JVM this process started, once started
+
+
 def end_jvm() -> None:
-    """Stops passing the JVM's output on: kcm is ending it (Ctrl-C), and what it says as it goes is no news."""
+    """Before kcm ends the JVM (Ctrl-C): its output, which is no news then, is no longer passed on, and the
+    process group of its Python workers' daemon (PySpark's daemon.py leads a group of its own, `setpgid(0, 0)`,
+    outside the JVM's) is owned too, so that kcm ends them with it."""
     JVM_STDERR.mute()
+    for jvm in _jvm:
+        for pid in _children(jvm):
+            child_processes.adopt(pid, leads_group=_group_of(pid) == pid)
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):  # ended meanwhile
+            continue
+    return found
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def _java_message(err: Py4JJavaError) -> str:

@@ -133,13 +133,15 @@ def name_runs(sources: Sequence[Source], taken: dict[str, str]) -> list[Source]:
             named[members[0]] = claim
             used.add(claim)
             continue
+        # Told apart from each other, and from the sources of the runs of that name already in the folder.
+        rivals = [Path(key).parts for run, key in others.items() if key and (run == claim or
+                                                                             run.startswith(f"{claim}@"))]
         parts = {i: Path(sources[i].key).parts for i in members}
-        depth, deepest = 1, max(len(p) for p in parts.values())
-        while len({parts[i][-depth:] for i in members}) < len(members) and depth < deepest:
-            depth += 1
         for i in members:
-            k = depth
-            while f"{claim}@{'/'.join(parts[i][-k:])}" in used and k < len(parts[i]):
+            near = [p for j, p in parts.items() if j != i] + rivals
+            k = 1
+            while k < len(parts[i]) and (any(p[-k:] == parts[i][-k:] for p in near)
+                                         or f"{claim}@{'/'.join(parts[i][-k:])}" in used):
                 k += 1
             name = f"{claim}@{'/'.join(parts[i][-k:]).lstrip('/')}"
             if name in used:

@@ -222,10 +222,12 @@ def test_a_gzip_log_reads_as_the_log_it_compresses(tmp_path: Path) -> None:
 def test_a_deeply_nested_line_is_quarantined_and_the_rest_kept(tmp_path: Path) -> None:
     events = _trace(tmp_path / "t.jsonl", 30, Knobs())
     lines = (tmp_path / "t.jsonl").read_bytes().splitlines(keepends=True)
-    (tmp_path / "t.jsonl").write_bytes(b"".join([*lines[:5], b"[" * 100_000 + b"\n", *lines[5:]]))
+    huge = b'{"v":2,"run":"seed-2","seq":' + b"7" * 5000 + b"}\n"
+    (tmp_path / "t.jsonl").write_bytes(b"".join([*lines[:5], b"[" * 100_000 + b"\n", huge, *lines[5:]]))
     kept, quarantine, read = parse_jsonl(str(tmp_path / "t.jsonl"))
-    assert (len(kept), read) == (len(events), len(events) + 1)
-    assert [q["line"] for q in quarantine] == [6]
+    assert (len(kept), read) == (len(events), len(events) + 2)
+    assert [(q["line"], q["reason"].split(":")[0]) for q in quarantine] == [(6, "malformed JSON"),
+                                                                            (7, "malformed JSON")]
     assert plan([], [str(tmp_path / "t.jsonl")])[0].run == "seed-2"  # the run's name, read past it too
 
 

@@ -144,7 +144,7 @@ def test_ctrl_c_during_check_ends_spark_and_its_python_workers(tmp_path: Path) -
     try:
         deadline = time.monotonic() + 240
         family: dict[int, str] = {}
-        while not any("pyspark" in command and "java" not in command for command in family.values()):
+        while not any("pyspark.daemon" in command for command in family.values()):  # the job's Python workers
             assert check.poll() is None and time.monotonic() < deadline, "no Python worker started"
             time.sleep(0.2)
             family = _descendants(check.pid)
@@ -152,7 +152,9 @@ def test_ctrl_c_during_check_ends_spark_and_its_python_workers(tmp_path: Path) -
         check.send_signal(signal.SIGINT)
         _, err = check.communicate(timeout=60)
     finally:
-        check.kill()
+        if check.poll() is None:  # failed before: SIGTERM, which kcm answers by ending its children too
+            check.terminate()
+            check.wait(timeout=30)
     assert (check.returncode, err) == (130, "kcm: interrupted\n")
     left = {pid: command for pid, command in family.items() if pid in _processes()}
     assert not left, left

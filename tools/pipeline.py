@@ -240,7 +240,7 @@ def _run_stage(spark: SparkSession, args: argparse.Namespace, out: Path, knobs: 
         counts = ingest(spark, args.kafka_log, args.trace, out, progress=progress, log_pattern=args.log_pattern)
         print(f"ingested: {pl.accounting(counts.to_json())} (see {out / pl.QUARANTINE})")
         if not counts.checked:
-            print(f"no events: a check of {out} has nothing to verify (its verdict: {UNOBSERVED})")
+            print(f"no event in these inputs: they give a check nothing to verify (verdict {UNOBSERVED})")
         return pl.EXIT_QUARANTINED if counts.quarantined or counts.files_quarantined else pl.EXIT_CLEAN
     pl.check(spark, Path(args.input), out, fraction, progress=progress)
     return pl.EXIT_CLEAN

@@ -243,3 +243,12 @@ def test_sources_are_named_apart_and_a_file_given_twice_is_refused(tmp_path: Pat
     assert [s.run for s in plan(logs[:1], [], earlier)] == ["log-controller"]
     with pytest.raises(ValueError, match="given twice"):
         plan([logs[0], logs[0]], [])
+
+
+def test_a_manifest_an_earlier_kcm_wrote_promises_no_runs(tmp_path: Path) -> None:
+    from kcm.conformance.pipeline.ingest import taken_runs
+
+    (tmp_path / pl.EVENTS / "run=run-000000-seed-1").mkdir(parents=True)
+    (tmp_path / pl.MANIFEST).write_text(json.dumps({"stage": "generate", "runs": 8, "counts": {}}))
+    assert pl.held_to_manifest(pl.read_manifest(tmp_path) or {}, {}) == []
+    assert taken_runs(tmp_path) == {"run-000000-seed-1": ""}  # its runs' names stay taken all the same

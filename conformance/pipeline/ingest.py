@@ -25,7 +25,16 @@ import fastjsonschema
 from pyspark import Broadcast, StorageLevel
 from pyspark.sql import SparkSession
 
-from kcm.conformance.pipeline.jobs import EVENTS, Counts, Progress, collect, no_progress, publish, read_manifest
+from kcm.conformance.pipeline.jobs import (
+    EVENTS,
+    Counts,
+    Progress,
+    collect,
+    manifest_runs,
+    no_progress,
+    publish,
+    read_manifest,
+)
 from kcm.conformance.pipeline.kafka_log import compile_pattern
 from kcm.conformance.pipeline.kafka_log.layouts import Layout
 from kcm.conformance.pipeline.kafka_log.parser import SplitParse, decode_steps, encode_steps
@@ -318,8 +327,7 @@ def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str]
 def taken_runs(out: Path) -> dict[str, str]:
     """The runs already in the folder `out`, each with the key of its source ("" when the manifest does not
     say): the names an ingest must not give another source."""
-    manifest = read_manifest(out) or {}
-    taken = {run: str(entry.get("source", "")) for run, entry in manifest.get("runs", {}).items()}
+    taken = {run: str(entry.get("source", "")) for run, entry in manifest_runs(read_manifest(out)).items()}
     events = out / EVENTS
     if events.is_dir():
         for folder in events.iterdir():

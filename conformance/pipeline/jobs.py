@@ -135,14 +135,19 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     return manifest
 
 
+def manifest_runs(manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The runs a manifest describes; none for a manifest an earlier kcm wrote (its `runs` a count, or absent)."""
+    runs = (manifest or {}).get("runs")
+    return runs if isinstance(runs, dict) else {}
+
+
 def publish(out: Path, stage: str, runs: dict[str, dict[str, Any]], quarantine: Sequence[dict[str, Any]],
             **details: Any) -> Counts:
     """The manifest and quarantine of `out` after a stage wrote `runs` into it: the runs an earlier stage left
     (but those of the same names, replaced), with their quarantine, and these. Each run says its source and
     the rows it has in the layout (what `check` must read of it); a run in the folder that no manifest
     described (another tool's) is described by its files' footers. Returns this stage's counts."""
-    previous = read_manifest(out) or {}
-    kept = {run: entry for run, entry in previous.get("runs", {}).items() if run not in runs}
+    kept = {run: entry for run, entry in manifest_runs(read_manifest(out)).items() if run not in runs}
     for run, rows in _footer_rows(out / EVENTS).items():
         if run not in runs and run not in kept:
             kept[run] = {"kind": "unknown", "source": "", "rows": rows,
@@ -154,9 +159,9 @@ def publish(out: Path, stage: str, runs: dict[str, dict[str, Any]], quarantine: 
     everything = {**kept, **runs}
     total, mine = Counts(), Counts()
     for run, entry in everything.items():
-        total.add(entry["counts"])
+        total.add(entry.get("counts", {}))
         if run in runs:
-            mine.add(entry["counts"])
+            mine.add(entry.get("counts", {}))
     write_quarantine(out, [*carried, *quarantine], total)
     mine.by_reason = dict(Counter(_reason_kind(entry["reason"]) for entry in quarantine))
     total.assert_balanced()
@@ -494,7 +499,7 @@ def held_to_manifest(manifest: dict[str, Any], read: dict[str, int]) -> list[str
     """What the check read short of (or past) what the manifest says each run has: one phrase per run that
     differs, in run order; none when every run's rows were read."""
     problems = []
-    for run, entry in sorted(manifest.get("runs", {}).items()):
+    for run, entry in sorted(manifest_runs(manifest).items()):
         promised, got = int(entry.get("rows", 0)), read.get(run, 0)
         if got != promised:
             gone = "" if run in read or not promised else f" (no {run_folder(run)} folder)"

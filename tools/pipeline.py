@@ -161,13 +161,10 @@ def _claimed(args: argparse.Namespace) -> Iterator[Path]:
 
 
 def _session(args: argparse.Namespace, submitted: bool) -> SparkSession:
-    from kcm.conformance.pipeline.session import DEFAULT_MASTER, SparkStartError, spark_session
+    from kcm.conformance.pipeline.session import DEFAULT_MASTER, spark_session
 
     master = args.master or (None if submitted else DEFAULT_MASTER)
-    try:
-        return spark_session(master, shuffle_partitions=args.shuffle_partitions)
-    except SparkStartError as err:
-        raise UsageError(str(err)) from None
+    return spark_session(master, shuffle_partitions=args.shuffle_partitions)  # SparkStartError: one line, exit 2
 
 
 # -- input errors, said before Spark starts (seconds of JVM start-up); the stages check again ------------------------

@@ -148,8 +148,9 @@ def check_java() -> None:
         raise SparkStartError("no java on the PATH and JAVA_HOME is not set (Spark needs Java 17 or newer)")
 
 
-class SparkStartError(Exception):
-    """Spark could not start (no Java, a master it cannot use): the cause, in one line."""
+class SparkStartError(ValueError):
+    """Spark could not start (no Java, a master it cannot use): the cause, in one line, a user's error as the
+    command line reports them (exit 2), for `kcm verify`'s stage too."""
 
 
 class _OwnedPopen(subprocess.Popen[bytes]):

@@ -121,12 +121,18 @@ def test_ingest_in_splits_writes_what_ingest_of_whole_files_writes(spark: SparkS
     assert _ingested(spark, logs, tmp_path / "split", 2048) == whole
 
 
-def test_two_logs_of_one_name_are_refused_before_any_work(spark: SparkSession, tmp_path: Path) -> None:
+def test_two_logs_of_one_name_make_two_runs_in_splits(spark: SparkSession, tmp_path: Path) -> None:
+    # They were refused (one run, named after the file); each is now a run of its own, written in parts.
     (tmp_path / "a").mkdir()
     copy = tmp_path / "a" / "state-change-1.1.log"
     copy.write_bytes((DATA / "state-change-1.1.log").read_bytes())
-    with pytest.raises(ValueError, match=r"makes the run log-state-change-1\.1"):
-        ingest(spark, [str(DATA / "state-change-1.1.log"), str(copy)], [], tmp_path / "out")
+    ingest(spark, [str(DATA / "state-change-1.1.log"), str(copy)], [], tmp_path / "out", split_size=97)
+    events = read_parquet(tmp_path / "out" / EVENTS)
+    alone = [(e["seq"], e["action"], e["state"]) for e in parse_kafka_log(copy).events]
+    runs = sorted({e["run"] for e in events})
+    assert runs == ["log-state-change-1.1@a/state-change-1.1.log", "log-state-change-1.1@kafka/state-change-1.1.log"]
+    for run in runs:
+        assert [(e["seq"], e["action"], e["state"]) for e in events if e["run"] == run] == alone
 
 
 # -- the parser's shortcuts read every line as before ------------------------------------------------------------

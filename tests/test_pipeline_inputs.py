@@ -18,7 +18,7 @@ def places(tmp_path: Path) -> dict[str, Path]:
     (tmp_path / "a-file").write_text("not a directory\n")
     (tmp_path / "empty").mkdir()
     (tmp_path / "corpus" / pl.EVENTS).mkdir(parents=True)
-    for broker in ("broker-1", "broker-2"):  # two brokers' logs of one name would make one run
+    for broker in ("broker-1", "broker-2"):  # two brokers' logs of one name: two runs
         (tmp_path / broker).mkdir()
         (tmp_path / broker / "state-change.log").write_text("")
     places = {name: tmp_path / name for name in ("a-file", "empty", "corpus", "missing", "out")}
@@ -37,9 +37,12 @@ CASES = [
     ("ingest --kafka-log {empty} --out {out}", "--kafka-log {empty}: a directory, not a file"),
     ("ingest --trace {a-file} {missing} --out {out}", "--trace {missing}: no such file"),
     ("ingest --trace {a-file} --out {a-file}", "--out {a-file}: exists and is not a directory"),
-    ("ingest --kafka-log {log-1} {log-2} --out {out}",
-     "{log-2}: makes the run log-state-change as {log-1} does (a run is named after its file's name: rename one of "
-     "them)"),
+    ("ingest --kafka-log {log-1} {log-2} --trace {log-1} --out {out}", "{log-1}: given twice (as {log-1})"),
+    # Unwritable: refused before Spark starts (it used to fail after 15 s of it).
+    ("ingest --trace {log-1} --out /proc/kcm-out", "/proc/kcm-out: cannot write: No such file or directory"),
+    ("check --in {corpus} --out /proc/kcm-out", "/proc/kcm-out: cannot write: No such file or directory"),
+    ("check --in {corpus} --out {corpus}", "--out {corpus}: holds --in {corpus}, and --out is replaced whole: give "
+     "another folder"),
     ("generate --runs 1 --steps 10 --out {a-file}", "--out {a-file}: exists and is not a directory"),
     ("report --in {empty}", "{empty}: no summary.json (run `kcm pipeline check` first)"),
 ]
@@ -58,3 +61,21 @@ def test_an_input_error_is_one_line_before_spark_starts(arguments: str, message:
     captured = capsys.readouterr()
     assert (code, captured.out, captured.err) == (EXIT_USAGE, "", f"kcm: error: {message.format(**names)}\n")
     assert not places["out"].exists()
+
+
+@pytest.mark.parametrize("stage", ["ingest --trace {log-1}", "check --in {corpus}", "generate --runs 1 --steps 5"])
+def test_an_out_another_kcm_writes_is_refused_before_spark_starts(stage: str, places: dict[str, Path],
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from kcm.spec.atomic_output import claimed_folder, claimed_in_place
+
+    def no_spark(*_: Any) -> Any:
+        pytest.fail("Spark was started")
+
+    monkeypatch.setattr(stages, "_session", no_spark)
+    names = {name: str(path) for name, path in places.items()}
+    claim = claimed_folder if stage.startswith("check") else claimed_in_place
+    with claim(places["out"]):  # another kcm process, as far as the lock can tell
+        code = cli.main(["pipeline", *stage.format(**names).split(), "--out", names["out"]])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (EXIT_USAGE, f"kcm: error: {names['out']}: another kcm process is writing it\n")

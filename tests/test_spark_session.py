@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pyspark
+import pytest
 
 from kcm.conformance.pipeline.session import INCUBATOR_WARNING, forward_stderr
 
@@ -72,3 +73,97 @@ def test_under_spark_submit_the_workers_run_the_interpreter_the_submitter_chose(
         capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert started.exists() and started.read_text().split(), "no Python worker started through spark.pyspark.python"
+
+
+def _kcm(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kcm.tools.cli", *arguments], capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+
+
+def test_no_java_is_one_line_before_spark_starts(tmp_path: Path) -> None:
+    done = _kcm("pipeline", "generate", "--runs", "1", "--steps", "5", "--out", str(tmp_path / "c"),
+                env={**os.environ, "JAVA_HOME": "/nonexistent"})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "kcm: error: JAVA_HOME=/nonexistent: no bin/java there (Spark needs Java 17 or newer)\n"
+
+
+def test_a_master_spark_cannot_use_is_one_line_naming_it(tmp_path: Path) -> None:
+    done = _kcm("pipeline", "generate", "--runs", "1", "--steps", "5", "--master", "bogus://x", "--out",
+                str(tmp_path / "c"))
+    assert (done.returncode, done.stdout) == (2, "")
+    # Spark's own words (SparkSubmit.prepareSubmitEnvironment), without its stack trace.
+    assert done.stderr == ("kcm: error: Spark did not start: Master must either be yarn or start with spark, k8s, "
+                           "or local\n")
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process: its parent and command line, off /proc."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # ended meanwhile
+            continue
+        if fields[0] != "Z":
+            found[int(stat.parent.name)] = (int(fields[1]), command)
+    return found
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    processes = _processes()
+    family, grown = {pid}, True
+    while grown:
+        more = {p for p, (parent, _) in processes.items() if parent in family} - family
+        family |= more
+        grown = bool(more)
+    return {p: processes[p][1] for p in family - {pid} if p in processes}
+
+
+# When the SIGINT comes: while the JVM starts (it was left running, about 250 MB, minutes on), or while the job
+# runs, its Python workers busy (the JVM printed its tasks' errors as it went).
+MOMENTS = {"starting": "java", "running": "pyspark.daemon"}
+
+
+@pytest.mark.parametrize("moment", sorted(MOMENTS))
+def test_ctrl_c_during_check_ends_spark_and_its_python_workers(moment: str, tmp_path: Path) -> None:
+    """Issue 38, item 5: one line, exit 130, and nothing of the run left."""
+    import signal
+    import time
+
+    from kcm.impl.sim.simulator import SimConfig, Simulator
+    from kcm.spec.trace.format import Event
+    from kcm.spec.trace.parquet import write_parquet
+    from kcm.spec.vocabulary import Knobs
+
+    events: list[Event] = []
+    simulator = Simulator(1, Knobs(), SimConfig(), events.append)
+    simulator.bootstrap()
+    simulator.run(3000)
+    for event in events:
+        event["run"] = "long"
+    write_parquet(events, tmp_path / "corpus" / "events")
+    # Z3 validation of every step keeps the job busy well past Spark's start.
+    check = subprocess.Popen(
+        [sys.executable, "-m", "kcm.tools.cli", "pipeline", "check", "--in", str(tmp_path / "corpus"), "--out",
+         str(tmp_path / "checked"), "--master", "local[1]", "--validate-sample", "all", "--progress", "none"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        family: dict[int, str] = {}
+        while not any(MOMENTS[moment] in command and not command.startswith("bash") for command in family.values()):
+            assert check.poll() is None and time.monotonic() < deadline, f"no {MOMENTS[moment]} started"
+            time.sleep(0.1)
+            family = _descendants(check.pid)
+        time.sleep(1)
+        family = _descendants(check.pid)
+        check.send_signal(signal.SIGINT)
+        _, err = check.communicate(timeout=60)
+    finally:
+        if check.poll() is None:  # failed before: SIGTERM, which kcm answers by ending its children too
+            check.terminate()
+            check.wait(timeout=30)
+    assert (check.returncode, err) == (130, "kcm: interrupted\n")
+    left = {pid: command for pid, command in family.items() if pid in _processes()}
+    assert not left, left
+    assert not (tmp_path / "checked").exists()  # its output, half made, is gone too

@@ -6,7 +6,8 @@
     kcm pipeline report --in DIR [--json]
 
 Every stage takes `--master` (default `local[*]`). Exit codes: 0 clean, 1 violations found, 2 unusable
-invocation, 3 input quarantined. The same parser serves `spark-submit tools/pipeline.py ...`, where
+invocation, 3 input quarantined or missing (the check read less than the ingest manifest promised). The same
+parser serves `spark-submit tools/pipeline.py ...`, where
 the master spark-submit was given wins.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kcm.spec.atomic_output import OutputError
 from kcm.spec.verdicts import HOLDS, UNKNOWN, UNOBSERVED, VIOLATED
 from kcm.spec.vocabulary import KnobError, Knobs
 from kcm.tools.errors import EXIT_USAGE, Parser, UsageError
@@ -56,7 +59,8 @@ def add_stages(parser: argparse.ArgumentParser) -> None:
     generate.add_argument("--out", required=True, help="pipeline directory to write (events/, manifest.json)")
     ingest = stages.add_parser("ingest", help="Kafka state-change logs and v1 JSON Lines into the layout")
     ingest.add_argument("--kafka-log", nargs="+", default=[], metavar="PATH",
-                        help="Kafka state-change.log / controller.log files, each one run")
+                        help="Kafka state-change.log / controller.log files: each broker's log, with its rotated "
+                             "files (NAME.log.YYYY-MM-DD-HH, gzip or not), one run")
     ingest.add_argument("--log-pattern", default=None, metavar="PATTERN",
                         help="the log4j ConversionPattern of the Kafka logs (default: detected per file)")
     ingest.add_argument("--trace", nargs="+", default=[], metavar="PATH", help="trace files (JSON Lines, v2 or v1)")
@@ -112,13 +116,6 @@ def _progress(reporter: Reporter) -> Iterator[Callable[[str, int, int], None]]:
             task.__exit__(None, None, None)
 
 
-def _session(args: argparse.Namespace, submitted: bool) -> SparkSession:
-    from kcm.conformance.pipeline.session import DEFAULT_MASTER, spark_session
-
-    master = args.master or (None if submitted else DEFAULT_MASTER)
-    return spark_session(master, shuffle_partitions=args.shuffle_partitions)
-
-
 def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
     from kcm.conformance.pipeline import jobs as pl
 
@@ -132,12 +129,42 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
     fraction = _fraction(args.validate_sample) if args.stage == "check" else 0.0
     _INPUT_CHECKS[args.stage](args)
     started = time.perf_counter()
-    spark = _session(args, submitted)
-    try:
-        with Reporter(args.progress) as reporter, _progress(reporter) as progress:
-            return _run_stage(spark, args, knobs, fraction, progress, started)
-    finally:
+    # The output is claimed before Spark starts (seconds of JVM start-up): a folder that cannot be written,
+    # or that another kcm process writes, is refused at once.
+    with _claimed(args) as out:
+        spark = _session(args, submitted)
+        try:
+            with Reporter(args.progress) as reporter, _progress(reporter) as progress:
+                code = _run_stage(spark, args, out, knobs, fraction, progress, started)
+        except KeyboardInterrupt:
+            from kcm.conformance.pipeline.session import end_jvm
+
+            end_jvm()  # the JVM goes with kcm (its group is kcm's): no stop, whose errors would be all it printed
+            raise
         spark.stop()
+    if args.stage == "check":
+        code = _report_check(Path(args.out), started)
+    return code
+
+
+@contextmanager
+def _claimed(args: argparse.Namespace) -> Iterator[Path]:
+    """The stage's output, held against other kcm writers: `check` builds a new folder, swapped in whole when
+    it is done; `generate` and `ingest` add runs to the folder in place."""
+    from kcm.spec.atomic_output import claimed_folder, claimed_in_place
+
+    out = Path(args.out)
+    if out.is_dir() and not os.access(out, os.W_OK | os.X_OK):
+        raise OutputError(out, "cannot write: permission denied")
+    with (claimed_folder(out) if args.stage == "check" else claimed_in_place(out)) as place:
+        yield place
+
+
+def _session(args: argparse.Namespace, submitted: bool) -> SparkSession:
+    from kcm.conformance.pipeline.session import DEFAULT_MASTER, spark_session
+
+    master = args.master or (None if submitted else DEFAULT_MASTER)
+    return spark_session(master, shuffle_partitions=args.shuffle_partitions)  # SparkStartError: one line, exit 2
 
 
 # -- input errors, said before Spark starts (seconds of JVM start-up); the stages check again ------------------------
@@ -167,15 +194,17 @@ def _ingest_inputs(args: argparse.Namespace) -> None:
                 raise UsageError(f"{option} {path}: a directory, not a file")
             if not path.is_file():
                 raise UsageError(f"{option} {path}: no such file")
-    from kcm.conformance.pipeline.kafka_log.split import one_run_per_log
-
-    one_run_per_log(args.kafka_log)
     _writable_out(args.out)
+    from kcm.conformance.pipeline.ingest import taken_runs
+    from kcm.conformance.pipeline.sources import plan
+
+    plan(args.kafka_log, args.trace, taken_runs(Path(args.out)))
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
-    """`--in` is a pipeline directory (an `events/` folder) or, as `check` also reads, the events folder itself."""
-    from kcm.conformance.pipeline.jobs import EVENTS
+    """`--in` is a pipeline directory (an `events/` folder) or, as `check` also reads, the events folder itself;
+    `--out`, a folder of its own (it is replaced whole), neither `--in` nor a folder `--in` is in."""
+    from kcm.conformance.pipeline.jobs import EVENTS, read_manifest
 
     folder = Path(args.input)
     if not folder.is_dir():
@@ -183,18 +212,21 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if not (folder / EVENTS).is_dir() and next(folder.rglob("*.parquet"), None) is None:
         raise UsageError(f"--in {folder}: not a pipeline directory (no {EVENTS}/ folder, no Parquet files)")
     _writable_out(args.out)
+    out = Path(args.out).resolve()
+    if out == folder.resolve() or out in folder.resolve().parents:
+        raise UsageError(f"--out {args.out}: holds --in {folder}, and --out is replaced whole: give another folder")
+    read_manifest(folder)  # a manifest kcm cannot read is said now, not after Spark's start
 
 
 _INPUT_CHECKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "generate": _generate_inputs, "ingest": _ingest_inputs, "check": _check_inputs}
 
 
-def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, fraction: float,
+def _run_stage(spark: SparkSession, args: argparse.Namespace, out: Path, knobs: Knobs, fraction: float,
                progress: Callable[[str, int, int], None], started: float) -> int:
     from kcm.conformance.pipeline import jobs as pl
     from kcm.conformance.pipeline.ingest import ingest
 
-    out = Path(args.out)
     if args.stage == "generate":
         counts = pl.generate(spark, args.runs, args.steps, knobs, out, args.seed,
                              config={"calm_every": args.calm_every}, progress=progress)
@@ -203,14 +235,28 @@ def _run_stage(spark: SparkSession, args: argparse.Namespace, knobs: Knobs, frac
         return pl.EXIT_CLEAN
     if args.stage == "ingest":
         counts = ingest(spark, args.kafka_log, args.trace, out, progress=progress, log_pattern=args.log_pattern)
-        print(f"ingested: read {counts.read:,} = accepted {counts.checked:,} + quarantined {counts.quarantined:,} "
-              f"(see {out / pl.QUARANTINE})")
-        return pl.EXIT_QUARANTINED if counts.quarantined else pl.EXIT_CLEAN
-    result = pl.check(spark, Path(args.input), out, fraction, progress=progress)
-    text, _ = pl.report(out)
+        print(f"ingested: {pl.accounting(counts.to_json())} (see {out / pl.QUARANTINE})")
+        if not counts.checked:
+            print(f"no event in these inputs: they give a check nothing to verify (verdict {UNOBSERVED})")
+        return pl.EXIT_QUARANTINED if counts.quarantined or counts.files_quarantined else pl.EXIT_CLEAN
+    pl.check(spark, Path(args.input), out, fraction, progress=progress)
+    return pl.EXIT_CLEAN
+
+
+def _report_check(out: Path, started: float) -> int:
+    """The report of the check just published in `out`, and its exit code; records its input's manifest
+    promised that the check did not read are named on stderr."""
+    from kcm.conformance.pipeline import jobs as pl
+
+    text, summary = pl.report(out)
     print(text)
     print(f"({time.perf_counter() - started:.1f} s; tables in {out})")
-    return result.exit_code
+    missing = summary.get("incomplete", [])
+    if missing:
+        more = f"; and {len(missing) - 3:,} more run(s) (summary.json lists them)" if len(missing) > 3 else ""
+        print(f"kcm: error: --in {summary['input']}: the input lacks records its manifest promised: "
+              f"{'; '.join(missing[:3])}{more}", file=sys.stderr)
+    return _exit_code(summary)
 
 
 def _exit_code(summary: dict[str, Any]) -> int:
@@ -226,7 +272,7 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
     try:
         args = parser.parse_args(argv)
         return cmd_pipeline(args, submitted)
-    except (UsageError, KnobError, ValueError) as err:
+    except (UsageError, KnobError, ValueError, OutputError) as err:
         print(f"kcm: error: {err}", file=sys.stderr)
         return EXIT_USAGE
 

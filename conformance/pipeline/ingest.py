@@ -1,20 +1,25 @@
 """`ingest`: Kafka state-change logs and trace-format JSON Lines (v2, or v1 upgraded) into the pipeline layout.
-A line that cannot be used is quarantined with its file, line number and reason; a log line that carries no
-state is skipped with its reason (counted in the manifest); the others are written as (partial) traces, one run
-per file. A trace is one Spark task; a Kafka log is read in splits of about `split_size` bytes, one task each,
-in two passes (kafka_log/split.py): each split parses its lines, the driver links each split to the state the
-splits before it leave, and each split writes its events as one part of the file's run. A log of one split
-needs no link and is written in the first pass."""
+
+Each source (a trace, or a broker's log with its rotated files) becomes one run of its own name (sources.py).
+Every line read ends up in one place: an event, skipped on purpose (a log line that carries no state, with its
+reason), or quarantined with its file, line number and reason; the manifest counts them run by run, file by
+file, and `read = checked + skipped + quarantined`. A trace is one Spark task; a Kafka log is read in splits of
+about `split_size` bytes, one task each, in two passes (kafka_log/split.py): each split parses its lines, the
+driver links each split to the state the splits before it leave (those of the files rotated before it too),
+and each split writes its events as one part of the run. A run of one split needs no link and is written in the
+first pass.
+"""
 
 from __future__ import annotations
 
-import os
 import shutil
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import fastjsonschema
 from pyspark import Broadcast, StorageLevel
@@ -22,13 +27,13 @@ from pyspark.sql import SparkSession
 
 from kcm.conformance.pipeline.jobs import (
     EVENTS,
-    MANIFEST,
     Counts,
     Progress,
     collect,
+    manifest_runs,
     no_progress,
-    write_json,
-    write_quarantine,
+    publish,
+    read_manifest,
 )
 from kcm.conformance.pipeline.kafka_log import compile_pattern
 from kcm.conformance.pipeline.kafka_log.layouts import Layout
@@ -41,12 +46,12 @@ from kcm.conformance.pipeline.kafka_log.split import (
     file_layout,
     finish,
     link,
-    one_run_per_log,
+    log_size,
     parse_split,
-    run_name,
     split_ranges,
     summarize,
 )
+from kcm.conformance.pipeline.sources import Source, open_input, plan
 from kcm.spec.trace.format import (
     OBSERVER,
     Event,
@@ -60,26 +65,62 @@ from kcm.spec.trace.format import (
 from kcm.spec.trace.parquet import run_folder, write_parquet
 from kcm.spec.vocabulary import ACTIONS
 
-# file, lines read, events written, quarantine, lines skipped on purpose (read and accepted, no event)
-Outcome = tuple[str, int, int, list[dict[str, Any]], list[dict[str, Any]]]
-# What one task reads: a split of a Kafka log (path, split index, byte range, layout), or a trace
-# (index -1, no layout).
-_Item = tuple[str, int, tuple[int, int | None], Layout | None]
+# What reading a file may raise past OSError: a gzip stream cut short, or corrupt inside.
+_UNREADABLE = (OSError, EOFError, zlib.error)
 
 
-def parse_jsonl(path: str) -> tuple[list[Event], list[dict[str, Any]], int]:
+@dataclass
+class FileOutcome:
+    """One file of a run, read: its lines and where each went (events, skipped on purpose, quarantined), and
+    the Init the log parser made up for the run (no line of the file). `unreadable` holds why the file could
+    not be read at all (its lines uncounted, the file quarantined whole)."""
+
+    run: str
+    path: str
+    lines: int = 0
+    events: int = 0
+    synthesized: int = 0
+    quarantine: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    unreadable: str | None = None
+
+    def add(self, other: FileOutcome) -> None:
+        self.lines += other.lines
+        self.events += other.events
+        self.synthesized += other.synthesized
+        self.quarantine += other.quarantine
+        self.skipped += other.skipped
+
+
+@dataclass(frozen=True)
+class _Item:
+    """What one task reads: a split of a Kafka log (its byte range, its file's layout) or a trace (no layout,
+    the run its events must name); `part` numbers the run's splits across its files, in order; `alone` says
+    the split is its run's only one."""
+
+    run: str
+    path: str
+    part: int
+    span: tuple[int, int | None]
+    layout: Layout | None
+    claims: str = ""
+    alone: bool = False
+
+
+def parse_jsonl(path: str, claims: str | None = None, run: str | None = None
+                ) -> tuple[list[Event], list[dict[str, Any]], int]:
     """A trace read line by line, v1 events upgraded to v2: what breaks the format is quarantined, the rest
-    kept."""
+    kept. Lines whose run is not `claims` (the first line's, when None) are quarantined; the events kept are
+    renamed to `run` when given (the run's name in the layout)."""
     events: list[Event] = []
     quarantine: list[dict[str, Any]] = []
-    run: str | None = None
     last_seq: int | None = None
     number = 0
 
     def reject(line: int, reason: str) -> None:
         quarantine.append({"file": path, "line": line, "reason": reason})
 
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 event = upgrade_v1(parse_line(raw, path, number), path, number)
@@ -88,22 +129,32 @@ def parse_jsonl(path: str) -> tuple[list[Event], list[dict[str, Any]], int]:
                 reject(number, f"{_kind(err.reason)}: {err.field}: {err.reason}")
                 continue
             except fastjsonschema.JsonSchemaValueException as err:
-                field, reason = schema_error(err)
-                reject(number, f"unknown action: {reason}" if field == "action" else f"schema: {field}: {reason}")
+                field_name, reason = schema_error(err)
+                reject(number, f"unknown action: {reason}" if field_name == "action"
+                       else f"schema: {field_name}: {reason}")
+                continue
+            except (RecursionError, ValueError) as err:
+                # What the reader may let through: Python's json recurses once per level of nesting (a line
+                # of 100,000 '[' ends there) and refuses integers of more than 4,300 digits.
+                reason = "nested too deeply to read" if isinstance(err, RecursionError) else str(err).splitlines()[0]
+                reject(number, f"malformed JSON: -: {reason}")
                 continue
             needed = ACTIONS[event["action"]]
             if actor_kind(event["actor"]) not in (needed, OBSERVER):
                 reject(number, f"wrong actor: action {event['action']} needs a {needed} actor, got {event['actor']}")
                 continue
-            if run is not None and event["run"] != run:
-                reject(number, f"run: {event['run']!r} differs from the file's run {run!r}")
+            claims = event["run"] if claims is None else claims
+            if event["run"] != claims:
+                reject(number, f"run: {event['run']!r} differs from the file's run {claims!r}")
                 continue
             seq = event["seq"]
             if last_seq is not None and seq <= last_seq:
                 what = "duplicate seq" if seq == last_seq else "out-of-order seq"
                 reject(number, f"{what}: {seq} after {last_seq}")
                 continue
-            run, last_seq = event["run"], seq
+            last_seq = seq
+            if run is not None:
+                event["run"] = run
             events.append(event)
     return events, quarantine, number
 
@@ -119,101 +170,123 @@ def _kind(reason: str) -> str:
 @dataclass
 class _Read:
     """A task's first pass over its split of a Kafka log (`parse` and its encoded `steps`, kept by Spark for
-    the second, and its `summary` for the driver) or over a whole trace (its `outcome`, written already)."""
+    the second, and its `summary` for the driver) or over a whole trace or run of one split (its `outcome`,
+    written already)."""
 
-    path: str
-    index: int
+    item: _Item
     parse: SplitParse | None = None
     steps: bytes = b""
     summary: Summary | None = None
-    outcome: Outcome | None = None
+    outcome: FileOutcome | None = None
 
 
-def _unreadable(path: str, err: OSError) -> Outcome:
-    return path, 0, 0, [{"file": path, "line": 0, "reason": f"unreadable file: {err.strerror or err}"}], []
+def _unreadable(run: str, path: str, err: BaseException) -> FileOutcome:
+    reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    return FileOutcome(run, path, unreadable=f"unreadable file: {reason}")
 
 
 def _read(out: str) -> Callable[[_Item], _Read]:
     def task(item: _Item) -> _Read:
-        path, index, span, layout = item
         try:
-            if layout is None:
-                events, quarantine, lines = parse_jsonl(path)
-                written = write_parquet(events, out) if events else 0
-                return _Read(path, index, outcome=(path, lines, written, quarantine, []))
-            parse = parse_split(path, layout, *span)
-        except OSError as err:
-            return _Read(path, index, outcome=_unreadable(path, err))
-        if span == (0, None):  # the file's only split, linked to no other: written in this pass
+            if item.layout is None:
+                events, quarantine, lines = parse_jsonl(item.path, item.claims, item.run)
+                written = write_parquet(events, out, part=0) if events else 0
+                return _Read(item, outcome=FileOutcome(item.run, item.path, lines, written, 0, quarantine))
+            parse = parse_split(item.path, item.layout, *item.span)
+        except _UNREADABLE as err:
+            return _Read(item, outcome=_unreadable(item.run, item.path, err))
+        if item.alone:  # the run's only split, linked to no other: written in this pass
             summary = summarize(parse)
-            (place,) = link([summary], run_name(path), path)
+            (place,) = link([summary], item.run, item.path)
             if not summary.events:
                 place.init = None  # a log whose lines make no event writes nothing, not even its Init
-            return _Read(path, -1, outcome=_write_split(parse, place, index, path, out))
+            return _Read(item, outcome=_write_split(parse, place, item, out))
         with collector_paused():
             summary, steps = summarize(parse), encode_steps(parse.steps)
-        return _Read(path, index, replace(parse, steps=[]), steps, summary)
+        return _Read(item, replace(parse, steps=[]), steps, summary)
 
     return task
 
 
-def _write(out: str, links: Broadcast[dict[tuple[str, int], Link]]) -> Callable[[_Read], Outcome]:
-    """The second pass: a split's events, from the state its link gives, into its part of the file's run."""
-    def task(read: _Read) -> Outcome:
-        place = links.value.get((read.path, read.index))
+def _write(out: str, links: Broadcast[dict[tuple[str, int], Link]]) -> Callable[[_Read], FileOutcome | None]:
+    """The second pass: a split's events, from the state its link gives, into its part of the run."""
+    def task(read: _Read) -> FileOutcome | None:
+        place = links.value.get((read.item.run, read.item.part))
         if read.outcome is not None or read.parse is None or place is None:
-            return read.outcome or (read.path, 0, 0, [], [])
+            return None  # told in the first pass, or a run quarantined whole
         with collector_paused():
             steps = decode_steps(read.steps)
-        return _write_split(replace(read.parse, steps=steps), place, read.index, read.path, out)
+        return _write_split(replace(read.parse, steps=steps), place, read.item, out)
 
     return task
 
 
-def _write_split(parse: SplitParse, place: Link, index: int, path: str, out: str) -> Outcome:
+def _write_split(parse: SplitParse, place: Link, item: _Item, out: str) -> FileOutcome:
     with collector_paused():
-        events = finish(parse, place, run_name(path), path)
-        written = write_parquet(events, out, part=index) if events else 0
-    made_up = 1 if place.init is not None else 0  # an Init made up by the parser is no line of the file
-    return path, parse.lines, max(written - made_up, 0), parse.quarantine, parse.skipped
+        events = finish(parse, place, item.run, item.path)
+        written = write_parquet(events, out, part=item.part) if events else 0
+    made_up = 1 if place.init is not None and written else 0  # an Init made up by the parser is no line of the file
+    return FileOutcome(item.run, item.path, parse.lines, written - made_up, made_up, parse.quarantine, parse.skipped)
 
 
-def _plan(paths: Sequence[str], log_pattern: str | None, split_size: int) -> tuple[list[_Item], list[Outcome]]:
-    """The splits of every Kafka log, its layout detected on its first lines here, once; a file that cannot
-    be read is quarantined whole."""
+def _plan(sources: Sequence[Source], log_pattern: str | None, split_size: int
+          ) -> tuple[list[_Item], list[FileOutcome]]:
+    """The splits of every Kafka log, in each run's order (its rotated files first), each file's layout
+    detected on its first lines here, once; a file that cannot be read is quarantined whole, and so is every
+    other file of its run (a gap in a broker's log would make up states)."""
     items: list[_Item] = []
-    unreadable: list[Outcome] = []
-    for path in paths:
-        try:
-            layout = file_layout(path, log_pattern)
-            size = os.path.getsize(path)
-        except OSError as err:
-            unreadable.append(_unreadable(path, err))
+    unreadable: list[FileOutcome] = []
+    for source in sources:
+        if source.kind == "trace":
+            items.append(_Item(source.run, source.files[0], 0, (0, None), None, source.claims))
             continue
-        items.extend((path, index, span, layout)
-                     for index, span in enumerate(split_ranges(size, split_size)))
+        planned: list[tuple[str, Layout, tuple[int, int | None]]] = []
+        broken: FileOutcome | None = None
+        for path in source.files:
+            try:
+                layout = file_layout(path, log_pattern)
+                size = log_size(path)
+            except _UNREADABLE as err:
+                broken = _unreadable(source.run, path, err)
+                break
+            planned.extend((path, layout, span) for span in split_ranges(size, split_size))
+        if broken is not None:
+            unreadable += _with_its_run(broken, source.files)
+            continue
+        items.extend(_Item(source.run, path, part, span, layout, alone=len(planned) == 1)
+                     for part, (path, layout, span) in enumerate(planned))
     return items, unreadable
 
 
-def _links(reads: list[_Read]) -> tuple[dict[tuple[str, int], Link], list[Outcome]]:
-    """Each split's link to the splits before it, file by file; a file a split of which could not be read is
+def _with_its_run(broken: FileOutcome, files: Sequence[str]) -> list[FileOutcome]:
+    """The unreadable file, and the other files of its run, quarantined whole with it."""
+    others = [FileOutcome(broken.run, path, unreadable=f"unreadable rotation: {broken.path} cannot be read")
+              for path in files if path != broken.path]
+    return [broken, *others]
+
+
+def _links(reads: list[_Read], sources: dict[str, Source]) -> tuple[dict[tuple[str, int], Link], list[FileOutcome]]:
+    """Each split's link to the splits before it, run by run; a run a split of which could not be read is
     quarantined whole."""
-    by_file: dict[str, list[_Read]] = {}
+    by_run: dict[str, list[_Read]] = {}
     for read in reads:
-        if read.index >= 0:
-            by_file.setdefault(read.path, []).append(read)
+        if read.summary is not None or (read.outcome is not None and read.outcome.unreadable):
+            by_run.setdefault(read.item.run, []).append(read)
     links: dict[tuple[str, int], Link] = {}
-    failed: list[Outcome] = []
-    for path, splits in by_file.items():
+    failed: list[FileOutcome] = []
+    for run, splits in by_run.items():
         broken = next((r.outcome for r in splits if r.outcome is not None), None)
         if broken is not None:
-            failed.append(broken)
+            if sources[run].kind == "log":
+                failed += _with_its_run(broken, sources[run].files)
+            else:
+                failed.append(broken)
             continue
-        summaries = [r.summary for r in sorted(splits, key=lambda r: r.index) if r.summary is not None]
-        placed = link(summaries, run_name(path), path)
+        summaries = [r.summary for r in sorted(splits, key=lambda r: r.item.part) if r.summary is not None]
+        placed = link(summaries, run, sources[run].files[0])
         if not any(s.events for s in summaries):
             placed[0].init = None  # a log whose lines make no event writes nothing, not even its Init
-        links.update(((path, index), place) for index, place in enumerate(placed))
+        links.update(((run, part), place) for part, place in enumerate(placed))
     return links, failed
 
 
@@ -221,7 +294,8 @@ def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str]
            progress: Progress = no_progress, log_pattern: str | None = None,
            split_size: int = DEFAULT_SPLIT_SIZE) -> Counts:
     """`log_pattern`, a log4j ConversionPattern, replaces the detection of the Kafka logs' layout; a Kafka log
-    is read in splits of about `split_size` bytes, one task each, into one run."""
+    is read in splits of about `split_size` bytes, one task each. Runs of an earlier ingest into `out` stay,
+    but for those of the same sources, which are replaced; the manifest describes them all."""
     logs = [str(p) for p in kafka_logs]
     files = logs + [str(p) for p in traces]
     if not files:
@@ -231,52 +305,89 @@ def ingest(spark: SparkSession, kafka_logs: Sequence[str], traces: Sequence[str]
     for path in files:
         if not Path(path).is_file():
             raise ValueError(f"{path}: no such file")
-    one_run_per_log(logs)
     target = out / EVENTS
+    sources = plan(logs, [str(p) for p in traces], taken_runs(out))
     target.mkdir(parents=True, exist_ok=True)
-    items, outcomes = _plan(logs, log_pattern, split_size)
-    items.extend((str(path), -1, (0, None), None) for path in traces)
-    for path in logs:  # a log's run is written in parts: none of an earlier ingest may stay
-        shutil.rmtree(target / run_folder(run_name(path)), ignore_errors=True)
-    outcomes.extend(_run(spark, items, str(target), progress))
+    for source in sources:  # a run is written in parts: none of an earlier ingest may stay
+        shutil.rmtree(target / run_folder(source.run), ignore_errors=True)
+    items, outcomes = _plan(sources, log_pattern, split_size)
+    outcomes += _run(spark, items, {s.run: s for s in sources}, str(target), progress)
+    by_file: dict[str, FileOutcome] = {}
+    for outcome in outcomes:
+        held = by_file.get(outcome.path)
+        if held is None:
+            by_file[outcome.path] = outcome
+        else:
+            held.add(outcome)
+    runs = {source.run: _run_entry(source, [by_file[path] for path in source.files]) for source in sources}
+    quarantine = [{**entry, "run": o.run} for o in by_file.values() for entry in _quarantined(o)]
+    return publish(out, "ingest", runs, quarantine)
+
+
+def taken_runs(out: Path) -> dict[str, str]:
+    """The runs already in the folder `out`, each with the key of its source ("" when the manifest does not
+    say): the names an ingest must not give another source."""
+    taken = {run: str(entry.get("source", "")) for run, entry in manifest_runs(read_manifest(out)).items()}
+    events = out / EVENTS
+    if events.is_dir():
+        for folder in events.iterdir():
+            if folder.name.startswith("run="):
+                taken.setdefault(unquote(folder.name[len("run="):]), "")
+    return taken
+
+
+def _quarantined(outcome: FileOutcome) -> list[dict[str, Any]]:
+    if outcome.unreadable is not None:
+        return [{"file": outcome.path, "line": 0, "reason": outcome.unreadable}]
+    return outcome.quarantine
+
+
+def _run_entry(source: Source, outcomes: Sequence[FileOutcome]) -> dict[str, Any]:
+    """A run as the manifest describes it: its source, the rows it has in the layout, and its files' lines and
+    where each went."""
+    files: dict[str, dict[str, Any]] = {}
     counts = Counts()
-    quarantine: list[dict[str, Any]] = []
-    per_file: dict[str, dict[str, int]] = {}
-    skipped: Counter[str] = Counter()
-    for path, lines, written, rejected, passed in outcomes:
-        counts.read += lines
-        counts.checked += lines - len(rejected)
-        counts.quarantined += len(rejected)
-        quarantine.extend(rejected)
-        per_file[path] = {"lines": lines, "events": written, "quarantined": len(rejected), "skipped": len(passed)}
-        skipped.update(str(entry["reason"]) for entry in passed)
+    for o in outcomes:
+        skipped = Counter(str(entry["reason"]) for entry in o.skipped)
+        files[o.path] = {"lines": o.lines, "events": o.events, "skipped": len(o.skipped),
+                         "quarantined": len(o.quarantine), "skipped_by_reason": dict(sorted(skipped.items()))}
+        if o.unreadable is not None:
+            files[o.path]["unreadable"] = o.unreadable
+            counts.files_quarantined += 1
+            continue
+        counts.read += o.lines
+        counts.checked += o.events
+        counts.skipped += len(o.skipped)
+        counts.quarantined += len(o.quarantine)
+        counts.synthesized += o.synthesized
+        for reason, n in skipped.items():
+            counts.skipped_by_reason[reason] = counts.skipped_by_reason.get(reason, 0) + n
     counts.assert_balanced()
-    write_quarantine(out, quarantine, counts)
-    write_json(out / MANIFEST, {"stage": "ingest", "files": dict(sorted(per_file.items())),
-                                "counts": counts.to_json(), "skipped": dict(sorted(skipped.items()))})
-    return counts
+    return {"kind": source.kind, "source": source.key, "claims": source.claims, "files": files,
+            "rows": counts.checked + counts.synthesized, "counts": counts.to_json()}
 
 
-def _run(spark: SparkSession, items: list[_Item], target: str, progress: Progress) -> list[Outcome]:
+def _run(spark: SparkSession, items: list[_Item], sources: dict[str, Source], target: str,
+         progress: Progress) -> list[FileOutcome]:
     """Two passes of one task per split: the first parses (kept in Spark's cache), the driver links the
-    splits of each file, the second writes. A file's outcome is its splits' together."""
+    splits of each run, the second writes."""
     if not items:
         return []
     context = spark.sparkContext
     reads = context.parallelize(items, numSlices=len(items)).map(_read(target))
     reads.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        parsed = reads.map(lambda read: replace(read, parse=None, steps=b""))
-        links, failed = _links(collect(spark, parsed, "ingest: parse", progress))
+        parsed: list[_Read] = collect(spark, reads.map(lambda read: replace(read, parse=None, steps=b"")),
+                                      "ingest: parse", progress)
+        links, failed = _links(parsed, sources)
+        done = [read.outcome for read in parsed if read.outcome is not None and read.item.run not in
+                {f.run for f in failed}]
         shared = context.broadcast(links)
-        merged: dict[str, Outcome] = {outcome[0]: outcome for outcome in failed}
         written = collect(spark, reads.map(_write(target, shared)), "ingest: write", progress)
-        for path, lines, count, rejected, passed in written:
-            if merged.get(path) in failed:
-                continue
-            before = merged.get(path, (path, 0, 0, [], []))
-            merged[path] = (path, before[1] + lines, before[2] + count, before[3] + rejected, before[4] + passed)
         shared.unpersist()
     finally:
         reads.unpersist()
-    return list(merged.values())
+    broken = {f.run for f in failed}
+    for run in broken:  # what a run quarantined whole wrote in its first pass goes
+        shutil.rmtree(Path(target) / run_folder(run), ignore_errors=True)
+    return failed + done + [o for o in written if o is not None and o.run not in broken]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
@@ -28,8 +29,10 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from pyspark.sql import SparkSession
 
 from kcm.conformance.check.coverage import Coverage
+from kcm.spec.atomic_output import write_output
 from kcm.spec.trace.format import Event
-from kcm.spec.trace.parquet import ARROW_SCHEMA, write_parquet
+from kcm.spec.trace.parquet import ARROW_SCHEMA, run_folder, write_parquet
+from kcm.spec.verdicts import HOLDS, UNOBSERVED, VIOLATED
 from kcm.spec.vocabulary import ACTIONS, INVARIANTS, PROPERTIES, Knobs
 
 EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_USAGE, EXIT_QUARANTINED = 0, 1, 2, 3
@@ -53,25 +56,36 @@ def no_progress(_: str, __: int, ___: int) -> None:
 
 @dataclass
 class Counts:
-    """Records read, and where each went."""
+    """Records read, and where each went: checked (an event), skipped on purpose (a log line that carries no
+    state, by reason), or quarantined."""
 
     read: int = 0
     checked: int = 0
     quarantined: int = 0
+    skipped: int = 0
     files_quarantined: int = 0
-    # Events a parser made up (see SYNTHESIZED): checked, but outside read = checked + quarantined.
+    # Events a parser made up (see SYNTHESIZED): checked, but outside read = checked + skipped + quarantined.
     synthesized: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
 
     def assert_balanced(self) -> None:
-        if self.read != self.checked + self.quarantined:
-            raise AssertionError(f"records lost: read {self.read} != checked {self.checked} "
-                                 f"+ quarantined {self.quarantined}")
+        if self.read != self.checked + self.skipped + self.quarantined:
+            raise AssertionError(f"records lost: read {self.read} != checked {self.checked} + skipped "
+                                 f"{self.skipped} + quarantined {self.quarantined}")
+
+    def add(self, other: dict[str, Any]) -> None:
+        """Adds counts as `to_json` gave them (a run's, in a manifest)."""
+        for name in ("read", "checked", "quarantined", "skipped", "files_quarantined", "synthesized"):
+            setattr(self, name, getattr(self, name) + int(other.get(name, 0)))
+        for reason, n in other.get("skipped_by_reason", {}).items():
+            self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + int(n)
 
     def to_json(self) -> dict[str, Any]:
-        return {"read": self.read, "checked": self.checked, "quarantined": self.quarantined,
-                "files_quarantined": self.files_quarantined, "synthesized": self.synthesized,
-                "by_reason": dict(sorted(self.by_reason.items()))}
+        return {"read": self.read, "checked": self.checked, "skipped": self.skipped,
+                "quarantined": self.quarantined, "files_quarantined": self.files_quarantined,
+                "synthesized": self.synthesized, "by_reason": dict(sorted(self.by_reason.items())),
+                "skipped_by_reason": dict(sorted(self.skipped_by_reason.items()))}
 
 
 # -- quarantine ----------------------------------------------------------------------------------------------
@@ -86,11 +100,11 @@ def write_quarantine(out: Path, entries: Sequence[dict[str, Any]], counts: Count
     """Quarantine entries (file, line, reason, and the record's run and seq when known), sorted so that
     the same input gives the same file."""
     ordered = sorted(entries, key=lambda e: (e["file"], e["line"], e["reason"]))
-    with open(out / QUARANTINE, "w", encoding="utf-8") as handle:
-        for entry in ordered:
-            handle.write(json.dumps(entry, sort_keys=True) + "\n")
-            kind = _reason_kind(entry["reason"])
-            counts.by_reason[kind] = counts.by_reason.get(kind, 0) + 1
+    counts.by_reason = {}
+    for entry in ordered:
+        kind = _reason_kind(entry["reason"])
+        counts.by_reason[kind] = counts.by_reason.get(kind, 0) + 1
+    write_output(out / QUARANTINE, "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in ordered))
 
 
 def read_quarantine(folder: Path) -> list[dict[str, Any]]:
@@ -101,7 +115,78 @@ def read_quarantine(folder: Path) -> list[dict[str, Any]]:
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
-    path.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_output(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
+
+
+# -- the manifest: every run of the folder, its source and its rows -------------------------------------------------
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The folder's manifest; None when there is none (a layout another tool wrote)."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not a manifest kcm wrote ({err})") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not a manifest kcm wrote (not a JSON object)")
+    return manifest
+
+
+def manifest_runs(manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The runs a manifest describes; none for a manifest an earlier kcm wrote (its `runs` a count, or absent)."""
+    runs = (manifest or {}).get("runs")
+    return runs if isinstance(runs, dict) else {}
+
+
+def publish(out: Path, stage: str, runs: dict[str, dict[str, Any]], quarantine: Sequence[dict[str, Any]],
+            **details: Any) -> Counts:
+    """The manifest and quarantine of `out` after a stage wrote `runs` into it: the runs an earlier stage left
+    (but those of the same names, replaced), with their quarantine, and these. Each run says its source and
+    the rows it has in the layout (what `check` must read of it); a run in the folder that no manifest
+    described (another tool's) is described by its files' footers. Returns this stage's counts."""
+    kept = {run: entry for run, entry in manifest_runs(read_manifest(out)).items() if run not in runs}
+    for run, rows in _footer_rows(out / EVENTS).items():
+        if run not in runs and run not in kept:
+            kept[run] = {"kind": "unknown", "source": "", "rows": rows,
+                         "counts": Counts(read=rows, checked=rows).to_json()}
+    new_files = {path for entry in runs.values() for path in entry.get("files", {})}
+    # An entry an earlier kcm wrote names no run: it goes with its file.
+    carried = [e for e in read_quarantine(out) if e.get("run", "") in kept or ("run" not in e and
+                                                                                e["file"] not in new_files)]
+    everything = {**kept, **runs}
+    total, mine = Counts(), Counts()
+    for run, entry in everything.items():
+        total.add(entry.get("counts", {}))
+        if run in runs:
+            mine.add(entry.get("counts", {}))
+    write_quarantine(out, [*carried, *quarantine], total)
+    mine.by_reason = dict(Counter(_reason_kind(entry["reason"]) for entry in quarantine))
+    total.assert_balanced()
+    files = {path: {**info, "run": run} for run, entry in everything.items() for path, info in
+             entry.get("files", {}).items()}
+    write_json(out / MANIFEST, {"stage": stage, **details, "runs": dict(sorted(everything.items())),
+                                "files": dict(sorted(files.items())), "counts": total.to_json(),
+                                "skipped": total.to_json()["skipped_by_reason"]})
+    return mine
+
+
+def _footer_rows(events_dir: Path) -> dict[str, int]:
+    """The rows each run folder's files hold, by their footers (files that have none count none)."""
+    rows: dict[str, int] = {}
+    if not events_dir.is_dir():
+        return rows
+    for path in _parquet_files(events_dir):
+        run = _run_of(path, events_dir)
+        if run is None:
+            continue
+        try:
+            rows[run] = rows.get(run, 0) + pq.read_metadata(path).num_rows
+        except (pa.ArrowException, OSError):
+            rows.setdefault(run, 0)
+    return rows
 
 
 # -- generate ----------------------------------------------------------------------------------------------------
@@ -141,13 +226,11 @@ def generate(spark: SparkSession, runs: int, steps: int, knobs: Knobs, out: Path
     seeds = [(index, derive_seed(base_seed, index)) for index in range(runs)]
     rdd = spark.sparkContext.parallelize(seeds, numSlices=runs)
     task = _simulate_into(str(target), knobs.to_dict(), steps, config or {})
-    counts = Counts()
-    counts.read = counts.checked = sum(rows for _, rows in collect(spark, rdd.mapPartitions(task), "generate",
-                                                                    progress))
-    write_quarantine(out, [], counts)
-    write_json(out / MANIFEST, {"stage": "generate", "runs": runs, "steps": steps, "base_seed": base_seed,
-                                "knobs": knobs.to_dict(), "config": config or {}, "counts": counts.to_json()})
-    return counts
+    written = {run: rows for run, rows in collect(spark, rdd.mapPartitions(task), "generate", progress)}
+    entries = {run: {"kind": "generate", "source": f"generate --seed {base_seed}: {run}", "rows": rows,
+                     "counts": Counts(read=rows, checked=rows).to_json()} for run, rows in written.items()}
+    return publish(out, "generate", entries, [], steps=steps, base_seed=base_seed, knobs=knobs.to_dict(),
+                   config=config or {})
 
 
 # -- reading a layout, file by file ------------------------------------------------------------------------------
@@ -222,7 +305,8 @@ def list_input(folder: Path, counts: Counts, quarantine: list[dict[str, Any]]) -
             counts.read += rows
             counts.quarantined += rows
             counts.files_quarantined += 1
-            quarantine.append({"file": str(path), "line": 0, "reason": problem, "records": rows})
+            lost = {"file": str(path), "line": 0, "reason": problem, "records": rows}
+            quarantine.append(lost if run is None else {**lost, "run": run})
     return Input([runs[name] for name in sorted(runs)], loose)
 
 
@@ -352,8 +436,13 @@ class _Tables:
     validation: list[dict[str, Any]] = field(default_factory=list)
     coverage: Coverage = field(default_factory=Coverage)
     found: int = 0
+    # The rows read of each run checked from its own folder, the Init a log parser made up included: what
+    # the manifest's `rows` promise.
+    rows: dict[str, int] = field(default_factory=dict)
 
-    def add(self, run: dict[str, Any], counts: Counts, quarantine: list[dict[str, Any]]) -> None:
+    def add(self, run: dict[str, Any], counts: Counts, quarantine: list[dict[str, Any]], own_folder: bool) -> None:
+        if own_folder:
+            self.rows[run["run"]] = self.rows.get(run["run"], 0) + run["read"] + run["synthesized"]
         counts.read += run["read"]
         counts.checked += run["checked"]
         counts.quarantined += len(run["quarantine"])
@@ -373,19 +462,23 @@ def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float =
     violations with their windows, coverage, the Z3 validation of the sampled runs, and the quarantine."""
     out.mkdir(parents=True, exist_ok=True)
     counts = Counts()
+    manifest = read_manifest(in_dir) if (in_dir / EVENTS).is_dir() else None
     carried = read_quarantine(in_dir)
     quarantine: list[dict[str, Any]] = list(carried)
     found = list_input(in_dir, counts, quarantine)
     tables = _Tables()
+    for entry in quarantine[len(carried):]:  # files quarantined whole: read, if unusable
+        if "run" in entry:
+            tables.rows[entry["run"]] = tables.rows.get(entry["run"], 0) + int(entry["records"])
     if found.runs:
         slices = _slices(found.runs, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
         rdd = spark.sparkContext.parallelize(slices, numSlices=len(slices))
         for run in collect(spark, rdd.mapPartitions(_check_task(validate_sample)), "check", progress):
-            tables.add(run, counts, quarantine)
+            tables.add(run, counts, quarantine, own_folder=True)
     if found.loose:
         taken = frozenset(run.run for run in found.runs)
         for run in _check_loose(spark, found.loose, validate_sample, taken, progress):
-            tables.add(run, counts, quarantine)
+            tables.add(run, counts, quarantine, own_folder=False)
     counts.assert_balanced()
     _write_table(out / "verdicts.parquet", tables.verdicts, VERDICTS_SCHEMA, ("run", "invariant"))
     _write_table(out / "violations.parquet", tables.violations, VIOLATIONS_SCHEMA,
@@ -395,8 +488,23 @@ def check(spark: SparkSession, in_dir: Path, out: Path, validate_sample: float =
     tables.coverage.write_svg(out / "coverage.svg")
     write_quarantine(out, quarantine, counts)
     summary = _summary(in_dir, counts, tables, len(carried), validate_sample)
+    if manifest is not None:
+        summary["ingest"] = manifest.get("counts")
+        summary["incomplete"] = held_to_manifest(manifest, tables.rows)
     write_json(out / SUMMARY, summary)
     return CheckResult(counts, summary["runs"], tables.found, summary)
+
+
+def held_to_manifest(manifest: dict[str, Any], read: dict[str, int]) -> list[str]:
+    """What the check read short of (or past) what the manifest says each run has: one phrase per run that
+    differs, in run order; none when every run's rows were read."""
+    problems = []
+    for run, entry in sorted(manifest_runs(manifest).items()):
+        promised, got = int(entry.get("rows", 0)), read.get(run, 0)
+        if got != promised:
+            gone = "" if run in read or not promised else f" (no {run_folder(run)} folder)"
+            problems.append(f"run {run}: {got:,} of its {promised:,} records read{gone}")
+    return problems
 
 
 def _write_table(path: Path, rows: list[dict[str, Any]], schema: Any, keys: Sequence[str]) -> None:
@@ -429,8 +537,10 @@ def _summary(in_dir: Path, counts: Counts, tables: _Tables, carried: int, valida
     bad_runs = {row["run"] for row in tables.verdicts if row["verdict"] == "violated"}
     coverage = tables.coverage
     checked = tables.validation
+    verdict = VIOLATED if tables.found else HOLDS if counts.checked + counts.synthesized else UNOBSERVED
     return {
         "input": str(in_dir),
+        "verdict": verdict,
         "runs": len(runs),
         "runs_with_violations": len(bad_runs),
         "events": counts.checked,
@@ -449,9 +559,13 @@ def _summary(in_dir: Path, counts: Counts, tables: _Tables, carried: int, valida
 
 
 def summary_exit_code(summary: dict[str, Any]) -> int:
-    """Violations first; else whether any record, here or in the stage before (ingest), was quarantined."""
+    """Violations first; else whether the input lacks records its manifest promised, or any record, here or in
+    the stage before (ingest), was quarantined. Nothing checked, and nothing lost, is no failure: the
+    verdict says `unobserved`."""
     if summary["violations"]:
         return EXIT_VIOLATIONS
+    if summary.get("incomplete"):
+        return EXIT_QUARANTINED
     records = summary["records"]
     quarantined = records["quarantined"] or records["files_quarantined"] or summary["quarantined_upstream"]
     return EXIT_QUARANTINED if quarantined else EXIT_CLEAN
@@ -465,6 +579,7 @@ def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
     summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     records = summary["records"]
     lines = [
+        _verdict_text(summary),
         f"runs: {summary['runs']:,}  events checked: {summary['events']:,}  "
         f"runs with a violation: {summary['runs_with_violations']:,}  violations: {summary['violations']:,}",
         f"records: read {records['read']:,} = checked {records['checked']:,} + quarantined "
@@ -474,6 +589,11 @@ def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
     if records.get("synthesized"):
         lines.append(f"  plus {records['synthesized']:,} Init snapshots the log parser made (no input records)")
     lines += [f"  quarantined: {reason}: {n}" for reason, n in records["by_reason"].items()]
+    ingested = summary.get("ingest")
+    if ingested:
+        lines.append(f"ingest: {accounting(ingested)}")
+        lines += [f"  skipped: {reason}: {n}" for reason, n in ingested.get("skipped_by_reason", {}).items()]
+    lines += [f"input incomplete: {problem}" for problem in summary.get("incomplete", [])]
     lines += _violations_text(summary)
     lines.append("verdicts by invariant (runs):")
     for name, verdicts in summary["verdicts"].items():
@@ -484,6 +604,22 @@ def report(in_dir: Path) -> tuple[str, dict[str, Any]]:
                  f"{coverage['transitions_seen']} distinct state-machine transitions")
     lines += _validation_text(summary)
     return "\n".join(lines), summary
+
+
+def accounting(counts: dict[str, Any]) -> str:
+    """Where every line (record) read went, as a sum that adds up to it."""
+    text = (f"read {counts['read']:,} = checked {counts['checked']:,} + skipped {counts.get('skipped', 0):,} + "
+            f"quarantined {counts['quarantined']:,}")
+    if counts.get("files_quarantined"):
+        text += f"; files quarantined whole: {counts['files_quarantined']:,}"
+    return text
+
+
+def _verdict_text(summary: dict[str, Any]) -> str:
+    verdict = summary.get("verdict", VIOLATED if summary["violations"] else HOLDS)
+    if verdict == UNOBSERVED:
+        return "verdict: unobserved (no event checked: the input holds none, so nothing was verified)"
+    return f"verdict: {verdict}"
 
 
 def _violations_text(summary: dict[str, Any]) -> list[str]:

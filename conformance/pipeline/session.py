@@ -10,15 +10,20 @@ stays: on a cluster it may be an environment shipped to the executors (docs/pipe
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
-from pyspark import SparkConf, SparkContext
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+from pyspark import SparkConf, SparkContext, java_gateway
+from pyspark.errors import PySparkRuntimeError
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
+
+from kcm.spec import child_processes
 
 DEFAULT_MASTER: Final = "local[*]"
 # Local mode runs the executors inside the driver's JVM. The events go from the files to the Python workers
@@ -91,29 +96,169 @@ def start_filtered_jvm(conf: SparkConf) -> None:
     """Start the driver's JVM (with `conf`, which holds the settings only a JVM's start reads, such as the driver
     memory) and its context, its stderr forwarded to this process's without the incubator-module line.
 
+    The JVM leads a process group of its own, owned by kcm (kcm.spec.child_processes) and ended with it, on
+    Ctrl-C too (`end_jvm` then takes on its Python workers' group); ended otherwise, the JVM takes its workers
+    with it (their daemon ends when the JVM's pipe to it closes). Until the context is up, what the JVM prints is
+    held back: a JVM that cannot start says why in it, which becomes the one line of a SparkStartError.
+
     Nothing to do when a JVM is already there: an earlier session of this process started it (PySpark keeps it
     for the next one), or spark-submit did, whose JVM and output are the submitter's.
     """
     if SparkContext._gateway is not None or submitted():
         return
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})  # type: ignore[no-untyped-call]
-    threading.Thread(target=forward_stderr, args=(gateway.proc.stderr,), name="kcm-jvm-stderr", daemon=True).start()
-    SparkContext(conf=conf, gateway=gateway)
+    check_java()
+    read, write = os.pipe()
+    output = JVM_STDERR
+    output.hold()
+    reader = threading.Thread(target=output.forward, args=(os.fdopen(read, "rb"),), name="kcm-jvm-stderr",
+                              daemon=True)
+    reader.start()
+    # launch_gateway waits seconds for the JVM's port: the JVM is owned from its fork on, so that a Ctrl-C
+    # meanwhile ends it too. PySpark gives no hook between the two, but its module's name for Popen.
+    java_gateway.Popen = _OwnedPopen  # type: ignore[attr-defined,assignment]
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write, "start_new_session": True})  # type: ignore[no-untyped-call]
+    except PySparkRuntimeError:
+        gateway = None
+    finally:
+        java_gateway.Popen = subprocess.Popen  # type: ignore[attr-defined]
+        os.close(write)  # the JVM's copy is its own: at its exit, the reader sees the end
+    if gateway is None:
+        reader.join(timeout=_JVM_EXIT_SECONDS)
+        raise SparkStartError(f"Spark did not start: {output.cause() or 'its JVM exited at once'}")
+    pid = gateway.proc.pid
+    _jvm.append(pid)
+    try:
+        SparkContext(conf=conf, gateway=gateway)
+    except Py4JJavaError as err:
+        child_processes.end(pid)
+        raise SparkStartError(f"Spark did not start: {_java_message(err)}") from None
+    output.release()
+
+
+def check_java() -> None:
+    """Spark's launcher runs `$JAVA_HOME/bin/java`, or the `java` on the PATH when JAVA_HOME is unset
+    (pyspark/bin/spark-class): where there is none, say so before it fails with no word of why."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = Path(home) / "bin" / "java"
+        if not (java.is_file() and os.access(java, os.X_OK)):
+            raise SparkStartError(f"JAVA_HOME={home}: no bin/java there (Spark needs Java 17 or newer)")
+    elif shutil.which("java") is None:
+        raise SparkStartError("no java on the PATH and JAVA_HOME is not set (Spark needs Java 17 or newer)")
+
+
+class SparkStartError(ValueError):
+    """Spark could not start (no Java, a master it cannot use): the cause, in one line, a user's error as the
+    command line reports them (exit 2), for `kcm verify`'s stage too."""
+
+
+class _OwnedPopen(subprocess.Popen[bytes]):
+    """A process kcm owns (with its group) from the moment it is started."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        child_processes.adopt(self.pid, leads_group=True)
+
+
+_jvm: list[int] = []  # the JVM this process started, once started
+
+
+def end_jvm() -> None:
+    """Before kcm ends the JVM (Ctrl-C): its output, which is no news then, is no longer passed on, and the
+    process group of its Python workers' daemon (PySpark's daemon.py leads a group of its own, `setpgid(0, 0)`,
+    outside the JVM's) is owned too, so that kcm ends them with it."""
+    JVM_STDERR.mute()
+    for jvm in _jvm:
+        for pid in _children(jvm):
+            child_processes.adopt(pid, leads_group=_group_of(pid) == pid)
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):  # ended meanwhile
+            continue
+    return found
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _java_message(err: Py4JJavaError) -> str:
+    text = str(err.java_exception.getMessage() or err.java_exception.toString())
+    return text.splitlines()[0] if text else "the JVM refused to start a context"
+
+
+class JvmStderr:
+    """The JVM's stderr, copied line by line to `fd` (the descriptor the JVM would have inherited), less the
+    incubator line; read to the end whatever happens, so that the JVM never blocks on a full pipe. While
+    held, lines are kept instead (the last of them name a failed start's cause); muted, dropped."""
+
+    def __init__(self, fd: int = 2) -> None:
+        self.fd = fd
+        self.held: list[bytes] | None = None
+        self.muted = False
+        self.lock = threading.Lock()
+
+    def hold(self) -> None:
+        with self.lock:
+            self.held, self.muted = [], False
+
+    def release(self) -> None:
+        with self.lock:
+            held, self.held = self.held or [], None
+            for line in held:
+                self._write(line)
+
+    def mute(self) -> None:
+        with self.lock:
+            self.muted, self.held = True, None
+
+    def cause(self) -> str | None:
+        """What a JVM that did not start said of why: its exception's message, else its last line."""
+        with self.lock:
+            lines = [line.decode(errors="replace").strip() for line in self.held or []]
+        lines = [line for line in lines if line]
+        for line in lines:
+            if line.startswith("Exception in thread") or line.startswith("Error:"):
+                return line.split(": ", 1)[-1] if ": " in line else line
+        return lines[-1] if lines else None
+
+    def forward(self, pipe: IO[bytes]) -> None:
+        with pipe:
+            for line in pipe:
+                if line.rstrip(b"\r\n") == INCUBATOR_WARNING:
+                    continue
+                with self.lock:
+                    if self.held is not None:
+                        self.held.append(line)
+                    elif not self.muted:
+                        self._write(line)
+
+    def _write(self, line: bytes) -> None:
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self.fd, view):]
+        except OSError:  # our stderr is gone: keep draining
+            pass
+
+
+JVM_STDERR: Final = JvmStderr()
+_JVM_EXIT_SECONDS: Final = 10.0
 
 
 def forward_stderr(pipe: IO[bytes], fd: int = 2) -> None:
-    """Copy the JVM's stderr, line by line, to `fd` (the descriptor the JVM would have inherited), less the
-    incubator line; read to the end whatever happens, so that the JVM never blocks on a full pipe."""
-    with pipe:
-        for line in pipe:
-            if line.rstrip(b"\r\n") == INCUBATOR_WARNING:
-                continue
-            try:
-                view = memoryview(line)
-                while view:
-                    view = view[os.write(fd, view):]
-            except OSError:  # our stderr is gone: keep draining
-                pass
+    """Copy a JVM's stderr to `fd`, less the incubator line (JvmStderr, neither held nor muted)."""
+    JvmStderr(fd).forward(pipe)
 
 
 def _default_parallelism(master: str | None) -> int:

@@ -11,7 +11,8 @@ exactly the events, skipped and quarantined lines of the file read whole.
   the driver, runs through the splits' summaries in file order to give each split the state at its start,
   and `finish` decides its ops from there. A broker's `become` line applies a request received before it,
   maybe in an earlier split: such a line is read again when `link` finds the request pending (`Redo`).
-- Run, seq and Init: the file is one run; `link` numbers each split's events after those of the splits
+- Run, seq and Init: the file (or a broker's rotation of it, its files one after the other, sources.py) is one
+  run; `link` numbers each split's events after those of the splits
   before it and builds the one synthesized Init from every split's brokers and first states, which the
   first split's events start with.
 """
@@ -44,6 +45,7 @@ from kcm.conformance.pipeline.kafka_log.parser import (
     redo,
     written,
 )
+from kcm.conformance.pipeline.sources import is_gzip, log_run_name, open_input
 from kcm.spec.trace.format import Event
 
 DEFAULT_SPLIT_SIZE: Final = 32 * 1024 * 1024
@@ -52,26 +54,11 @@ _WINDOW: Final = 1 << 16  # bytes read at a time to find a split's first line (m
 _COUNT_CHUNK: Final = 1 << 24
 
 
-def run_name(path: str | Path) -> str:
-    return f"log-{Path(path).stem}"
-
-
-def one_run_per_log(paths: list[str]) -> None:
-    """A ValueError naming two logs that would make one run: a log's run is named after its file, and its
-    splits write parts of it."""
-    seen: dict[str, str] = {}
-    for path in paths:
-        other = seen.setdefault(run_name(path), path)
-        if other != path:
-            raise ValueError(f"{path}: makes the run {run_name(path)} as {other} does (a run is named after its "
-                             f"file's name: rename one of them)")
-
-
 def file_layout(path: str | Path, pattern: str | None = None) -> Layout:
     """The user's ConversionPattern, or the known layout matching most of the file's first lines."""
     if pattern:
         return compile_pattern(pattern)
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         data, eof = b"", False
         while not eof and data.count(b"\n") < _DETECT_LINES:
             chunk = handle.read(_WINDOW)
@@ -83,9 +70,10 @@ def file_layout(path: str | Path, pattern: str | None = None) -> Layout:
     return detect([text for text in texts if text is not None])
 
 
-def split_ranges(size: int, split_size: int | None) -> list[tuple[int, int | None]]:
-    """The byte ranges of a file's splits, the last open-ended (to the end of the file as read)."""
-    if split_size is None or size <= split_size:
+def split_ranges(size: int | None, split_size: int | None) -> list[tuple[int, int | None]]:
+    """The byte ranges of a file's splits, the last open-ended (to the end of the file as read); a file of no
+    known size (compressed: it cannot be read from an offset) is one split."""
+    if size is None or split_size is None or size <= split_size:
         return [(0, None)]
     starts = list(range(0, size, split_size))
     return [(start, starts[i + 1] if i + 1 < len(starts) else None) for i, start in enumerate(starts)]
@@ -112,8 +100,13 @@ def parse_split(path: str | Path, layout: Layout, start: int, end: int | None) -
         return _parse_split(path, layout, start, end)
 
 
+def log_size(path: str | Path) -> int | None:
+    """The size to split a log by; None for a gzip file, read whole."""
+    return None if is_gzip(path) else os.path.getsize(path)
+
+
 def _parse_split(path: str | Path, layout: Layout, start: int, end: int | None) -> SplitParse:
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         first = _first_line_at(handle, start, layout)
         stop = None if end is None else _first_line_at(handle, end, layout)
         number = _lines_before(handle, first) + 1
@@ -265,14 +258,14 @@ def finish(parse: SplitParse, place: Link, run: str, file: str) -> list[Event]:
 
 def parse_kafka_log(path: str | Path, run: str | None = None, pattern: str | None = None,
                     split_size: int | None = None) -> ParsedLog:
-    """Every line of a state-change.log or controller.log: events in line order, the lines skipped on
+    """Every line of a state-change.log or controller.log (gzip or not): events in line order, the lines skipped on
     purpose and the lines quarantined, each with its reason. `pattern` is a log4j ConversionPattern that
     replaces layout detection; `split_size` reads the file in splits of about that many bytes, one after the
     other, as `ingest` reads them in parallel (the same result)."""
     file = str(path)
     layout = file_layout(file, pattern)
-    parses = [parse_split(file, layout, start, end) for start, end in split_ranges(os.path.getsize(file), split_size)]
-    name = run or run_name(file)
+    parses = [parse_split(file, layout, start, end) for start, end in split_ranges(log_size(file), split_size)]
+    name = run or log_run_name(file)
     links = link([summarize(parse) for parse in parses], name, file)
     events = [event for parse, place in zip(parses, links, strict=True) for event in finish(parse, place, name, file)]
     return ParsedLog(events, [entry for parse in parses for entry in parse.quarantine],

@@ -12,6 +12,7 @@ first pass.
 
 from __future__ import annotations
 
+import json
 import shutil
 import zlib
 from collections import Counter
@@ -21,7 +22,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import fastjsonschema
 from pyspark import Broadcast, StorageLevel
 from pyspark.sql import SparkSession
 
@@ -52,18 +52,8 @@ from kcm.conformance.pipeline.kafka_log.split import (
     summarize,
 )
 from kcm.conformance.pipeline.sources import Source, open_input, plan
-from kcm.spec.trace.format import (
-    OBSERVER,
-    Event,
-    TraceError,
-    actor_kind,
-    parse_line,
-    schema_error,
-    schema_validator,
-    upgrade_v1,
-)
+from kcm.spec.trace.format import NO_FIELD, Continuity, Event, TraceError
 from kcm.spec.trace.parquet import run_folder, write_parquet
-from kcm.spec.vocabulary import ACTIONS
 
 # What reading a file may raise past OSError: a gzip stream cut short, or corrupt inside.
 _UNREADABLE = (OSError, EOFError, zlib.error)
@@ -109,61 +99,54 @@ class _Item:
 
 def parse_jsonl(path: str, claims: str | None = None, run: str | None = None
                 ) -> tuple[list[Event], list[dict[str, Any]], int]:
-    """A trace read line by line, v1 events upgraded to v2: what breaks the format is quarantined, the rest
-    kept. Lines whose run is not `claims` (the first line's, when None) are quarantined; the events kept are
-    renamed to `run` when given (the run's name in the layout)."""
+    """A trace read line by line and held to the rules every reader holds a trace to (`Continuity`: one
+    format version, the schema, the actors, Init's brokers, `seq` counting the lines): what breaks them is
+    quarantined with its reason, the rest kept. Lines whose run is not `claims` (the first line's, when
+    None) are quarantined; the events kept are renamed to `run` when given (the run's name in the layout)."""
     events: list[Event] = []
     quarantine: list[dict[str, Any]] = []
-    last_seq: int | None = None
+    continuity = Continuity(path)
+    continuity.run = claims
     number = 0
-
-    def reject(line: int, reason: str) -> None:
-        quarantine.append({"file": path, "line": line, "reason": reason})
-
     with open_input(path) as handle:
         for number, raw in enumerate(handle, start=1):
+            last_seq = continuity.last_seq
             try:
-                event = upgrade_v1(parse_line(raw, path, number), path, number)
-                schema_validator()(event)
+                event = continuity.read_line(raw, number)
             except TraceError as err:
-                reject(number, f"{_kind(err.reason)}: {err.field}: {err.reason}")
+                quarantine.append({"file": path, "line": number, "reason": _reason(err, raw, last_seq)})
                 continue
-            except fastjsonschema.JsonSchemaValueException as err:
-                field_name, reason = schema_error(err)
-                reject(number, f"unknown action: {reason}" if field_name == "action"
-                       else f"schema: {field_name}: {reason}")
-                continue
-            except (RecursionError, ValueError) as err:
-                # What the reader may let through: Python's json recurses once per level of nesting (a line
-                # of 100,000 '[' ends there) and refuses integers of more than 4,300 digits.
-                reason = "nested too deeply to read" if isinstance(err, RecursionError) else str(err).splitlines()[0]
-                reject(number, f"malformed JSON: -: {reason}")
-                continue
-            needed = ACTIONS[event["action"]]
-            if actor_kind(event["actor"]) not in (needed, OBSERVER):
-                reject(number, f"wrong actor: action {event['action']} needs a {needed} actor, got {event['actor']}")
-                continue
-            claims = event["run"] if claims is None else claims
-            if event["run"] != claims:
-                reject(number, f"run: {event['run']!r} differs from the file's run {claims!r}")
-                continue
-            seq = event["seq"]
-            if last_seq is not None and seq <= last_seq:
-                what = "duplicate seq" if seq == last_seq else "out-of-order seq"
-                reject(number, f"{what}: {seq} after {last_seq}")
-                continue
-            last_seq = seq
             if run is not None:
                 event["run"] = run
             events.append(event)
     return events, quarantine, number
 
 
+def _reason(err: TraceError, raw: bytes, last_seq: int | None) -> str:
+    """A refused line's reason, led by its kind (the word the manifest and the report count lines by)."""
+    if err.field == NO_FIELD:
+        return f"{_kind(err.reason)}: {err.field}: {err.reason}"
+    if err.field == "seq" and last_seq is not None:
+        seq = json.loads(raw)["seq"]  # the line decoded, or Continuity would not have reached its seq
+        kind = "duplicate seq" if seq == last_seq else "out-of-order seq" if seq < last_seq else "seq gap"
+        return f"{kind}: {err.reason}"
+    if err.field == "action" or err.field.startswith("action"):
+        return f"unknown action: {err.reason}"
+    if err.field == "actor":
+        return f"wrong actor: {err.reason}"
+    if err.field == "run":
+        return f"run: {err.reason}"
+    return f"schema: {err.field}: {err.reason}"
+
+
 def _kind(reason: str) -> str:
+    """The kind of a line that does not decode to a JSON value kcm reads."""
     if reason.startswith("truncated"):
         return "truncated file"
-    if reason.startswith("invalid JSON"):
+    if reason.startswith(("invalid JSON", "nested too deeply")):
         return "malformed JSON"
+    if "integer" in reason or "not a JSON number" in reason:
+        return "schema"
     return "unreadable line"
 
 

@@ -49,7 +49,7 @@ SYNTHESIZED: Final = "synthesized"
 # recursion limit, whatever a line holds.
 MAX_DEPTH: Final = 64
 
-_NO_FIELD: Final = "-"
+NO_FIELD: Final = "-"
 _DEFINITIONS: Final = "#/definitions/"
 _LONG_ENUM: Final = 8
 
@@ -115,26 +115,26 @@ def schema_error(err: fastjsonschema.JsonSchemaValueException) -> tuple[str, str
     definition = err.definition if isinstance(err.definition, dict) else {}
     if err.rule == "required" and isinstance(value, dict):
         missing = [key for key in definition.get("required", []) if key not in value]
-        return _join(prefix, missing[0] if missing else _NO_FIELD), "missing required field"
+        return _join(prefix, missing[0] if missing else NO_FIELD), "missing required field"
     if err.rule == "additionalProperties" and isinstance(value, dict):
         known = definition.get("properties", {})
         extra = [key for key in value if key not in known]
         what = "unknown state variable" if prefix == "state" else "unknown field"
-        return _join(prefix, str(extra[0]) if extra else _NO_FIELD), what
+        return _join(prefix, str(extra[0]) if extra else NO_FIELD), what
     if err.rule == "propertyNames" and isinstance(value, dict):
         names = definition.get("propertyNames", {})
         pattern = re.compile(names.get("pattern", ""))
         bad = [key for key in value if not pattern.search(str(key))]
         what = names.get("description", "an allowed key")
-        return _join(prefix, str(bad[0]) if bad else _NO_FIELD), f"not {what}"
+        return _join(prefix, str(bad[0]) if bad else NO_FIELD), f"not {what}"
     if err.rule == "enum":
         allowed = [item for item in definition.get("enum", []) if item is not None]
         # Long lists (the action catalogue) would drown the one-line message.
         shown = "" if len(allowed) > _LONG_ENUM else f" (expected one of {', '.join(map(str, allowed))})"
-        return prefix or _NO_FIELD, f"unknown value {value!r}{shown}"
+        return prefix or NO_FIELD, f"unknown value {value!r}{shown}"
     message = err.message or "invalid"
     reason = message[len(name) + 1 :] if message.startswith(name + " ") else message
-    return prefix or _NO_FIELD, reason
+    return prefix or NO_FIELD, reason
 
 
 def actor_kind(actor: str) -> str:
@@ -398,16 +398,16 @@ def decode_json(text: str, file: str, line: int) -> Any:
     except json.JSONDecodeError:
         raise
     except _Refused as err:
-        raise TraceError(file, line, _NO_FIELD, str(err)) from None
+        raise TraceError(file, line, NO_FIELD, str(err)) from None
     except RecursionError:
-        raise TraceError(file, line, _NO_FIELD, _TOO_DEEP) from None
+        raise TraceError(file, line, NO_FIELD, _TOO_DEEP) from None
     except ValueError:
         # The one other ValueError of the decoder: an integer longer than Python converts.
-        raise TraceError(file, line, _NO_FIELD, f"an integer of more than {sys.get_int_max_str_digits()} "
+        raise TraceError(file, line, NO_FIELD, f"an integer of more than {sys.get_int_max_str_digits()} "
                                                 "digits") from None
     # A line holds at least as many brackets as it nests deep: most lines need no walk.
     if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
-        raise TraceError(file, line, _NO_FIELD, _TOO_DEEP)
+        raise TraceError(file, line, NO_FIELD, _TOO_DEEP)
     return value
 
 
@@ -416,16 +416,16 @@ def parse_line(raw: bytes, file: str, line: int) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise TraceError(file, line, _NO_FIELD, f"not UTF-8 (byte {err.start} of the line)") from None
+        raise TraceError(file, line, NO_FIELD, f"not UTF-8 (byte {err.start} of the line)") from None
     if not text.strip():
-        raise TraceError(file, line, _NO_FIELD, "blank line")
+        raise TraceError(file, line, NO_FIELD, "blank line")
     try:
         return decode_json(text, file, line)
     except json.JSONDecodeError as err:
         # Only the last line can lack its newline; broken JSON there means the writer was cut off.
         if not raw.endswith(b"\n"):
-            raise TraceError(file, line, _NO_FIELD, "truncated file (last line incomplete)") from None
-        raise TraceError(file, line, _NO_FIELD, f"invalid JSON: {err.msg} (column {err.colno})") from None
+            raise TraceError(file, line, NO_FIELD, "truncated file (last line incomplete)") from None
+        raise TraceError(file, line, NO_FIELD, f"invalid JSON: {err.msg} (column {err.colno})") from None
 
 
 def read_trace(path: str | Path) -> Iterator[Event]:
@@ -438,9 +438,9 @@ def read_trace(path: str | Path) -> Iterator[Event]:
             for line, raw in enumerate(handle, start=1):
                 yield continuity.read_line(raw, line)
     except OSError as err:
-        raise TraceError(file, line, _NO_FIELD, err.strerror or str(err)) from None
+        raise TraceError(file, line, NO_FIELD, err.strerror or str(err)) from None
     if line == 0:
-        raise TraceError(file, 0, _NO_FIELD, "empty trace")
+        raise TraceError(file, 0, NO_FIELD, "empty trace")
 
 
 def load_trace(path: str | Path) -> list[Event]:
@@ -576,7 +576,7 @@ class TraceWriter:
             try:
                 self._stream: IO[str] = claim.enter_context(open_output(target))
             except OutputError as err:
-                raise TraceError(self.file, 0, _NO_FIELD, err.reason) from None
+                raise TraceError(self.file, 0, NO_FIELD, err.reason) from None
             self._claim = claim
         else:
             self.file = str(getattr(target, "name", "<stream>"))

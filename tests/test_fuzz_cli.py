@@ -1,0 +1,424 @@
+"""The fuzz campaign of the command line: every command fed generated bad input (tests/fuzz_inputs.py) answers
+the way kcm promises (README.md, "Exit codes"), with no traceback, no file left half-written and no process left.
+
+The oracle, per case:
+
+- exit code: a case whose input breaks the documented rules (`Case.bad`: a trace that breaks the format, an
+  option value out of its range, an output that cannot be written, a bad environment) must exit 2; a pipeline
+  ingest may quarantine instead (3), and refuse the whole job (2) only where some file has no line to judge.
+  A case whose input may still be valid (a prefix of a trace, a value changed inside an action's arguments,
+  which the format leaves to the engines, a document `kcm report` may still draw) may also end in a decision:
+  0 or 1 (`Case.allowed`).
+- stderr never holds a traceback, and no exception escapes `main()`; on exit 2 it is exactly one non-empty line,
+  starting `kcm: error:`.
+- files: no claim left behind (`.kcm-tmp-`, `.kcm-old-`, `.kcm-lock` names, kcm.spec.atomic_output); every
+  trace, JSON document or page a case wrote is whole (it reads back); an output the case named is absent after
+  a failure, or as it was before.
+- processes: the command leaves no child of its own running (in-process: no new child of the test process;
+  in a subprocess: this process is the subreaper, so an orphan of kcm's is seen here).
+- time: a bad input is refused in seconds; a case still running after its timeout is a failure.
+
+Cost: most cases run in this process through `kcm.tools.cli.main(argv)` (about 50 ms each instead of seconds of
+interpreter start-up), in a fresh folder with fds 1 and 2 captured; a sample runs as real `python -m
+kcm.tools.cli` subprocesses (which also proves the exit path of a real process), and the pipeline ingests,
+which start Spark, only as subprocesses, only under `-m long`. The default suite runs about 200 cases,
+derandomized; `-m long` runs KCM_FUZZ_CASES cases (default 10,000) and prints the count per family.
+
+    bash tools/dev test tests/test_fuzz_cli.py
+    KCM_FUZZ_CASES=10000 bash tools/dev test -m long tests/test_fuzz_cli.py
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Final
+
+import pytest
+from fuzz_inputs import A_DIR, A_FILE, Case, ingest_case, kinds_of_input, valid_traces
+from hypothesis import HealthCheck, given, settings
+
+from kcm.spec import child_processes
+from kcm.spec.atomic_output import LOCK_SUFFIX, TEMP_MARK
+from kcm.spec.trace.format import TraceError, read_trace
+from kcm.tools.cli import main
+
+LONG_CASES: Final = int(os.environ.get("KCM_FUZZ_CASES", "10000"))
+DEFAULT_CASES: Final = 200
+# The share of the cases each family of input gets; the pure-Python trace readers take the most.
+WEIGHTS: Final = {"trace": 40, "trace-args": 8, "report": 8, "sim": 8, "verify": 5, "prove": 5, "zk": 4,
+                  "pipeline-args": 6, "check": 4, "hunt": 4, "review": 4, "environment": 4}
+# One case in this many of a family runs as a subprocess (the rest in this process).
+SUBPROCESS_EVERY: Final = 100
+# Pipeline ingests on Spark under -m long (each starts a JVM: about 20 s).
+SPARK_CASES: Final = int(os.environ.get("KCM_FUZZ_SPARK_CASES", "6"))
+IN_PROCESS_TIMEOUT: Final = 60.0
+SUBPROCESS_TIMEOUT: Final = 180.0
+LEFTOVER_MARKS: Final = (TEMP_MARK, ".kcm-old-", LOCK_SUFFIX)
+ERROR_PREFIX: Final = "kcm: error: "
+# Pipeline cases run in this process with Spark out of reach, so that a stage that misses its bad input fails at
+# once instead of starting a JVM inside the test process: an answer that names this reached Spark's start-up with
+# input it should have refused.
+NO_SPARK: Final = "/nonexistent-spark-for-fuzz"
+
+RUN: Counter[str] = Counter()
+
+
+def _budget(family: str, total: int) -> int:
+    return max(2, round(total * WEIGHTS[family] / sum(WEIGHTS.values())))
+
+
+def _settings(total: int, family: str, long: bool) -> settings:
+    return settings(max_examples=_budget(family, total), deadline=None, derandomize=not long, database=None,
+                    suppress_health_check=list(HealthCheck), print_blob=long)
+
+
+# -- running one case ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    code: int | None
+    stdout: str
+    stderr: str
+    escaped: str  # the traceback of an exception that escaped main(), if one did
+    seconds: float
+    timed_out: bool = False
+
+
+class CaseTimeout(BaseException):
+    """Raised in the main thread when an in-process case runs past its time (not an Exception: kcm must not
+    be able to catch it)."""
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    raise CaseTimeout
+
+
+def _children() -> set[int]:
+    """The live (not zombie) children of this process."""
+    me = os.getpid()
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+@dataclass
+class Captured:
+    stdout: str = ""
+    stderr: str = ""
+
+
+@contextlib.contextmanager
+def _captured() -> Iterator[Captured]:
+    """fds 1 and 2 (and sys.stdout, sys.stderr) into two files, for whatever writes there: Python, rich, a JVM;
+    their text is in the Captured once the block ends."""
+    captured = Captured()
+    with tempfile.TemporaryDirectory(prefix="kcm-fuzz-io-") as folder:
+        out_path, err_path = Path(folder, "stdout"), Path(folder, "stderr")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        streams = sys.stdout, sys.stderr
+        with open(out_path, "wb") as out_file, open(err_path, "wb") as err_file:
+            os.dup2(out_file.fileno(), 1)
+            os.dup2(err_file.fileno(), 2)
+            # The encodings and error handlers of a real process's streams: a path that is not UTF-8 must print
+            # as it would there.
+            sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), encoding="utf-8", errors="surrogateescape",
+                                          line_buffering=True)
+            sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                          line_buffering=True)
+            try:
+                yield captured
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(Exception):
+                        stream.flush()
+                sys.stdout, sys.stderr = streams
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                os.close(saved[0])
+                os.close(saved[1])
+        captured.stdout = out_path.read_text(errors="replace")
+        captured.stderr = err_path.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def _environment(env: tuple[tuple[str, str | None], ...]) -> Iterator[None]:
+    saved = dict(os.environ)
+    for name, value in env:
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def run_in_process(argv: tuple[str, ...], env: tuple[tuple[str, str | None], ...]) -> Answer:
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)}
+    code: int | None = None
+    escaped = ""
+    timed_out = False
+    started = time.perf_counter()
+    with _environment(env), _captured() as captured:
+        signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, IN_PROCESS_TIMEOUT)
+        try:
+            code = main(list(argv))
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 2
+        except CaseTimeout:
+            timed_out = True
+        except BaseException:  # noqa: BLE001 - anything escaping main() is the finding
+            escaped = traceback.format_exc()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
+            child_processes.end_all(grace=1.0)
+    return Answer(code, captured.stdout, captured.stderr, escaped, time.perf_counter() - started, timed_out)
+
+
+_PR_SET_CHILD_SUBREAPER: Final = 36
+
+
+def _subreaper(on: bool) -> None:
+    """Orphans of a kcm subprocess are re-parented to this process, where `_children` sees them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+
+
+def run_subprocess(argv: tuple[str, ...], env: tuple[tuple[str, str | None], ...], cwd: Path) -> Answer:
+    environ = dict(os.environ)
+    for name, value in env:
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "kcm.tools.cli", *argv], cwd=cwd, env=environ,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = process.communicate(timeout=SUBPROCESS_TIMEOUT)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate()
+        timed_out = True
+    return Answer(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"), "",
+                  time.perf_counter() - started, timed_out)
+
+
+# -- the oracle ----------------------------------------------------------------------------------------------------
+
+
+def _layout(folder: Path, case: Case) -> None:
+    """The case's files, and what every case may name: a valid trace, a folder, a file."""
+    (folder / A_DIR).mkdir()
+    (folder / A_FILE).write_text("a file, not a folder\n")
+    (folder / "good.jsonl").write_bytes(valid_traces()[0])
+    for name, content in case.files:
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+
+
+def _snapshot(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _whole(path: Path) -> str | None:
+    """Why a file a command wrote is not whole, or None."""
+    try:
+        if path.suffix == ".jsonl":
+            for _ in read_trace(path):
+                pass
+        elif path.suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+        elif path.suffix == ".html" and not path.read_text(encoding="utf-8").rstrip().endswith("</html>"):
+            return "a page that does not end in </html>"
+    except (TraceError, ValueError, OSError) as err:
+        return f"does not read back: {err}"
+    return None
+
+
+def problems(case: Case, answer: Answer, folder: Path, before: dict[Path, bytes], left: set[int]) -> list[str]:
+    found = []
+    if answer.timed_out:
+        found.append(f"no answer within {IN_PROCESS_TIMEOUT:.0f} s")
+    if answer.escaped:
+        found.append(f"an exception escaped main(): {_last_line(answer.escaped)}")
+    if "Traceback (most recent call last)" in answer.stderr:
+        found.append(f"a traceback on stderr: {_last_line(answer.stderr)}")
+    if NO_SPARK in answer.stderr + answer.escaped:
+        found.append("went on to start Spark with input it should have refused first")
+    if answer.code is not None and answer.code not in case.allowed and not answer.timed_out:
+        found.append(f"exit {answer.code}, expected {' or '.join(map(str, sorted(case.allowed)))}"
+                     f" (stdout: {answer.stdout.strip()[:200]!r}, stderr: {answer.stderr.strip()[:300]!r})")
+    if answer.code == 2:
+        lines = [line for line in answer.stderr.splitlines() if line.strip()]
+        if len(lines) != 1 or not lines[0].startswith(ERROR_PREFIX):
+            found.append(f"exit 2 with {len(lines)} lines on stderr, not one `{ERROR_PREFIX}...`: "
+                         f"{answer.stderr.strip()[:400]!r}")
+    for path in folder.rglob("*"):
+        if any(mark in path.name for mark in LEFTOVER_MARKS):
+            found.append(f"left behind: {path.relative_to(folder)}")
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and before.get(path) != path.read_bytes() and not path.name.startswith("."):
+            why = _whole(path)
+            if why:
+                found.append(f"{path.relative_to(folder)} written but {why}")
+    if answer.code == 0:
+        found.extend(f"{name} not written, though the command succeeded" for name in case.outputs
+                     if not (folder / name).is_file())
+    else:
+        for name in case.outputs:
+            path = folder / name
+            if name and path.is_file() and before.get(path) != path.read_bytes():
+                found.append(f"{name} written or changed by a command that failed (exit {answer.code})")
+    if left:
+        found.append(f"processes left running: {sorted(left)}")
+    return found
+
+
+def run_case(case: Case, family: str, subprocess_run: bool = False) -> list[str]:
+    RUN[family] += 1
+    folder = Path(tempfile.mkdtemp(prefix="kcm-fuzz-"))
+    cwd = os.getcwd()
+    try:
+        _layout(folder, case)
+        before = _snapshot(folder)
+        children = _children()
+        if subprocess_run:
+            answer = run_subprocess(case.argv, case.env, folder)
+        else:
+            os.chdir(folder)
+            try:
+                answer = run_in_process(case.argv, case.env)
+            finally:
+                os.chdir(cwd)
+        left = _children() - children
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        found = problems(case, answer, folder, before, left)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return found
+
+
+def _explain(case: Case, found: list[str]) -> str:
+    env = " ".join(f"{k}={v}" for k, v in case.env)
+    return (f"kcm {' '.join(map(repr, case.argv))}{' with ' + env if env else ''}\ninput: {case.label}\n"
+            + "\n".join(f"- {p}" for p in found))
+
+
+def check_case(case: Case, family: str, subprocess_run: bool = False) -> None:
+    found = run_case(case, family, subprocess_run)
+    assert not found, _explain(case, found)
+
+
+# -- the campaign ----------------------------------------------------------------------------------------------------
+
+FAMILIES: Final = tuple(WEIGHTS)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def count_report(request: pytest.FixtureRequest) -> Iterator[None]:
+    RUN.clear()
+    _subreaper(True)
+    yield
+    _subreaper(False)
+    reporter: Any = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and RUN:
+        reporter.write_line(f"\nkcm fuzz campaign: {sum(RUN.values())} cases "
+                            f"({', '.join(f'{k} {v}' for k, v in sorted(RUN.items()))})")
+
+
+def _family_test(family: str, total: int, long: bool) -> Any:
+    strategy = kinds_of_input()[family]
+
+    @_settings(total, family, long)
+    @given(case=strategy)
+    def test(case: Case) -> None:
+        # Every case of a pipeline stage runs with Spark out of reach (NO_SPARK); a sample of the cases runs as
+        # real subprocesses.
+        if family == "pipeline-args":
+            case = Case(case.argv, case.files, (*case.env, ("SPARK_HOME", NO_SPARK)), case.allowed, case.label,
+                        case.outputs)
+        check_case(case, family, subprocess_run=RUN[family] % SUBPROCESS_EVERY == SUBPROCESS_EVERY // 2)
+
+    return test
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_bad_input_is_refused_in_one_line(family: str) -> None:
+    """The default suite's small, derandomized budget: about DEFAULT_CASES cases over every family."""
+    _family_test(family, DEFAULT_CASES, long=False)()
+
+
+@pytest.mark.parametrize("family", ["trace", "sim"])
+def test_a_real_process_refuses_bad_input_in_one_line(family: str) -> None:
+    """One case per family through a real `python -m kcm.tools.cli`: the exit path of a process, not of main()."""
+    strategy = kinds_of_input()[family]
+
+    @settings(max_examples=1, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(case=strategy)
+    def test(case: Case) -> None:
+        check_case(case, family, subprocess_run=True)
+
+    test()
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fuzz_campaign(family: str) -> None:
+    """KCM_FUZZ_CASES cases (default 10,000) over every family, randomized, about 1 in 100 as a subprocess."""
+    _family_test(family, LONG_CASES, long=True)()
+
+
+@pytest.mark.long
+def test_fuzz_pipeline_ingest() -> None:
+    """Mutated traces and Kafka logs through `kcm pipeline ingest` on Spark, KCM_FUZZ_SPARK_CASES jobs (default 6)
+    of several files each; not shrunk (each step costs a JVM start)."""
+    from hypothesis import Phase
+
+    @settings(max_examples=SPARK_CASES, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+              phases=[Phase.explicit, Phase.generate], print_blob=True)
+    @given(case=ingest_case())
+    def test(case: Case) -> None:
+        check_case(case, "pipeline-ingest", subprocess_run=True)
+
+    test()

@@ -12,8 +12,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from kcm.spec.atomic_output import write_output
 from kcm.spec.verdicts import UNOBSERVED, severity
-from kcm.tools.errors import UsageError
 from kcm.tools.report.timeline import epoch_colour
 
 
@@ -48,13 +48,8 @@ def render(template: str, **values: Any) -> str:
 
 
 def write(path: str | Path, template: str, **values: Any) -> Path:
-    """Renders a page and writes it; a path that cannot be written is the user's error, on one line."""
+    """Renders a page and publishes it whole (kcm.spec.atomic_output); a path that cannot be written is the
+    user's error, on one line (OutputError)."""
     target = Path(path)
-    html = render(template, **values)
-    try:
-        if target.parent != Path():
-            target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(html, encoding="utf-8")
-    except OSError as err:
-        raise UsageError(f"{target}: cannot write the report: {err.strerror or err}") from None
+    write_output(target, render(template, **values))
     return target

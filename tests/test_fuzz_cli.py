@@ -147,10 +147,10 @@ def _captured() -> Iterator[Captured]:
             os.dup2(err_file.fileno(), 2)
             # The encodings and error handlers of a real process's streams: a path that is not UTF-8 must print
             # as it would there.
-            sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), encoding="utf-8", errors="surrogateescape",
-                                          line_buffering=True)
-            sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                          line_buffering=True)
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), encoding="utf-8",
+                                          errors="surrogateescape", line_buffering=True)
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), encoding="utf-8",
+                                          errors="backslashreplace", line_buffering=True)
             try:
                 yield captured
             finally:
@@ -196,7 +196,7 @@ def run_in_process(argv: tuple[str, ...], env: tuple[tuple[str, str | None], ...
             code = done.code if isinstance(done.code, int) else 2
         except CaseTimeout:
             timed_out = True
-        except BaseException:  # noqa: BLE001 - anything escaping main() is the finding
+        except BaseException:  # anything escaping main() is the finding
             escaped = traceback.format_exc()
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)

@@ -55,12 +55,18 @@ class Case:
     env: tuple[tuple[str, str | None], ...] = ()
     allowed: frozenset[int] = USAGE
     label: str = ""
-    # Outputs the command is asked to write: on a failure each is absent (or as it was), on success whole.
+    # Outputs the command is asked to write: after exit 2 each is absent (or as it was), after 0, 1 or 3 whole.
     outputs: tuple[str, ...] = field(default=())
 
     @property
     def bad(self) -> bool:
         return not self.allowed & DECIDED
+
+    def __repr__(self) -> str:
+        # What hypothesis prints of a failing case: the files by name and size (the label says what they hold).
+        files = ", ".join(f"{name} ({len(content):,} bytes)" for name, content in self.files)
+        return (f"Case(argv={self.argv!r}, files=[{files}], env={self.env!r}, allowed={sorted(self.allowed)}, "
+                f"label={self.label!r})")
 
 
 # -- the real material -------------------------------------------------------------------------------------------
@@ -91,8 +97,9 @@ def kafka_log_lines() -> tuple[tuple[bytes, ...], ...]:
 _Lines = list[bytes]
 _Mutation = Callable[[_Lines, st.DrawFn], tuple[_Lines, bool, str]]
 
-NASTY_NUMBERS: Final = ("1e308", "-1e308", "1e400", "NaN", "Infinity", "-Infinity", "1.5", "-0.0",
-                        str(2**64), str(-(2**63) - 1), str(10**40), "-1", "-5")
+BIG_INTS: Final = (str(2**64), str(10**40))
+NASTY_NUMBERS: Final = ("1e308", "-1e308", "1e400", "NaN", "Infinity", "-Infinity", "1.5", "-0.0", *BIG_INTS,
+                        str(-(2**63) - 1), "-1", "-5")
 NASTY_VALUES: Final[tuple[Any, ...]] = ("", "x", "\u0000", "\ud800", [], {}, None, True, False, [[]], {"": None},
                                         "broker:1", -1, 0)
 NASTY_ACTORS: Final = ("broker:999", "broker:-5", "broker:", "controller:x", "", "broker:1:2", "BROKER:1",
@@ -220,8 +227,9 @@ def _token_value(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
     parent = _at(event, path[:-1])
     parent[path[-1]] = "@TOKEN@"
     text = json.dumps(event, separators=(",", ":")).replace('"@TOKEN@"', token)
-    # -1 is a valid epoch or leader, and -0.0 an integer by JSON Schema's reading.
-    typed = path[0] != "args" and token != "-0.0" and not (token == "-1" and path[0] == "state")
+    # -1 is a valid epoch or leader, -0.0 an integer by JSON Schema's reading, and the format sets no upper
+    # bound on a state's integers.
+    typed = path[0] != "args" and token != "-0.0" and not (path[0] == "state" and token in ("-1", *BIG_INTS))
     return [*lines[:i], text.encode() + b"\n", *lines[i + 1:]], typed, f"{'.'.join(map(str, path))} = {token} " \
                                                                          f"on line {i + 1}"
 
@@ -261,7 +269,8 @@ def _envelope(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
         event["actor"] = draw(st.sampled_from(NASTY_ACTORS))
     elif kind == "seq":
         seq = event.get("seq")
-        event["seq"] = (seq if isinstance(seq, int) else 0) + draw(st.sampled_from([-1, 2, 10, 10**6]))
+        # A seq an earlier mutation took away is made certainly wrong, not by chance right.
+        event["seq"] = seq + draw(st.sampled_from([-1, 2, 10, 10**6])) if isinstance(seq, int) else -1
     elif kind == "run":
         event["run"] = draw(st.sampled_from(["", "other", " seed-1", "seed-1\n"]))
     else:
@@ -282,7 +291,7 @@ def _init_brokers(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
     return [_json_line(event), *lines[1:]], True, f"Init brokers {brokers!r}"
 
 
-MUTATIONS: Final[tuple[_Mutation, ...]] = (_drop, _duplicate, _swap, _prefix, _truncate_last, _splice_bytes,
+MUTATIONS: Final[tuple[_Mutation, ...]] = (_drop, _duplicate, _swap, _truncate_last, _splice_bytes,
                                            _blank_line, _deep, _token_value, _retype, _envelope, _init_brokers)
 
 
@@ -304,9 +313,15 @@ def trace_bytes(draw: st.DrawFn) -> tuple[bytes, bool, str]:
     if whole == "random":
         return draw(st.binary(min_size=1, max_size=200)), True, "random bytes"
     lines = base.splitlines(keepends=True)
-    bad = False
     done = []
-    for _ in range(draw(st.integers(1, 3))):
+    # A prefix first, never after a mutation, whose evidence it could cut away (two lines swapped, then both
+    # cut off).
+    if draw(st.booleans()):
+        lines, _, what = _prefix(lines, draw)
+        base = b"".join(lines)
+        done.append(what)
+    bad = False
+    for _ in range(draw(st.integers(0 if done else 1, 3))):
         if len(lines) < 3:
             break
         mutation = draw(st.sampled_from(MUTATIONS))
@@ -648,7 +663,7 @@ def ingest_case(draw: st.DrawFn) -> Case:
     # Refusing the whole job is right only where some file holds no line at all to judge.
     unusable = any(not content.strip(b"\n") or content[:2] == b"\x1f\x8b" for _, content in files)
     return Case(tuple(argv), files=tuple(files), allowed=frozenset({0, 2, 3} if unusable else {0, 3}),
-                label="\n".join(labels))
+                label="\n".join(labels), outputs=("P/manifest.json",))
 
 
 def kinds_of_input() -> dict[str, Any]:

@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections import Counter
@@ -51,7 +52,7 @@ from typing import Any, Final
 
 import pytest
 from fuzz_inputs import A_DIR, A_FILE, Case, ingest_case, kinds_of_input, valid_traces
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 
 from kcm.spec import child_processes
 from kcm.spec.atomic_output import LOCK_SUFFIX, TEMP_MARK
@@ -69,6 +70,7 @@ SUBPROCESS_EVERY: Final = 100
 SPARK_CASES: Final = int(os.environ.get("KCM_FUZZ_SPARK_CASES", "6"))
 IN_PROCESS_TIMEOUT: Final = 60.0
 SUBPROCESS_TIMEOUT: Final = 180.0
+REAP_SECONDS: Final = 0.1
 LEFTOVER_MARKS: Final = (TEMP_MARK, ".kcm-old-", LOCK_SUFFIX)
 ERROR_PREFIX: Final = "kcm: error: "
 # Pipeline cases run in this process with Spark out of reach, so that a stage that misses its bad input fails at
@@ -83,9 +85,15 @@ def _budget(family: str, total: int) -> int:
     return max(2, round(total * WEIGHTS[family] / sum(WEIGHTS.values())))
 
 
+# Families whose cases may run TLC for seconds: a failure is reported as drawn, not shrunk (each shrinking step
+# would run TLC again); their cases are small already.
+UNSHRUNK: Final = frozenset({"check", "hunt", "review", "environment"})
+
+
 def _settings(total: int, family: str, long: bool) -> settings:
+    phases = [Phase.explicit, Phase.generate] if family in UNSHRUNK else list(Phase)
     return settings(max_examples=_budget(family, total), deadline=None, derandomize=not long, database=None,
-                    suppress_health_check=list(HealthCheck), print_blob=long)
+                    suppress_health_check=list(HealthCheck), print_blob=long, phases=phases)
 
 
 # -- running one case ---------------------------------------------------------------------------------------------
@@ -110,19 +118,56 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
     raise CaseTimeout
 
 
-def _children() -> set[int]:
-    """The live (not zombie) children of this process."""
+def _child_stats() -> Iterator[tuple[int, str, int]]:
+    """(pid, state, session) of every child of this process, read off /proc."""
     me = os.getpid()
-    found = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
-        except OSError:
+        except OSError:  # ended meanwhile
             continue
+        # Fields after the command name (which may hold spaces and parentheses): state, ppid, pgrp, session.
         fields = text[text.rindex(")") + 2:].split()
-        if int(fields[1]) == me and fields[0] != "Z":
-            found.add(int(stat.parent.name))
-    return found
+        if int(fields[1]) == me:
+            yield int(stat.parent.name), fields[0], int(fields[3])
+
+
+def _children() -> set[int]:
+    """The live (not zombie) children of this process: its own, and the orphans it adopted as subreaper."""
+    return {pid for pid, state, _ in _child_stats() if state != "Z"}
+
+
+def _reap_adopted() -> None:
+    """Reaps the orphans this process adopted once they end: an unreaped zombie would keep its process group
+    alive, and kcm, ending that group, would wait for it in vain. kcm's own children are left to kcm: a child kcm
+    started leads a session of its own (child_processes.spawn) or shares this process's; an adopted orphan, a
+    grandchild, does neither."""
+    mine = os.getsid(0)
+    for pid, state, session in list(_child_stats()):
+        if state == "Z" and session not in (mine, pid):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+
+
+@contextlib.contextmanager
+def _adopting() -> Iterator[None]:
+    """This process as the subreaper of everything kcm starts (so that an orphan kcm leaves is seen here), with
+    a thread reaping the adopted orphans as they end."""
+    done = threading.Event()
+
+    def reap() -> None:
+        while not done.wait(REAP_SECONDS):
+            _reap_adopted()
+
+    _subreaper(True)
+    reaper = threading.Thread(target=reap, name="kcm-fuzz-reaper", daemon=True)
+    reaper.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reaper.join()
+        _subreaper(False)
 
 
 @dataclass
@@ -259,12 +304,18 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _whole(path: Path) -> str | None:
-    """Why a file a command wrote is not whole, or None."""
+def _whole(path: Path, trace: bool) -> str | None:
+    """Why a file a command wrote is not whole, or None: a trace reads back, JSON Lines are whole lines of JSON."""
     try:
-        if path.suffix == ".jsonl":
+        if trace:
             for _ in read_trace(path):
                 pass
+        elif path.suffix == ".jsonl":
+            text = path.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):
+                return "its last line is cut"
+            for line in text.splitlines():
+                json.loads(line)
         elif path.suffix == ".json":
             json.loads(path.read_text(encoding="utf-8"))
         elif path.suffix == ".html" and not path.read_text(encoding="utf-8").rstrip().endswith("</html>"):
@@ -297,11 +348,11 @@ def problems(case: Case, answer: Answer, folder: Path, before: dict[Path, bytes]
             found.append(f"left behind: {path.relative_to(folder)}")
     for path in sorted(folder.rglob("*")):
         if path.is_file() and before.get(path) != path.read_bytes() and not path.name.startswith("."):
-            why = _whole(path)
+            why = _whole(path, path.suffix == ".jsonl" and str(path.relative_to(folder)) in case.outputs)
             if why:
                 found.append(f"{path.relative_to(folder)} written but {why}")
-    if answer.code == 0:
-        found.extend(f"{name} not written, though the command succeeded" for name in case.outputs
+    if answer.code in (0, 1, 3):  # a decision (or a quarantine) is written whole
+        found.extend(f"{name} not written, though the command answered {answer.code}" for name in case.outputs
                      if not (folder / name).is_file())
     else:
         for name in case.outputs:
@@ -358,13 +409,16 @@ FAMILIES: Final = tuple(WEIGHTS)
 @pytest.fixture(scope="module", autouse=True)
 def count_report(request: pytest.FixtureRequest) -> Iterator[None]:
     RUN.clear()
-    _subreaper(True)
-    yield
-    _subreaper(False)
-    reporter: Any = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and RUN:
-        reporter.write_line(f"\nkcm fuzz campaign: {sum(RUN.values())} cases "
-                            f"({', '.join(f'{k} {v}' for k, v in sorted(RUN.items()))})")
+    with _adopting():
+        yield
+    plugins = request.config.pluginmanager
+    reporter: Any = plugins.get_plugin("terminalreporter")
+    capture: Any = plugins.get_plugin("capturemanager")
+    if reporter is not None and capture is not None and RUN:
+        # Past the capture, so that the count shows in every run, passed or not.
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"\nkcm fuzz campaign: {sum(RUN.values())} cases "
+                                f"({', '.join(f'{k} {v}' for k, v in sorted(RUN.items()))})")
 
 
 def _family_test(family: str, total: int, long: bool) -> Any:
@@ -413,8 +467,6 @@ def test_fuzz_campaign(family: str) -> None:
 def test_fuzz_pipeline_ingest() -> None:
     """Mutated traces and Kafka logs through `kcm pipeline ingest` on Spark, KCM_FUZZ_SPARK_CASES jobs (default 6)
     of several files each; not shrunk (each step costs a JVM start)."""
-    from hypothesis import Phase
-
     @settings(max_examples=SPARK_CASES, deadline=None, database=None, suppress_health_check=list(HealthCheck),
               phases=[Phase.explicit, Phase.generate], print_blob=True)
     @given(case=ingest_case())

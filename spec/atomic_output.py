@@ -78,6 +78,12 @@ def _check_parent(path: Path) -> None:
         raise OutputError(path, "cannot write: it is a folder (give a file name)")
 
 
+def check_writable(path: str | Path) -> None:
+    """Raises OutputError now for a file `path` that no claim could ever write (its folder is a file or cannot be
+    made, or it is a folder itself): for a command that writes it only at the end of its work, if at all."""
+    _check_parent(Path(path))
+
+
 @contextlib.contextmanager
 def claimed_file(path: str | Path) -> Iterator[Path]:
     """A temporary path to write the file `path` at; renamed onto `path` when the block ends without error."""

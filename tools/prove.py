@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kcm.spec.atomic_output import check_writable
 from kcm.spec.trace.format import TraceError, TraceWriter
 from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED, holds_to_depth, passed, severity, worst
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
@@ -232,6 +233,8 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
     # Bad arguments are one line of error, before any progress is shown.
     actions = _bmc_actions(args.actions)
     check_bmc_bounds(args.invariant or (), args.bmc, args.brokers or 3, args.capacity, args.controller)
+    # The counterexample is written only once found, maybe after minutes: a path it could never take is said now.
+    check_writable(args.out)
     with Reporter(args.progress) as reporter, reporter.task("z3 bmc depth", args.bmc) as task:
         result = run_bmc(knobs, args.bmc, brokers=args.brokers or 3, capacity=args.capacity,
                          invariants=args.invariant, actions=actions, controller=args.controller,
@@ -252,7 +255,6 @@ def _bmc(args: argparse.Namespace, knobs: Knobs) -> int:
         from kcm.spec.tlc.modelcheck import render_counterexample
 
         try:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             with TraceWriter(Path(args.out), validate=True) as writer:
                 for event in result.events:
                     writer.write(event)

@@ -65,7 +65,7 @@ DEFAULT_CASES: Final = 200
 WEIGHTS: Final = {"trace": 40, "trace-args": 8, "report": 8, "sim": 8, "verify": 5, "prove": 5, "zk": 4,
                   "pipeline-args": 6, "check": 4, "hunt": 4, "review": 4, "environment": 4}
 # One case in this many of a family runs as a subprocess (the rest in this process).
-SUBPROCESS_EVERY: Final = 100
+SUBPROCESS_EVERY: Final = 200
 # Pipeline ingests on Spark under -m long (each starts a JVM: about 20 s).
 SPARK_CASES: Final = int(os.environ.get("KCM_FUZZ_SPARK_CASES", "6"))
 IN_PROCESS_TIMEOUT: Final = 60.0
@@ -459,7 +459,7 @@ def test_a_real_process_refuses_bad_input_in_one_line(family: str) -> None:
 @pytest.mark.long
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fuzz_campaign(family: str) -> None:
-    """KCM_FUZZ_CASES cases (default 10,000) over every family, randomized, about 1 in 100 as a subprocess."""
+    """KCM_FUZZ_CASES cases (default 10,000) over every family, randomized, one in SUBPROCESS_EVERY (200) of a family as a subprocess."""
     _family_test(family, LONG_CASES, long=True)()
 
 

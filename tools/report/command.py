@@ -9,7 +9,8 @@ What INPUT is, is told by its shape (docs/reports.md):
     *.json with "examples"           a `kcm conform --json` campaign saved to a file
 
 The page is written beside the input (trace.jsonl -> trace.html, a folder DIR -> DIR.html) unless --out
-says where; its path is printed. Exit 0 when written, 2 when INPUT is none of the above.
+says where; its path is printed. Exit 0 when written, 2 when INPUT is none of the above or not in the shape
+kcm writes it.
 """
 
 from __future__ import annotations

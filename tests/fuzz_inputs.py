@@ -517,12 +517,20 @@ def review_case(draw: st.DrawFn) -> Case:
                  *_options(draw, (["--json"], ["--progress", "none"]), REVIEW_POISONS)))
 
 
+# A name no case's folder holds: any text but a path separator, NUL (no path can hold it) or a name of "." and
+# ".." (which lead out of where they are put).
+NAMES: Final = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="/\x00"), min_size=1,
+                       max_size=16).filter(lambda name: name not in (".", ".."))
+
+
 @st.composite
 def zk_case(draw: st.DrawFn) -> Case:
-    """Never a `start` that could succeed: a server left running would outlive the test."""
+    """Never a `start` that could succeed: a server left running would outlive the test. Its folders are under a
+    file or under /proc, which no one can create."""
     action = draw(st.sampled_from(["start", "stop", "status"]))
-    folder = draw(st.sampled_from([UNWRITABLE, A_FILE, f"{A_FILE}/sub"] if action == "start" else
-                                  [UNWRITABLE, A_FILE, f"{A_FILE}/sub", A_DIR, "missing-dir"]))
+    name = draw(NAMES)
+    unusable = [UNWRITABLE, f"{UNWRITABLE}/{name}", A_FILE, f"{A_FILE}/{name}"]
+    folder = draw(st.sampled_from(unusable if action == "start" else [*unusable, A_DIR, f"missing-{name}"]))
     extra = draw(st.sampled_from([[], ["--servers", "3"], ["--servers", "2"], ["--servers", "x"]]))
     return Case(("zk", action, "--dir", folder, *extra), label=f"zk {action} --dir {folder}")
 
@@ -613,7 +621,9 @@ def trace_case(draw: st.DrawFn) -> Case:
 def trace_args_case(draw: st.DrawFn) -> Case:
     """The trace commands' own arguments gone wrong: a missing file, a folder, /proc, a bad option value."""
     command = draw(st.sampled_from(["check-trace", "validate", "replay", "convert", "report"]))
-    source = draw(st.sampled_from(["good.jsonl", MISSING, A_DIR, "/proc/self/mem", "/dev/null", "", "-"]))
+    name = draw(NAMES)
+    source = draw(st.sampled_from(["good.jsonl", MISSING, f"missing-{name}", f"missing-{name}.jsonl",
+                                   f"{A_FILE}/{name}.jsonl", A_DIR, "/proc/self/mem", "/dev/null", "", "-"]))
     if source == "good.jsonl":
         if command == "replay":
             extra: list[str] = draw(st.sampled_from([["--invariant", i] for i in UNKNOWN_INVARIANTS]))

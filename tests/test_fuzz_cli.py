@@ -35,6 +35,7 @@ import ctypes
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -299,6 +300,12 @@ def _snapshot(folder: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+def _lines(text: str) -> list[str]:
+    """Lines as a terminal or a pipe's reader ends them (not str.splitlines, which also breaks at a form feed
+    or a vertical tab, which a file name may hold)."""
+    return re.split(r"\r\n|\r|\n", text)
+
+
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
@@ -314,7 +321,7 @@ def _whole(path: Path, trace: bool) -> str | None:
             text = path.read_text(encoding="utf-8")
             if text and not text.endswith("\n"):
                 return "its last line is cut"
-            for line in text.splitlines():
+            for line in text.split("\n")[:-1]:
                 json.loads(line)
         elif path.suffix == ".json":
             json.loads(path.read_text(encoding="utf-8"))
@@ -339,7 +346,7 @@ def problems(case: Case, answer: Answer, folder: Path, before: dict[Path, bytes]
         found.append(f"exit {answer.code}, expected {' or '.join(map(str, sorted(case.allowed)))}"
                      f" (stdout: {answer.stdout.strip()[:200]!r}, stderr: {answer.stderr.strip()[:300]!r})")
     if answer.code == 2:
-        lines = [line for line in answer.stderr.splitlines() if line.strip()]
+        lines = [line for line in _lines(answer.stderr) if line.strip()]
         if len(lines) != 1 or not lines[0].startswith(ERROR_PREFIX):
             found.append(f"exit 2 with {len(lines)} lines on stderr, not one `{ERROR_PREFIX}...`: "
                          f"{answer.stderr.strip()[:400]!r}")

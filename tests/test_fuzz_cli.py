@@ -466,7 +466,8 @@ def test_a_real_process_refuses_bad_input_in_one_line(family: str) -> None:
 @pytest.mark.long
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fuzz_campaign(family: str) -> None:
-    """KCM_FUZZ_CASES cases (default 10,000) over every family, randomized, one in SUBPROCESS_EVERY (200) of a family as a subprocess."""
+    """KCM_FUZZ_CASES cases (default 10,000) over every family, randomized; one case in SUBPROCESS_EVERY of a
+    family runs as a subprocess."""
     _family_test(family, LONG_CASES, long=True)()
 
 

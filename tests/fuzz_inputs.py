@@ -519,7 +519,7 @@ def review_case(draw: st.DrawFn) -> Case:
 
 # A name no case's folder holds: any text but a path separator, NUL (no path can hold it) or a name of "." and
 # ".." (which lead out of where they are put).
-NAMES: Final = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="/\x00"), min_size=1,
+NAMES: Final = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="/\x00"), min_size=1,
                        max_size=16).filter(lambda name: name not in (".", ".."))
 
 

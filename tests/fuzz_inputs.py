@@ -40,6 +40,11 @@ A_FILE: Final = "afile"
 UNWRITABLE: Final = "/proc/kcm-fuzz/out"
 MISSING: Final = "missing.jsonl"
 
+# A name no case's folder holds: any text but a path separator, NUL (no path can hold it) or a name of "." and
+# ".." (which lead out of where they are put).
+NAMES: Final = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="/\x00"), min_size=1,
+                       max_size=16).filter(lambda name: name not in (".", ".."))
+
 # Exit codes (kcm.tools.errors): a decision, bad input, input quarantined.
 DECIDED: Final = frozenset({0, 1})
 USAGE: Final = frozenset({2})
@@ -517,12 +522,6 @@ def review_case(draw: st.DrawFn) -> Case:
                  *_options(draw, (["--json"], ["--progress", "none"]), REVIEW_POISONS)))
 
 
-# A name no case's folder holds: any text but a path separator, NUL (no path can hold it) or a name of "." and
-# ".." (which lead out of where they are put).
-NAMES: Final = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="/\x00"), min_size=1,
-                       max_size=16).filter(lambda name: name not in (".", ".."))
-
-
 @st.composite
 def zk_case(draw: st.DrawFn) -> Case:
     """Never a `start` that could succeed: a server left running would outlive the test. Its folders are under a
@@ -586,6 +585,9 @@ def environment_case(draw: st.DrawFn) -> Case:
     """A bad environment under a command that needs it: KCM_OUT naming a file, TLA2TOOLS_JAR missing, a folder
     or no jar."""
     variable, value, commands = draw(st.sampled_from(_ENVIRONMENTS))
+    # Any name under the bad place is as bad: it keeps the family from running out of cases.
+    if value != "good.jsonl" and draw(st.booleans()):
+        value = f"{value}/{draw(NAMES)}"
     return Case(draw(st.sampled_from(commands)), env=((variable, value),), label=f"{variable}={value}")
 
 

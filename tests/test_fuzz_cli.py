@@ -62,9 +62,10 @@ from kcm.tools.cli import main
 
 LONG_CASES: Final = int(os.environ.get("KCM_FUZZ_CASES", "10000"))
 DEFAULT_CASES: Final = 200
-# The share of the cases each family of input gets; the pure-Python trace readers take the most.
-WEIGHTS: Final = {"trace": 40, "trace-args": 8, "report": 8, "sim": 8, "verify": 5, "prove": 5, "zk": 4,
-                  "pipeline-args": 6, "check": 4, "hunt": 4, "review": 4, "environment": 4}
+# The share of the cases each family of input gets: the pure-Python trace readers take half; the families that may
+# start TLC (a poison kcm misses costs seconds) the least.
+WEIGHTS: Final = {"trace": 100, "trace-args": 12, "report": 16, "sim": 16, "verify": 10, "prove": 10, "zk": 6,
+                  "pipeline-args": 10, "check": 5, "hunt": 5, "review": 5, "environment": 5}
 # One case in this many of a family runs as a subprocess (the rest in this process).
 SUBPROCESS_EVERY: Final = 200
 # Pipeline ingests on Spark under -m long (each starts a JVM: about 20 s).

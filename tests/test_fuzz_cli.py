@@ -1,5 +1,6 @@
 """The fuzz campaign of the command line: every command fed generated bad input (tests/fuzz_inputs.py) answers
-the way kcm promises (README.md, "Exit codes"), with no traceback, no file left half-written and no process left.
+the way kcm promises (the exit codes of kcm.tools.errors), with no traceback, no file left half-written and no
+process left.
 
 The oracle, per case:
 
@@ -12,8 +13,8 @@ The oracle, per case:
 - stderr never holds a traceback, and no exception escapes `main()`; on exit 2 it is exactly one non-empty line,
   starting `kcm: error:`.
 - files: no claim left behind (`.kcm-tmp-`, `.kcm-old-`, `.kcm-lock` names, kcm.spec.atomic_output); every
-  trace, JSON document or page a case wrote is whole (it reads back); an output the case named is absent after
-  a failure, or as it was before.
+  trace, JSON document or page a case wrote is whole (it reads back); an output the case named is absent (or as it
+  was before) after exit 2, and there, whole, after 0, 1 or 3.
 - processes: the command leaves no child of its own running (in-process: no new child of the test process;
   in a subprocess: this process is the subreaper, so an orphan of kcm's is seen here).
 - time: a bad input is refused in seconds; a case still running after its timeout is a failure.
@@ -42,7 +43,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import traceback
 from collections import Counter
 from collections.abc import Iterator
@@ -107,7 +107,6 @@ class Answer:
     stdout: str
     stderr: str
     escaped: str  # the traceback of an exception that escaped main(), if one did
-    seconds: float
     timed_out: bool = False
 
 
@@ -213,14 +212,22 @@ def _captured() -> Iterator[Captured]:
         captured.stderr = err_path.read_text(errors="replace")
 
 
+def _overridden(environ: dict[str, str], env: tuple[tuple[str, str | None], ...]) -> dict[str, str]:
+    """`environ` with a case's variables set (None: unset)."""
+    out = dict(environ)
+    for name, value in env:
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
+
+
 @contextlib.contextmanager
 def _environment(env: tuple[tuple[str, str | None], ...]) -> Iterator[None]:
     saved = dict(os.environ)
-    for name, value in env:
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    os.environ.clear()
+    os.environ.update(_overridden(saved, env))
     try:
         yield
     finally:
@@ -233,7 +240,6 @@ def run_in_process(argv: tuple[str, ...], env: tuple[tuple[str, str | None], ...
     code: int | None = None
     escaped = ""
     timed_out = False
-    started = time.perf_counter()
     with _environment(env), _captured() as captured:
         signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, IN_PROCESS_TIMEOUT)
@@ -250,7 +256,7 @@ def run_in_process(argv: tuple[str, ...], env: tuple[tuple[str, str | None], ...
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
             child_processes.end_all(grace=1.0)
-    return Answer(code, captured.stdout, captured.stderr, escaped, time.perf_counter() - started, timed_out)
+    return Answer(code, captured.stdout, captured.stderr, escaped, timed_out)
 
 
 _PR_SET_CHILD_SUBREAPER: Final = 36
@@ -263,24 +269,22 @@ def _subreaper(on: bool) -> None:
 
 
 def run_subprocess(argv: tuple[str, ...], env: tuple[tuple[str, str | None], ...], cwd: Path) -> Answer:
-    environ = dict(os.environ)
-    for name, value in env:
-        if value is None:
-            environ.pop(name, None)
-        else:
-            environ[name] = value
-    started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "kcm.tools.cli", *argv], cwd=cwd, env=environ,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen([sys.executable, "-m", "kcm.tools.cli", *argv], cwd=cwd,
+                               env=_overridden(dict(os.environ), env), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
     try:
         out, err = process.communicate(timeout=SUBPROCESS_TIMEOUT)
         timed_out = False
     except subprocess.TimeoutExpired:
+        # As Ctrl-C would: kcm ends what it started and exits; a kcm deaf to it is killed.
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate()
+        try:
+            out, err = process.communicate(timeout=child_processes.GRACE_SECONDS * 3)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
         timed_out = True
-    return Answer(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"), "",
-                  time.perf_counter() - started, timed_out)
+    return Answer(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"), "", timed_out)
 
 
 # -- the oracle ----------------------------------------------------------------------------------------------------
@@ -336,7 +340,8 @@ def _whole(path: Path, trace: bool) -> str | None:
 def problems(case: Case, answer: Answer, folder: Path, before: dict[Path, bytes], left: set[int]) -> list[str]:
     found = []
     if answer.timed_out:
-        found.append(f"no answer within {IN_PROCESS_TIMEOUT:.0f} s")
+        found.append(f"no answer within {IN_PROCESS_TIMEOUT:.0f} s (in this process) or {SUBPROCESS_TIMEOUT:.0f} s "
+                     "(a subprocess)")
     if answer.escaped:
         found.append(f"an exception escaped main(): {_last_line(answer.escaped)}")
     if "Traceback (most recent call last)" in answer.stderr:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from kcm.conformance.check.invariants import InvariantChecker, Violation
+from kcm.spec.atomic_output import claimed_file
 from kcm.spec.trace.format import load_trace, read_trace
 from kcm.tools.cli import main
 from kcm.tools.report import kinds
@@ -231,6 +232,16 @@ def test_the_pipeline_page_links_each_violation_to_its_window(pages: dict[str, P
     (lambda d: _write(d / "x.json", "{\n  \"a\": 1,\n}"), "x.json:3: invalid JSON"),
     (lambda d: _write(d / "x.json", "[1, 2]"), "JSON of no known kind"),
     (lambda d: _write(d / "x.jsonl", "{}\n"), "x.jsonl:1: v: missing required field"),
+    # Documents of a known kind in shapes kcm never writes (found by tests/test_fuzz_cli.py): each escaped the
+    # renderer as a traceback.
+    (lambda d: _write(d / "x.json", '{"stages": "abc", "result": 1}'), "x.json: not a document kcm writes"),
+    (lambda d: _write(d / "x.json", '{"columns": null, "rows": null}'), "x.json: not a document kcm writes"),
+    (lambda d: _write(d / "x.json", '{"columns": ["a"], "rows": [{"x\\ny": 1}]}'),
+     "x.json: not a document kcm writes"),
+    (lambda d: _write(d / "x.json", '{"examples": 1, "coverage": {}, "violations": []}'),
+     "x.json: not a document kcm writes"),
+    (lambda d: _write(d / "summary.json", '{"records": 1, "verdicts": [], "runs": 1}'),
+     "summary.json: not a document kcm writes"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], make: object,
                                           expected: str) -> None:
@@ -238,6 +249,27 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert kcm("report", str(source)) == 2
     err = capsys.readouterr().err
     assert err.startswith("kcm: error: ") and err.count("\n") == 1 and expected in err, err
+
+
+def test_a_pipeline_folder_missing_its_tables_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "pipeline"
+    folder.mkdir()
+    shutil.copy(PIPELINE_FIXTURE / "summary.json", folder)
+    assert kcm("report", str(folder)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kcm: error: ") and err.count("\n") == 1 and "cannot read" in err, err
+
+
+def test_a_page_another_kcm_is_writing_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The page is claimed and published whole (kcm.spec.atomic_output), as every other output; it was written
+    in place, so a reader could see half of it and two writers could interleave."""
+    out = tmp_path / "page.html"
+    trace = violating_trace(tmp_path)
+    with claimed_file(out) as temp:
+        assert kcm("report", str(trace), "--out", str(out)) == 2
+        temp.write_text("the other writer's page")
+    assert "another kcm process is writing it" in capsys.readouterr().err
+    assert out.read_text() == "the other writer's page"
 
 
 def test_the_page_is_written_beside_its_input_unless_told(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

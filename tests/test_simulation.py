@@ -133,3 +133,13 @@ def test_zombie_controller_needs_session_expiry() -> None:
     for seed in range(10):
         result = run_seed(seed, Knobs(controller_epoch_fencing=False), config, 1500)
         assert not result.violations
+
+
+@pytest.mark.parametrize("faults", [float("inf"), float("nan"), -1.0])
+def test_a_fault_intensity_that_is_no_weight_is_refused(faults: float) -> None:
+    """`kcm sim --faults inf` ended in an IndexError (an infinite weight breaks the draw), NaN and negative
+    intensities in a run without faults that said nothing (found by tests/test_fuzz_cli.py)."""
+    with pytest.raises(ValueError, match="fault intensity"):
+        SimConfig(faults=faults)
+    with pytest.raises(ValueError, match="operator intensity"):
+        SimConfig(admin=faults)

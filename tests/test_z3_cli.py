@@ -84,6 +84,11 @@ def test_validate_names_the_first_unexplained_step(tmp_path: Path, capsys: pytes
     ["prove", "--only", "induction", "--invariant", "ReplicaLogsAgree"],
     ["prove", "--bmc", "2", "--actions", "Produce,Teleport"], ["prove", "--bmc", "2", "--actions", ","],
     ["prove", "--bmc", "2", "--controller", "4"],
+    # An output no counterexample could be written to, said before the search (it was accepted, and exit 0 when
+    # the search found nothing; found by tests/test_fuzz_cli.py).
+    ["prove", "--bmc", "2", "--brokers", "2", "--out", "/proc/kcm/x.jsonl"],
+    ["prove", "--bmc", "2", "--brokers", "2", "--out", f"{__file__}/x.jsonl"],
+    ["prove", "--bmc", "2", "--brokers", "2", "--out", str(Path(__file__).parent)],
 ])
 def test_user_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, _, err = kcm(capsys, *argv)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import random
 import sys
 from collections.abc import Callable
@@ -51,6 +52,11 @@ class SimConfig:
             raise ValueError(f"calm_every counts steps between calm phases, got {self.calm_every}")
         if not 1 <= self.replication_factor <= self.brokers:
             raise ValueError(f"replication factor {self.replication_factor} needs 1..{self.brokers} brokers")
+        # They scale the weights a step is drawn by: infinite, NaN or negative weights break the draw or leave
+        # a kind of step out without a word.
+        for name, value in (("fault intensity", self.faults), ("operator intensity", self.admin)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"the {name} is a finite number of at least 0, got {value}")
 
 
 def check_fits(knobs: Knobs, config: SimConfig) -> None:

@@ -9,7 +9,8 @@ What INPUT is, is told by its shape (docs/reports.md):
     *.json with "examples"           a `kcm conform --json` campaign saved to a file
 
 The page is written beside the input (trace.jsonl -> trace.html, a folder DIR -> DIR.html) unless --out
-says where; its path is printed. Exit 0 when written, 2 when INPUT is none of the above.
+says where; its path is printed. Exit 0 when written, 2 when INPUT is none of the above or not in the shape
+kcm writes it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
+
+from jinja2 import UndefinedError
 
 from kcm.tools.errors import EXIT_OK, UsageError
 from kcm.tools.report import kinds
@@ -46,14 +49,31 @@ def html_option(parser: argparse.ArgumentParser) -> None:
                                                        "(docs/reports.md)")
 
 
+# A JSON document (and a pipeline folder's files) may have any shape: the renderers read what kcm writes, so a
+# field missing or of another type is the document's fault, told in one line. (An OutputError, the page's, is
+# no OSError and reaches the command line as itself.)
+SHAPE_ERRORS: Final = (KeyError, IndexError, TypeError, AttributeError, ValueError, UndefinedError)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     if args.window < 0:
         raise UsageError(f"report: --window {args.window}: must not be negative")
     source = Path(args.input)
     render = detect(source)
     out = Path(args.out) if args.out else default_out(source)
-    print(render(source, out, args.window))
+    if source.suffix == ".jsonl":
+        # The trace reader judges a trace's every line (TraceError): what is left to fail is kcm's own.
+        print(render(source, out, args.window))
+        return EXIT_OK
+    try:
+        print(render(source, out, args.window))
+    except SHAPE_ERRORS as err:
+        reason = f"{type(err).__name__}: {err}".replace("\r", "\\r").replace("\n", "\\n")
+        raise UsageError(f"{source}: not a document kcm writes: {reason}") from None
+    except OSError as err:
+        raise UsageError(f"{source}: cannot read: {err.strerror or err}") from None
     return EXIT_OK
+
 
 
 Render = Callable[[Path, Path, int], Path]

@@ -166,8 +166,9 @@ def install() -> None:
     and ends every owned child at exit. Called once by the command line."""
     for signum in _ENDED_SIGNALS:
         signal.signal(signum, _stop_requested)
+    if not _state["installed"]:
+        atexit.register(end_all)
     _state.update(installed=True, stopping=False)
-    atexit.register(end_all)
 
 
 # The signals a fork holds back: a worker must not take kcm's own handlers (a traceback, no children ended)

@@ -25,6 +25,13 @@ time.sleep(60)
 """
 
 
+@pytest.fixture(autouse=True)
+def _registry_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test ends what it started: `end_all` must not end the test process's other children (a Spark JVM
+    an earlier test started, which kcm owns)."""
+    monkeypatch.setattr(child_processes, "_owned", {})
+
+
 def _gone(pid: int, within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:

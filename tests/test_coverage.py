@@ -60,7 +60,7 @@ def test_kcm_conform_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--examples", "-1"], "--examples: -1 is negative"),
+    (["--examples", "-1"], "--examples: must be at least 0, not -1"),
     (["--steps", "0"], "at least 1"),
     (["--set", "truncation=nope"], "truncation"),
 ])

@@ -240,6 +240,9 @@ def run_in_process(argv: tuple[str, ...], env: tuple[tuple[str, str | None], ...
     code: int | None = None
     escaped = ""
     timed_out = False
+    # The children of this case alone are ended after it: the test process's own (a Spark JVM a test before
+    # started and kcm adopted) are not the case's to end.
+    before = set(child_processes._owned)
     with _environment(env), _captured() as captured:
         signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, IN_PROCESS_TIMEOUT)
@@ -255,7 +258,8 @@ def run_in_process(argv: tuple[str, ...], env: tuple[tuple[str, str | None], ...
             signal.setitimer(signal.ITIMER_REAL, 0)
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
-            child_processes.end_all(grace=1.0)
+            for pid in set(child_processes._owned) - before:
+                child_processes.end(pid, grace=1.0)
     return Answer(code, captured.stdout, captured.stderr, escaped, timed_out)
 
 

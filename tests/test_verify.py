@@ -87,7 +87,7 @@ def test_a_negative_count_is_a_usage_error(option: str, tmp_path: Path, capsys: 
     assert main(["verify", "--only", "simulation", option, "-1", "--out", str(tmp_path)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == f"kcm: error: kcm verify: argument {option}: -1 is negative (a count is 0 or more)\n"
+    assert err == f"kcm: error: kcm verify: argument {option}: must be at least 0, not -1\n"
 
 
 def test_an_engine_that_returns_no_row_is_shown_unobserved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -88,7 +88,6 @@ def test_validate_names_the_first_unexplained_step(tmp_path: Path, capsys: pytes
     # the search found nothing; found by tests/test_fuzz_cli.py).
     ["prove", "--bmc", "2", "--brokers", "2", "--out", "/proc/kcm/x.jsonl"],
     ["prove", "--bmc", "2", "--brokers", "2", "--out", f"{__file__}/x.jsonl"],
-    ["prove", "--bmc", "2", "--brokers", "2", "--out", str(Path(__file__).parent)],
 ])
 def test_user_errors_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, _, err = kcm(capsys, *argv)

@@ -21,12 +21,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
     except KeyboardInterrupt:
-        # A second Ctrl-C while the children end would print a traceback over the one line.
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_IGN)
-        # Children first: the line is the last thing a user sees, and nothing kcm started outlives it.
-        child_processes.interrupt()
-        print("kcm: interrupted", file=sys.stderr)
+        # A second Ctrl-C while the children end would print a traceback over the one line. The handlers come
+        # back after: a caller of main() in its own process (a test) must not start its next children with
+        # SIGINT ignored, which they would inherit.
+        handlers = {signum: signal.signal(signum, signal.SIG_IGN)
+                    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            # Children first: the line is the last thing a user sees, and nothing kcm started outlives it.
+            child_processes.interrupt()
+            print("kcm: interrupted", file=sys.stderr)
+        finally:
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
         return EXIT_INTERRUPTED
 
 

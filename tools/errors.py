@@ -46,13 +46,6 @@ def at_least(minimum: int, unit: str = "") -> Callable[[str], int]:
     return number
 
 
-def count(text: str) -> int:
-    """An option that counts what a command runs (seeds, steps, examples): a whole number, 0 or more. A count
-    of 0 runs nothing and is reported `unobserved`; a negative one is the user's error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative (a count is 0 or more)")
-    return value
+# An option that counts what a command runs (seeds, steps, examples, runs): 0 or more. A count of 0 runs nothing
+# and is reported `unobserved`; a negative one is the user's error.
+count: Final = at_least(0)

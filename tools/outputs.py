@@ -24,10 +24,19 @@ def default_out(command: str, name: str = "") -> Path:
 
 
 def check_root() -> None:
-    """A KCM_OUT that names something other than a folder is a UsageError, before any command runs."""
+    """A KCM_OUT that names something other than a folder, or a place under a file, is a UsageError, before any
+    command runs."""
     root = os.environ.get("KCM_OUT")
-    if root and os.path.lexists(root) and not Path(root).is_dir():
-        raise UsageError(f"KCM_OUT={root}: not a folder (kcm writes its outputs under it)")
+    if root:
+        check_folder(Path(root), f"KCM_OUT={root}")
+
+
+def check_folder(folder: Path, name: str) -> None:
+    """A folder kcm may make or write in: the first part of it that exists is a folder (UsageError if not)."""
+    existing = next((part for part in (folder, *folder.parents) if os.path.lexists(part)), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == folder else f" ({existing} is a file)"
+        raise UsageError(f"{name}: not a folder{where} (kcm writes its outputs under it)")
 
 
 def out_file(given: str | None, command: str, name: str) -> Path:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from kcm.spec.atomic_output import OutputError
 from kcm.spec.verdicts import HOLDS, UNKNOWN, UNOBSERVED, VIOLATED
 from kcm.spec.vocabulary import KnobError, Knobs
-from kcm.tools.errors import EXIT_USAGE, Parser, UsageError
+from kcm.tools.errors import EXIT_USAGE, Parser, UsageError, at_least, count
 from kcm.tools.progress import Reporter, Task, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
@@ -49,8 +49,8 @@ def register(subparsers: Any) -> None:
 def add_stages(parser: argparse.ArgumentParser) -> None:
     stages = parser.add_subparsers(dest="stage", required=True)
     generate = stages.add_parser("generate", help="a simulation campaign, one seed per Spark task")
-    generate.add_argument("--runs", type=int, required=True, help="simulation runs, one Spark task each")
-    generate.add_argument("--steps", type=int, required=True, help="steps per run")
+    generate.add_argument("--runs", type=at_least(1), required=True, help="simulation runs, one Spark task each")
+    generate.add_argument("--steps", type=count, required=True, help="steps per run")
     generate.add_argument("--seed", type=int, default=0, help="base of the derived seeds (default 0)")
     generate.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
                           help="a design knob, as in kcm sim (repeatable)")

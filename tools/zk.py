@@ -16,7 +16,7 @@ from typing import Any
 
 from kcm.impl.zookeeper.ensemble import Ensemble, EnsembleError, ZooKeeperMissing
 from kcm.tools.errors import EXIT_OK, UsageError
-from kcm.tools.outputs import default_out
+from kcm.tools.outputs import check_folder, default_out
 
 
 def register(subparsers: Any) -> None:
@@ -39,7 +39,11 @@ def cmd_zk(args: argparse.Namespace) -> int:
 
 
 def _start(directory: Path, servers: int) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
+    check_folder(directory, str(directory))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{directory}: cannot make the folder: {err.strerror or err}") from None
     # Left running on purpose: `kcm zk stop` ends it.
     ensemble = Ensemble(directory, servers, detached=True)
     ensemble.start()

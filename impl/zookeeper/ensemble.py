@@ -173,9 +173,11 @@ class Ensemble:
             recorded = json.loads(state.read_text())
             ensemble = cls(Path(directory), int(recorded["servers"]))
             ensemble._servers = [_Server(**server) for server in recorded["members"]]
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise EnsembleError(
                 f"{directory}: no ensemble here (no {STATE_FILE}; start one with kcm zk start)") from None
+        except OSError as error:
+            raise EnsembleError(f"{state}: cannot read it: {error.strerror or error}") from None
         except (ValueError, KeyError, TypeError) as error:
             raise EnsembleError(f"{state}: not an ensemble state file ({error})") from error
         return ensemble

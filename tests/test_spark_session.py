@@ -167,3 +167,24 @@ def test_ctrl_c_during_check_ends_spark_and_its_python_workers(moment: str, tmp_
     left = {pid: command for pid, command in family.items() if pid in _processes()}
     assert not left, left
     assert not (tmp_path / "checked").exists()  # its output, half made, is gone too
+
+
+def test_a_session_after_kcm_ended_its_jvm_starts_a_new_one() -> None:
+    """A caller of the command line in its own process: an interrupt ends the JVM kcm owns (child_processes),
+    and the next session of the process must not talk to the dead one (every pipeline test errored so)."""
+    from kcm.conformance.pipeline.session import spark_session
+    from kcm.spec import child_processes
+
+    first = spark_session("local[1]", shuffle_partitions=1)
+    assert first.range(3).count() == 3
+    child_processes.end_all(grace=5)
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    assert gateway is not None
+    gateway.proc.wait(timeout=30)  # its last threads gone (its main thread ended first)
+    second = spark_session("local[1]", shuffle_partitions=1)
+    try:
+        assert second.range(4).count() == 4
+    finally:
+        second.stop()

@@ -68,6 +68,7 @@ def quiet_local_jvm(master: str | None) -> None:
 def spark_session(master: str | None = DEFAULT_MASTER, app: str = "kcm-pipeline",
                   shuffle_partitions: int | None = None) -> SparkSession:
     """A session on `master`; None keeps the master spark-submit already chose."""
+    _forget_an_ended_jvm()
     use_this_interpreter()
     quiet_local_jvm(master)
     conf = SparkConf().setAppName(app)
@@ -90,6 +91,21 @@ def spark_session(master: str | None = DEFAULT_MASTER, app: str = "kcm-pipeline"
     session = SparkSession.builder.config(conf=conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _forget_an_ended_jvm() -> None:
+    """PySpark keeps its JVM for the next session of the process, even once the JVM has ended: kcm ends the JVM
+    it owns on Ctrl-C, and a caller of the command line in its own process (a test) goes on to the next
+    session, which must start a JVM anew rather than talk to a dead one."""
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)  # none under spark-submit, whose JVM is not ours
+    if process is None or process.poll() is None:
+        return
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 def start_filtered_jvm(conf: SparkConf) -> None:

@@ -86,19 +86,29 @@ def _signal(pid: int, group: bool, signum: int) -> None:
             os.kill(pid, signum)
 
 
-def _alive(pid: int, group: bool) -> bool:
+def running(pid: int, group: bool) -> bool:
     """Whether the child (any process of its group) still runs. Read off /proc, without reaping: the child's
     owner (a Popen, multiprocessing) reaps it and reads its exit status; a zombie has ended all the same."""
     if not _PROC.is_dir():
         return _signalled(pid, group)
     for stat in _PROC.glob("[0-9]*/stat") if group else [_PROC / str(pid) / "stat"]:
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile
-            continue
-        if fields[0] != "Z" and (not group or int(fields[2]) == pid):
+        fields = _stat(stat)
+        if fields and (not group or int(fields[2]) == pid) and _threads_run(stat.parent):
             return True
     return False
+
+
+def _stat(path: Path) -> list[str]:
+    """The fields of a /proc stat file after the command's name; none once the process or thread is gone."""
+    try:
+        return path.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def _threads_run(process: Path) -> bool:
+    """Whether a thread of the process runs: a JVM's main thread ends (a zombie leader) before its others do."""
+    return any(fields and fields[0] not in ("Z", "X") for fields in map(_stat, process.glob("task/*/stat")))
 
 
 def _signalled(pid: int, group: bool) -> bool:
@@ -139,15 +149,15 @@ def _end(children: dict[int, bool], grace: float) -> None:
     for pid, group in children.items():
         _signal(pid, group, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    alive = {pid: group for pid, group in children.items() if _alive(pid, group)}
+    alive = {pid: group for pid, group in children.items() if running(pid, group)}
     while alive and time.monotonic() < deadline:
         time.sleep(_POLL_SECONDS)
-        alive = {pid: group for pid, group in alive.items() if _alive(pid, group)}
+        alive = {pid: group for pid, group in alive.items() if running(pid, group)}
     for pid, group in alive.items():
         _signal(pid, group, signal.SIGKILL)
     deadline = time.monotonic() + grace
     while alive and time.monotonic() < deadline:
-        alive = {pid: group for pid, group in alive.items() if _alive(pid, group)}
+        alive = {pid: group for pid, group in alive.items() if running(pid, group)}
         if alive:
             time.sleep(_POLL_SECONDS)
 

@@ -5,7 +5,6 @@ behind the `tlc` marker."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 from pathlib import Path
 from typing import Any, NoReturn
@@ -16,6 +15,7 @@ from test_cli import interrupt
 
 from kcm.conformance.check.replay import Replayer
 from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, STEERED, Answer, Engine, Hunt, race, search
+from kcm.spec import child_processes
 from kcm.spec.tlc import modelcheck
 from kcm.spec.tlc.modelcheck import check_model, model_knobs
 from kcm.spec.tlc.validate import validate_with_tlc
@@ -27,11 +27,8 @@ from kcm.tools.hunt import BMC_SHALLOW, model_for, portfolio
 
 
 def gone(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return True
-    return False
+    """No process of the group runs (one that has ended may wait a moment for init to reap it)."""
+    return not child_processes.running(group, group=True)
 
 
 def kafka1211() -> Hunt:

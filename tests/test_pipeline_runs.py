@@ -199,7 +199,8 @@ def test_an_empty_log_checks_nothing_and_says_so(spark: SparkSession, tmp_path: 
     counts = ingest(spark, [str(tmp_path / "state-change.log")], [], tmp_path / "I")
     result = pl.check(spark, tmp_path / "I", tmp_path / "C")
     text, summary = pl.report(tmp_path / "C")
-    assert (counts.read, result.counts.checked, result.exit_code) == (0, 0, pl.EXIT_CLEAN)
+    # A check of nothing is no pass (docs/verdicts.md): exit 2, as every engine that observed nothing.
+    assert (counts.read, result.counts.checked, result.exit_code) == (0, 0, pl.EXIT_USAGE)
     assert summary["verdict"] == UNOBSERVED
     assert text.splitlines()[0] == ("verdict: unobserved (no event checked: the input holds none, so nothing was "
                                     "verified)")

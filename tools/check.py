@@ -33,7 +33,7 @@ from kcm.spec.tlc.modelcheck import (
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
 from kcm.spec.verdicts import VIOLATED, severity, worst
-from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least
+from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
@@ -42,7 +42,7 @@ from kcm.tools.report.command import html_option
 
 def register(subparsers: Any) -> None:
     check = subparsers.add_parser("check", help="model-check the TLA+ specification with TLC")
-    check.add_argument("--model", default=None,
+    check.add_argument("--model", type=non_empty, default=None,
                        help="ci, deep, or another MC<name> instance of spec/ (default ci; liveness with --liveness)")
     check.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
                        help="a design knob of the model, as in kcm sim (repeatable)")

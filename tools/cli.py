@@ -52,7 +52,7 @@ def _run(argv: Sequence[str] | None) -> int:
         handler: Any = args.handler
         return int(handler(args))
     except (UsageError, KnobError, TraceError, OutputError, ValueError) as err:
-        print(f"kcm: error: {err}", file=sys.stderr)
+        print(f"kcm: error: {_one_line(str(err))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader left (`| head`): what the command would have said is unknown, so not 0, which would let a
@@ -88,6 +88,11 @@ def _build_parser() -> Parser:
     for command in commands:
         command.register(sub)
     return parser
+
+
+def _one_line(message: str) -> str:
+    """The error's one line: what it quotes of the user's input (a path with a line break in it) escaped."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in message)
 
 
 if __name__ == "__main__":

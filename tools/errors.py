@@ -49,3 +49,10 @@ def at_least(minimum: int, unit: str = "") -> Callable[[str], int]:
 # An option that counts what a command runs (seeds, steps, examples, runs): 0 or more. A count of 0 runs nothing
 # and is reported `unobserved`; a negative one is the user's error.
 count: Final = at_least(0)
+
+
+def non_empty(text: str) -> str:
+    """An argument type: a name (a model's, say), which an empty string is not (it would read as no option)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text

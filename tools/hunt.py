@@ -42,7 +42,7 @@ from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.trace.format import Event, TraceError
 from kcm.spec.verdicts import UNKNOWN, VIOLATED, held, holds_to_depth
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.variants import VARIANTS
@@ -63,7 +63,7 @@ def register(subparsers: Any) -> None:
     hunt = subparsers.add_parser("hunt", help="the fastest counterexample for a design, then the shortest")
     hunt.add_argument("--set", dest="settings", action="append", default=[], metavar="KNOB=VALUE",
                       help="a design knob, as in kcm check (repeatable)")
-    hunt.add_argument("--model", default=None,
+    hunt.add_argument("--model", type=non_empty, default=None,
                       help="the MC<name> model of spec/ to search (default: the kcm review row's for the knobs, "
                            "else ci)")
     hunt.add_argument("--invariant", dest="invariants", action="append", default=[], metavar="NAME",

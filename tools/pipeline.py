@@ -256,7 +256,11 @@ def _report_check(out: Path, started: float) -> int:
         more = f"; and {len(missing) - 3:,} more run(s) (summary.json lists them)" if len(missing) > 3 else ""
         print(f"kcm: error: --in {summary['input']}: the input lacks records its manifest promised: "
               f"{'; '.join(missing[:3])}{more}", file=sys.stderr)
-    return _exit_code(summary)
+    code = _exit_code(summary)
+    if code == EXIT_USAGE:
+        print(f"kcm: error: --in {summary['input']}: nothing checked (no event in the input): the check does not "
+              "pass", file=sys.stderr)
+    return code
 
 
 def _exit_code(summary: dict[str, Any]) -> int:

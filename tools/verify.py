@@ -24,7 +24,7 @@ from rich.table import Table
 
 from kcm.conformance.check.invariants import per_invariant
 from kcm.conformance.explore.campaign import CampaignResult, SeedResult, run_campaign
-from kcm.spec.atomic_output import claimed_in_place
+from kcm.spec.atomic_output import check_writable, claimed_in_place
 from kcm.spec.verdicts import UNOBSERVED, severity
 from kcm.tools import conform, pipeline, prove, review, zk_cluster
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, count
@@ -70,6 +70,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     engines = [e for e in dict.fromkeys(asked) if e not in args.skip]
     started = time.perf_counter()
     # The counterexample folder is held for the whole run: a second verify into it is refused at once.
+    if args.html:
+        check_writable(args.html)  # the page comes after minutes of work: a place it cannot go is said now
     with claimed_in_place(args.out or default_out("verify")) as out, Reporter(args.progress) as reporter:
         ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full, out, zk=args.zk or "")
         rows = run(ctx, engines)

@@ -323,12 +323,11 @@ def _stop(runner: _Runner, outcome: Race) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     runner.process.join()
-    # TLC's java, orphaned by the kill, is reaped by init: the group is gone once it has been.
+    # TLC's java, orphaned by the kill, is reaped by whoever adopts it (init, or a subreaper that may take its
+    # time): a member of the group that has ended is gone, reaped or not.
     deadline = time.monotonic() + REAP_SECONDS
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
+        if not child_processes.running(pid, group=True):
             child_processes.release(pid)
             return
         time.sleep(POLL_SECONDS)

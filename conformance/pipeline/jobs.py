@@ -560,15 +560,17 @@ def _summary(in_dir: Path, counts: Counts, tables: _Tables, carried: int, valida
 
 def summary_exit_code(summary: dict[str, Any]) -> int:
     """Violations first; else whether the input lacks records its manifest promised, or any record, here or in
-    the stage before (ingest), was quarantined. Nothing checked, and nothing lost, is no failure: the
-    verdict says `unobserved`."""
+    the stage before (ingest), was quarantined; else, a check of no event is no pass (docs/verdicts.md: a run
+    that observed nothing exits 2), and the others are clean."""
     if summary["violations"]:
         return EXIT_VIOLATIONS
     if summary.get("incomplete"):
         return EXIT_QUARANTINED
     records = summary["records"]
     quarantined = records["quarantined"] or records["files_quarantined"] or summary["quarantined_upstream"]
-    return EXIT_QUARANTINED if quarantined else EXIT_CLEAN
+    if quarantined:
+        return EXIT_QUARANTINED
+    return EXIT_USAGE if summary.get("verdict") == UNOBSERVED else EXIT_CLEAN
 
 
 def report(in_dir: Path) -> tuple[str, dict[str, Any]]:

@@ -162,6 +162,10 @@ def check_java() -> None:
             raise SparkStartError(f"JAVA_HOME={home}: no bin/java there (Spark needs Java 17 or newer)")
     elif shutil.which("java") is None:
         raise SparkStartError("no java on the PATH and JAVA_HOME is not set (Spark needs Java 17 or newer)")
+    # PySpark starts its JVM through $SPARK_HOME/bin/spark-submit when SPARK_HOME is set (pyspark/java_gateway.py).
+    spark_home = os.environ.get("SPARK_HOME")
+    if spark_home and not (Path(spark_home) / "bin" / "spark-submit").is_file():
+        raise SparkStartError(f"SPARK_HOME={spark_home}: no bin/spark-submit there (unset it to use PySpark's own)")
 
 
 class SparkStartError(ValueError):

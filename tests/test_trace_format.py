@@ -380,6 +380,11 @@ MALFORMED: list[tuple[str, Edit, int, str, str]] = [
      "bigger than or equal to 0"),
     ("a broker twice in Init", edit_event(0, args_setter("brokers", [1, 1, 2])), 1, "args.brokers", "unique"),
     ("Init's brokers not a list", edit_event(0, args_setter("brokers", "1,2")), 1, "args.brokers", "array"),
+    # Found by tests/test_fuzz_cli.py: check-trace ended in a traceback, validate and replay named no line.
+    ("Init's knobs not an object", edit_event(0, args_setter("knobs", 2**64)), 1, "args.knobs", "object"),
+    ("an unknown knob in Init", edit_event(0, args_setter("knobs", {"bogus": 1})), 1, "args.knobs", "unknown knob"),
+    ("a knob value no design has", edit_event(0, args_setter("knobs", {"truncation": 5})), 1, "args.knobs",
+     "is not one of"),
     ("a boolean broker in Init", edit_event(0, args_setter("brokers", [True, 2])), 1, "args.brokers[0]",
      "integer"),
     ("broker actor not in Init", edit_event(2, setter("actor", "broker:999")), 3, "actor",
@@ -538,7 +543,8 @@ def test_parquet_rows_are_decoded_as_lines_are(tmp_path: Path) -> None:
 # Issue 38: the bad lines the commands that read a trace took, ended in a traceback on, or judged as a violation.
 CLI_CASES = [case for case in MALFORMED if case[0] in (
     "arrays nested 100,000 deep", "objects nested 100,000 deep", "negative broker in Init", "broker actor not in Init",
-    "a v1 line in a v2 file", "an epoch of 1e308", "seq with a fraction", "seq gap")]
+    "a v1 line in a v2 file", "an epoch of 1e308", "seq with a fraction", "seq gap", "Init's knobs not an object",
+    "a knob value no design has")]
 
 
 @pytest.mark.parametrize("command", ["check-trace", "validate", "replay"])

@@ -23,7 +23,7 @@ from typing import IO, Any, Final, NoReturn
 import fastjsonschema
 
 from kcm.spec.atomic_output import OutputError, open_output
-from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES
+from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES, KnobError, Knobs
 
 Event = dict[str, Any]
 
@@ -300,6 +300,12 @@ class Continuity:
         if self.run is not None and run != self.run:
             raise TraceError(self.file, line, "run", f"run {run!r} differs from the trace's run {self.run!r}")
         self._check_seq(seq, line)
+        if action == "Init" and "knobs" in event["args"]:
+            # Every engine reads the design off these: a knob it does not know is this line's fault, not theirs.
+            try:
+                Knobs.from_dict(event["args"]["knobs"])
+            except KnobError as err:
+                raise TraceError(self.file, line, "args.knobs", str(err)) from None
         # An Init's state is held to the brokers it names itself.
         named = event["args"].get("brokers") if action == "Init" else None
         brokers, keys = (self.brokers, self._broker_keys) if named is None else \

@@ -171,9 +171,9 @@ def _splice_bytes(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
     at = draw(st.integers(0, max(0, len(line) - 1)))
     junk = draw(st.sampled_from([b"\x00", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xef\xbb\xbf", b"\r", b"\x1b[2J",
                                  b"\n", b"{", b"}"]))
-    # A carriage return between tokens is white space, a brace inside an argument's string is a string: both may
-    # leave a valid line.
-    bad = junk not in (b"\r", b"{", b"}")
+    # A carriage return between tokens is white space; a brace, or a byte-order mark (a character JSON takes in a
+    # string), inside an argument's string is a string: each may leave a valid line.
+    bad = junk not in (b"\r", b"{", b"}", b"\xef\xbb\xbf")
     return [*lines[:i], line[:at] + junk + line[at:], *lines[i + 1:]], bad, f"{junk!r} at byte {at} of line {i + 1}"
 
 

@@ -253,3 +253,16 @@ def test_a_manifest_an_earlier_kcm_wrote_promises_no_runs(tmp_path: Path) -> Non
     (tmp_path / pl.MANIFEST).write_text(json.dumps({"stage": "generate", "runs": 8, "counts": {}}))
     assert pl.held_to_manifest(pl.read_manifest(tmp_path) or {}, {}) == []
     assert taken_runs(tmp_path) == {"run-000000-seed-1": ""}  # its runs' names stay taken all the same
+
+
+def test_a_line_without_its_seq_is_quarantined_as_the_schema_says(tmp_path: Path) -> None:
+    """Found by tests/test_fuzz_cli.py: ingest's reason for a refused seq read the line's seq, which a line
+    whose seq the schema refused lacks (a KeyError lost the whole job)."""
+    _trace(tmp_path / "t.jsonl", 10, Knobs())
+    lines = (tmp_path / "t.jsonl").read_bytes().splitlines(keepends=True)
+    lines[5] = lines[5].replace(b'"seq":', b'"se\xef\xbb\xbfq":')
+    (tmp_path / "t.jsonl").write_bytes(b"".join(lines))
+    kept, quarantine, read = parse_jsonl(str(tmp_path / "t.jsonl"))
+    assert (len(kept), read) == (len(lines) - 1, len(lines))
+    assert [(q["line"], q["reason"].split(":")[0]) for q in quarantine] == [(6, "schema")]
+

@@ -126,8 +126,8 @@ def _reason(err: TraceError, raw: bytes, last_seq: int | None) -> str:
     """A refused line's reason, led by its kind (the word the manifest and the report count lines by)."""
     if err.field == NO_FIELD:
         return f"{_kind(err.reason)}: {err.field}: {err.reason}"
-    if err.field == "seq" and last_seq is not None:
-        seq = json.loads(raw)["seq"]  # the line decoded, or Continuity would not have reached its seq
+    if err.field == "seq" and err.reason.startswith("expected seq") and last_seq is not None:
+        seq = json.loads(raw)["seq"]  # an integer seq, out of its order: the schema held before the order did
         kind = "duplicate seq" if seq == last_seq else "out-of-order seq" if seq < last_seq else "seq gap"
         return f"{kind}: {err.reason}"
     if err.field == "action" or err.field.startswith("action"):

@@ -244,7 +244,9 @@ def _retype(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
     if found is None:
         return _splice_bytes(lines, draw)
     i, event = found
-    path = draw(st.sampled_from(_paths(event)))
+    # Not inside `args` yet: no schema types an action's arguments, and an engine indexing with a retyped one
+    # ends in a traceback (issue 38, still open; test_trace_format.py's strict xfail keeps it in sight).
+    path = draw(st.sampled_from([p for p in _paths(event) if p[0] != "args"]))
     value = draw(st.sampled_from(NASTY_VALUES))
     parent = _at(event, path[:-1])
     old = parent[path[-1]]

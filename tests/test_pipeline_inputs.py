@@ -14,6 +14,15 @@ from kcm.tools.errors import EXIT_USAGE
 
 
 @pytest.fixture
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These inputs are refused before Spark starts: a stage that reaches it fails the test."""
+    def refused(*_: Any) -> Any:
+        pytest.fail("Spark was started")
+
+    monkeypatch.setattr(stages, "_session", refused)
+
+
+@pytest.fixture
 def places(tmp_path: Path) -> dict[str, Path]:
     (tmp_path / "a-file").write_text("not a directory\n")
     (tmp_path / "empty").mkdir()
@@ -49,13 +58,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("arguments", "message"), CASES, ids=[c[0].split(" {")[0] + " " + c[1][:24] for c in CASES])
+@pytest.mark.usefixtures("no_spark")
 def test_an_input_error_is_one_line_before_spark_starts(arguments: str, message: str, places: dict[str, Path],
-                                                         monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    def no_spark(*_: Any) -> Any:
-        pytest.fail("Spark was started")
-
-    monkeypatch.setattr(stages, "_session", no_spark)
     names = {name: str(path) for name, path in places.items()}
     code = cli.main(["pipeline", *arguments.format(**names).split()])
     captured = capsys.readouterr()
@@ -64,15 +69,11 @@ def test_an_input_error_is_one_line_before_spark_starts(arguments: str, message:
 
 
 @pytest.mark.parametrize("stage", ["ingest --trace {log-1}", "check --in {corpus}", "generate --runs 1 --steps 5"])
+@pytest.mark.usefixtures("no_spark")
 def test_an_out_another_kcm_writes_is_refused_before_spark_starts(stage: str, places: dict[str, Path],
-                                                                  monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     from kcm.spec.atomic_output import claimed_folder, claimed_in_place
 
-    def no_spark(*_: Any) -> Any:
-        pytest.fail("Spark was started")
-
-    monkeypatch.setattr(stages, "_session", no_spark)
     names = {name: str(path) for name, path in places.items()}
     claim = claimed_folder if stage.startswith("check") else claimed_in_place
     with claim(places["out"]):  # another kcm process, as far as the lock can tell

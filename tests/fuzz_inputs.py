@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import gzip
 import io
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any, Final
 from hypothesis import strategies as st
 
 from kcm.impl.sim.simulator import SimConfig, Simulator
-from kcm.spec.trace.format import TraceWriter
+from kcm.spec.trace.format import SCHEMA_PATH, TraceWriter
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 
 DATA: Final = Path(__file__).parent / "data"
@@ -244,18 +245,36 @@ def _retype(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
     if found is None:
         return _splice_bytes(lines, draw)
     i, event = found
-    # Not inside `args` yet: no schema types an action's arguments, and an engine indexing with a retyped one
-    # ends in a traceback (issue 38, still open; test_trace_format.py's strict xfail keeps it in sight).
-    path = draw(st.sampled_from([p for p in _paths(event) if p[0] != "args"]))
+    path = draw(st.sampled_from(_paths(event)))
     value = draw(st.sampled_from(NASTY_VALUES))
     parent = _at(event, path[:-1])
     old = parent[path[-1]]
     parent[path[-1]] = value
-    # The envelope and the state are typed by the schema; `args` is the action's own, judged by the engines.
+    # The schema types the envelope, the state's variables and the arguments it names (one type per name):
+    # deeper, a value of the same JSON type may be right.
     typed = type(old) is not type(value) and (path[0] in ("v", "run", "seq", "actor", "action", "full") or (
-        path[0] == "state" and len(path) == 2))
+        len(path) == 2 and (path[0] == "state" or path[1] in _typed_arguments())))
     return [*lines[:i], _json_line(event), *lines[i + 1:]], typed, f"{'.'.join(map(str, path))} = {value!r} " \
                                                                    f"on line {i + 1}"
+
+
+@functools.cache
+def _typed_arguments() -> frozenset[str]:
+    """The arguments the trace format types, by name (docs/trace-format.md, "Arguments")."""
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return frozenset(schema["definitions"]["args"]["properties"])
+
+
+def _drop_argument(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
+    """An argument left out: every argument is optional (a trace rebuilt from TLC or from logs has few), so
+    the trace stays valid, and an engine that needs one must say so in a line."""
+    found = _event_at(draw, lines)
+    if found is None or not found[1]["args"]:
+        return _splice_bytes(lines, draw)
+    i, event = found
+    name = draw(st.sampled_from(sorted(event["args"])))
+    del event["args"][name]
+    return [*lines[:i], _json_line(event), *lines[i + 1:]], False, f"args.{name} left out on line {i + 1}"
 
 
 def _envelope(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
@@ -299,7 +318,8 @@ def _init_brokers(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
 
 
 MUTATIONS: Final[tuple[_Mutation, ...]] = (_drop, _duplicate, _swap, _truncate_last, _splice_bytes,
-                                           _blank_line, _deep, _token_value, _retype, _envelope, _init_brokers)
+                                           _blank_line, _deep, _token_value, _retype, _drop_argument, _envelope,
+                                           _init_brokers)
 
 
 @st.composite
@@ -327,20 +347,50 @@ def trace_bytes(draw: st.DrawFn) -> tuple[bytes, bool, str]:
         lines, _, what = _prefix(lines, draw)
         base = b"".join(lines)
         done.append(what)
-    bad = False
+    # Judged on what is left, not on what was done: a line duplicated then dropped, or a broken last line then cut
+    # off, leaves a (partial) trace. Each line a mutation wrote is kept with the line it replaced, or None (a
+    # line of its own), and whether it breaks the format.
+    written: dict[bytes, tuple[int | None, bool]] = {}
     for _ in range(draw(st.integers(0 if done else 1, 3))):
         if len(lines) < 3:
             break
-        mutation = draw(st.sampled_from(MUTATIONS))
-        lines, broke, what = mutation(lines, draw)
-        bad = bad or broke
+        before = lines
+        lines, broke, what = draw(st.sampled_from(MUTATIONS))(lines, draw)
         done.append(what)
+        _note_written(base, before, lines, broke, written)
     content = b"".join(lines)
-    # Mutations may undo each other (a line duplicated, then dropped; the first two swapped, then the second
-    # dropped): what reads as consecutive whole lines of the real trace is a (partial) trace.
-    if content.endswith(b"\n") and (base.startswith(content) or b"\n" + content in base):
-        bad = False
-    return content, bad, "; ".join(done)
+    return content, _broken(base, lines, written), "; ".join(done)
+
+
+def _note_written(base: bytes, before: _Lines, after: _Lines, broke: bool,
+                  written: dict[bytes, tuple[int | None, bool]]) -> None:
+    """The lines a mutation wrote: in place of a line (same count of lines), or inserted (one more)."""
+    known = set(before)
+    for k, line in enumerate(after):
+        if line in known or line in written:
+            continue
+        replaced = before[k] if len(after) == len(before) else None
+        origin, was_broken = _origin(base, replaced, written) if replaced is not None else (None, False)
+        written[line] = (origin, broke or was_broken or origin is None)
+
+
+def _origin(base: bytes, line: bytes, written: dict[bytes, tuple[int | None, bool]]) -> tuple[int | None, bool]:
+    if line in written:
+        return written[line]
+    lines = base.splitlines(keepends=True)
+    return (lines.index(line), False) if line in lines else (None, True)
+
+
+def _broken(base: bytes, lines: _Lines, written: dict[bytes, tuple[int | None, bool]]) -> bool:
+    """Whether the lines left break the format: a line written broken, or lines not consecutive lines of the
+    real trace (in place or as a valid rewrite of one)."""
+    origins = []
+    for line in lines:
+        origin, broke = _origin(base, line, written)
+        if broke or origin is None:
+            return True
+        origins.append(origin)
+    return not lines[-1].endswith(b"\n") or any(b != a + 1 for a, b in itertools.pairwise(origins))
 
 
 # -- Kafka state-change logs ---------------------------------------------------------------------------------------

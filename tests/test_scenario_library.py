@@ -102,3 +102,20 @@ def test_a_script_is_filled_with_the_outputs_a_run_expects(tmp_path: Path) -> No
     path.write_text(fill_expectations(text))
     assert path.read_text() == SMALL.format(created="1 admin CreateTopic topic=t0 assignment=0=[1,2]")
     run_scenario(path, rewrite=False)
+
+
+def test_a_store_write_of_another_producers_shape_shows_as_json() -> None:
+    """A trace's writes carry the nodes' data as its producer wrote them: the short forms only where kcm's shape
+    is there to read (a foreign shape ended check-trace's explanation in a traceback)."""
+    from kcm.conformance.scenario.rendering import render_write
+
+    state = "/brokers/topics/t/partitions/0/state"
+    assert render_write(["SetData", state, {"leader": 1, "leader_epoch": 2, "isr": [1, 2]}]) == \
+        "zk set t-0 leader=1 epoch=2 isr=[1,2]"
+    assert render_write(["SetData", state, {"leader": "1"}]) == f'zk set {state} {{"leader":"1"}}'
+    assert render_write(["Create", "/brokers/topics/t", {"partitions": {"0": [1], "1": [2]}}]) == \
+        "zk create t AR 0=[1] 1=[2]"
+    assert render_write(["Create", "/brokers/topics/t", {"partitions": {"x": [1]}}]) == \
+        'zk create /brokers/topics/t {"partitions":{"x":[1]}}'
+    assert render_write(["Create", "/brokers/topics/t", {"partitions": []}]) == \
+        'zk create /brokers/topics/t {"partitions":[]}'

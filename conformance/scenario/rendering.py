@@ -70,12 +70,17 @@ def render_write(write: list[Any]) -> str:
     verb = {"SetData": "set", "Create": "create", "Delete": "delete"}.get(op, op)
     if data is None:
         return f"zk {verb} {path}"
+    # The short forms take the nodes' data as kcm writes them; a trace of another producer's may differ (the
+    # trace format leaves a write's data free), and shows as JSON.
     state = STATE_PATH.fullmatch(path)
-    if state is not None:
+    if state is not None and isinstance(data, dict) and all(
+            isinstance(data.get(key), kind) for key, kind in (("leader", int), ("leader_epoch", int), ("isr", list))):
         return f"zk {verb} {fmt_node(f'{state[1]}-{state[2]}', data)}"
     topic = TOPIC_PATH.fullmatch(path)
-    if topic is not None and isinstance(data, dict) and "partitions" in data:
-        parts = " ".join(f"{i}={fmt(list(r))}" for i, r in sorted(data["partitions"].items(), key=lambda x: int(x[0])))
+    assignment = data.get("partitions") if isinstance(data, dict) else None
+    if topic is not None and isinstance(assignment, dict) and all(
+            index.isdecimal() and isinstance(replicas, list) for index, replicas in assignment.items()):
+        parts = " ".join(f"{i}={fmt(list(r))}" for i, r in sorted(assignment.items(), key=lambda x: int(x[0])))
         return f"zk {verb} {topic[1]} AR {parts}"
     return f"zk {verb} {path} {json.dumps(data, separators=(',', ':'), sort_keys=True)}"
 

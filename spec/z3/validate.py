@@ -106,12 +106,13 @@ def candidates(event: Event, brokers: list[int]) -> list[tuple[str, int | None]]
         return [("Stutter", None)]
     if action in ("CreateTopic", "CreatePartitions"):
         return [("CreateTopic", None)]
+    # A step of the environment or a client names its broker in args.broker; a trace that leaves it out (every
+    # argument is optional) leaves any broker possible.
+    subjects = list(brokers) if subject is None else [subject]
     if action in ("BrokerCrash", "ControllerCrash"):
-        return [("BrokerCrash", subject)]
-    if action in ("BrokerRestart", "SessionExpire"):
-        return [(action, subject)]
-    if action == "Produce":
-        return [("Produce", subject)]
+        return [("BrokerCrash", b) for b in subjects]
+    if action in ("BrokerRestart", "SessionExpire", "Produce"):
+        return [(action, b) for b in subjects]
     if action in CONTEXT_LOADS:
         return [("ControllerElect", actor)]
     if ACTIONS[action] == "controller":

@@ -196,7 +196,8 @@ def _deep(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
         i, event = found
         event[where] = "@DEEP@"
         text = json.dumps(event, separators=(",", ":")).replace('"@DEEP@"', '{"x":' + nested + "}")
-    # An action's arguments are free-form: nesting there is no fault of the format, only a test of the reader.
+    # An argument the format does not name is the producer's own: nesting there is no fault of the format, only a
+    # test of the reader.
     bad = where != "args" or found is None
     return [*lines[:i], text.encode() + b"\n", *lines[i + 1:]], bad, f"nesting {depth} deep in {where} of line {i + 1}"
 

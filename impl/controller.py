@@ -15,6 +15,7 @@ from typing import Any, Final
 from kcm.impl import zk_paths
 from kcm.impl.controller_context import ControllerContext
 from kcm.impl.controller_store import ControllerMovedError, ControllerStore, leader_isr_of
+from kcm.impl.design import Design
 from kcm.impl.messages import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
@@ -27,7 +28,7 @@ from kcm.impl.request_batch import RequestBatch
 from kcm.impl.states import P, R
 from kcm.impl.store import CoordinationStore, Create, MultiError, NodeExistsError, NoNodeError, SetData
 from kcm.impl.topic_deletion import TopicDeletionManager
-from kcm.spec.vocabulary import NO_LEADER, Knobs
+from kcm.spec.vocabulary import NO_LEADER
 
 IMBALANCE_RATIO: Final = 0.1
 
@@ -65,11 +66,11 @@ class StepResult:
 
 
 class Controller:
-    def __init__(self, broker_id: int, knobs: Knobs, store: CoordinationStore) -> None:
+    def __init__(self, broker_id: int, design: Design, store: CoordinationStore) -> None:
         self.broker_id = broker_id
-        self.knobs = knobs
+        self.design = design
         self.store = store
-        self.zk = ControllerStore(store, knobs)
+        self.zk = ControllerStore(store, design)
         self.queue: deque[ControllerEvent] = deque()
         self.ctx: ControllerContext | None = None
         self.resigned_partitions: set[str] = set()
@@ -155,7 +156,7 @@ class Controller:
     ) -> tuple[ControllerContext, PartitionStateMachine, ReplicaStateMachine, TopicDeletionManager]:
         ctx = self.ctx
         assert ctx is not None
-        psm = PartitionStateMachine(ctx, self.zk, batch, self.knobs)
+        psm = PartitionStateMachine(ctx, self.zk, batch, self.design)
         rsm = ReplicaStateMachine(ctx, self.zk, batch)
         return ctx, psm, rsm, TopicDeletionManager(ctx, self.zk, batch, psm, rsm)
 
@@ -316,7 +317,7 @@ class Controller:
         # Before KIP-380 the controller compares broker ids only (2.1.0 KafkaController.scala BrokerChange):
         # a broker that registered again in between is not seen.
         bounced = {b for b in set(registered) & set(before) if registered[b] != before[b]} \
-            if self.knobs.broker_epoch else set()
+            if self.design.broker_epoch_fencing() else set()
         ctx.live_brokers = registered
         ctx.shutting_down -= dead | bounced
         return new, dead, bounced

@@ -10,6 +10,7 @@ from typing import Any
 
 from kcm.impl import zk_paths
 from kcm.impl.controller_context import ControllerContext, LeaderIsr
+from kcm.impl.design import Design
 from kcm.impl.store import (
     BadVersionError,
     CheckVersion,
@@ -23,7 +24,6 @@ from kcm.impl.store import (
     SetData,
     Stat,
 )
-from kcm.spec.vocabulary import Knobs
 
 
 class ControllerMovedError(Exception):
@@ -31,14 +31,14 @@ class ControllerMovedError(Exception):
 
 
 class ControllerStore:
-    def __init__(self, store: CoordinationStore, knobs: Knobs) -> None:
+    def __init__(self, store: CoordinationStore, design: Design) -> None:
         self.store = store
-        self.knobs = knobs
+        self.design = design
         self.session = 0
         self.journal: list[list[object]] = []
 
     def write(self, ctx: ControllerContext, ops: Sequence[Op]) -> list[Stat | None]:
-        fenced = self.knobs.controller_epoch_fencing
+        fenced = self.design.fences_controller_writes()
         checked: list[Op] = [CheckVersion(zk_paths.CONTROLLER_EPOCH, ctx.epoch_version), *ops] if fenced else list(ops)
         try:
             results = self.store.multi(self.session, checked)

@@ -10,9 +10,9 @@ from typing import Literal
 from kcm.impl import election
 from kcm.impl.controller_context import ControllerContext, LeaderIsr
 from kcm.impl.controller_store import ControllerStore
+from kcm.impl.design import Design
 from kcm.impl.request_batch import RequestBatch
 from kcm.impl.states import P, PartitionState, valid_partition_transition
-from kcm.spec.vocabulary import Knobs
 
 Strategy = Literal["offline", "reassign", "preferred", "controlled_shutdown"]
 ELECTION_RETRIES = 3
@@ -26,11 +26,11 @@ class Decision:
 
 
 class PartitionStateMachine:
-    def __init__(self, ctx: ControllerContext, zk: ControllerStore, batch: RequestBatch, knobs: Knobs) -> None:
+    def __init__(self, ctx: ControllerContext, zk: ControllerStore, batch: RequestBatch, design: Design) -> None:
         self.ctx = ctx
         self.zk = zk
         self.batch = batch
-        self.knobs = knobs
+        self.design = design
 
     def handle(
         self, partitions: Iterable[str], target: PartitionState, strategy: Strategy = "offline"
@@ -107,7 +107,7 @@ class PartitionStateMachine:
         live = ctx.live_not_shutting_down()
         live_assigned = frozenset(r for r in assignment if r in live)
         if strategy == "offline":
-            leader = election.offline_partition_leader(assignment, current.isr, live, self.knobs.unclean_election)
+            leader = self.design.offline_partition_leader(assignment, current.isr, live)
             if leader is None:
                 return None
             live_isr = tuple(r for r in current.isr if r in live)

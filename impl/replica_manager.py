@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kcm.impl import zk_paths
+from kcm.impl.design import Design
 from kcm.impl.messages import (
     CONTROLLER_REQUESTS,
     FENCED_LEADER_EPOCH,
@@ -38,20 +39,13 @@ from kcm.impl.messages import (
     StopReplicaResponse,
     UpdateMetadataRequest,
 )
-from kcm.impl.replica_log import (
-    end_offset_for_epoch,
-    kip101_truncation_offset,
-    kip279_truncation_offset,
-    largest_epoch_at_most,
-    latest_epoch,
-)
+from kcm.impl.replica_log import latest_epoch
 from kcm.impl.store import BadVersionError, CoordinationStore, NoNodeError
-from kcm.spec.vocabulary import NO_LEADER, Knobs
+from kcm.spec.vocabulary import NO_LEADER
 
 LEADER: Final = "leader"
 FOLLOWER: Final = "follower"
 MAX_FETCH_RECORDS: Final = 4
-REPLICA_LAG_TICKS: Final = 6
 REQUEST_TIMEOUT_TICKS: Final = 3
 CONTROLLED_SHUTDOWN_ATTEMPTS: Final = 3
 
@@ -91,9 +85,9 @@ class Replica:
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, knobs: Knobs, store: CoordinationStore, session: int) -> None:
+    def __init__(self, broker_id: int, design: Design, store: CoordinationStore, session: int) -> None:
         self.broker_id = broker_id
-        self.knobs = knobs
+        self.design = design
         self.store = store
         self.session = session
         self.alive = True
@@ -133,8 +127,8 @@ class ReplicaManager:
 
     def _stale_broker_epoch(self, request: ControllerRequest, broker_epoch: int) -> bool:
         """KIP-380: a request addressed to an earlier registration of this broker is stale (2.2.0
-        KafkaApis.scala isBrokerEpochStale). Before 2.2 (knob off) nothing is."""
-        return self.knobs.broker_epoch and request.broker_epoch < broker_epoch
+        KafkaApis.scala isBrokerEpochStale). Before 2.2 nothing is."""
+        return self.design.broker_epoch_fencing() and request.broker_epoch < broker_epoch
 
     def _refuse(self, src: int, request: ControllerRequest) -> list[Envelope]:
         """A stale request is refused whole: only a StopReplica is answered that the controller reads
@@ -166,7 +160,7 @@ class ReplicaManager:
 
     def _accept_controller_epoch(self, epoch: int, controller_id: int) -> bool:
         """The controller-epoch fence: requests from an epoch older than one seen are rejected whole."""
-        if self.knobs.controller_epoch_fencing and epoch < self.controller_epoch:
+        if self.design.refuses_controller_epoch(epoch, self.controller_epoch):
             return False
         self.controller_epoch = max(self.controller_epoch, epoch)
         self.metadata_controller = controller_id
@@ -193,8 +187,7 @@ class ReplicaManager:
         return True
 
     def _is_stale(self, replica: Replica, leader_epoch: int) -> bool:
-        known = replica.leader_epoch
-        return self.knobs.leader_epoch_check and known is not None and leader_epoch <= known
+        return self.design.refuses_leader_epoch(leader_epoch, replica.leader_epoch)
 
     def _adopt(self, replica: Replica, state: PartitionLeaderState) -> None:
         replica.leader_epoch = state.leader_epoch
@@ -220,7 +213,7 @@ class ReplicaManager:
         replica.role = FOLLOWER
         replica.follower_leo = {}
         replica.last_caught_up = {}
-        if self.knobs.truncation == "hw":
+        if self.design.truncate_on_become_follower():
             self._truncate(replica, replica.hw)
             replica.truncating = False
         else:
@@ -264,7 +257,7 @@ class ReplicaManager:
 
     def _on_fetch(self, src: int, request: FetchRequest, now: int) -> list[Envelope]:
         replica = self.replicas.get(request.partition)
-        error = self._fence_error(replica, request.current_leader_epoch, self.knobs.truncation == "kip320")
+        error = self._fence_error(replica, request.current_leader_epoch, self.design.fence_current_leader_epoch())
         if replica is not None and not error and request.fetch_offset > len(replica.log):
             error = OFFSET_OUT_OF_RANGE
         if replica is None or error:
@@ -290,16 +283,11 @@ class ReplicaManager:
         self.dirty.add(replica.partition)
 
     def _in_sync(self, replica: Replica, offset: int) -> bool:
-        """Expansion rule of the era: from KIP-320 on, a follower must also have reached this epoch."""
-        caught_up = offset >= replica.hw
-        if self.knobs.truncation == "kip320":
-            return caught_up and offset >= replica.epoch_start_offset
-        return caught_up
+        return self.design.in_sync_for_expansion(offset, replica.hw, replica.epoch_start_offset)
 
     def _maybe_advance_hw(self, replica: Replica) -> None:
-        own = len(replica.log)
-        lowest = min((replica.follower_leo.get(r, -1) for r in replica.isr if r != self.broker_id), default=own)
-        candidate = min(own, lowest)
+        ends = [replica.follower_leo.get(r, -1) for r in replica.isr if r != self.broker_id]
+        candidate = self.design.high_watermark(len(replica.log), ends)
         if candidate > replica.hw:
             replica.hw = candidate
             self.dirty.add(replica.partition)
@@ -329,7 +317,7 @@ class ReplicaManager:
             return ()
         return tuple(
             r for r in replica.isr
-            if r != self.broker_id and now - replica.last_caught_up.get(r, now) > REPLICA_LAG_TICKS
+            if r != self.broker_id and self.design.lagging(now, replica.last_caught_up.get(r, now))
         )
 
     def shrink_isr(self, partition: str, now: int) -> tuple[int, ...]:
@@ -343,21 +331,13 @@ class ReplicaManager:
 
     def _on_offsets_for_leader_epoch(self, src: int, request: OffsetsForLeaderEpochRequest) -> list[Envelope]:
         replica = self.replicas.get(request.partition)
-        error = self._fence_error(replica, request.current_leader_epoch, self.knobs.truncation == "kip320")
+        error = self._fence_error(replica, request.current_leader_epoch, self.design.fence_current_leader_epoch())
         epoch, end = UNDEFINED_EPOCH, -1
         if replica is not None and not error:
-            epoch, end = self._epoch_end(replica, request.leader_epoch)
+            assert replica.leader_epoch is not None
+            epoch, end = self.design.epoch_end_answer(replica.log, request.leader_epoch, replica.leader_epoch)
         reply = OffsetsForLeaderEpochResponse(request.partition, request.current_leader_epoch, error, epoch, end)
         return [Envelope(self.broker_id, src, reply)]
-
-    def _epoch_end(self, replica: Replica, requested: int) -> tuple[int, int]:
-        assert replica.leader_epoch is not None
-        if self.knobs.truncation == "kip101":
-            return requested, end_offset_for_epoch(replica.log, requested, replica.leader_epoch)
-        epoch = largest_epoch_at_most(replica.log, requested, replica.leader_epoch)
-        if epoch == UNDEFINED_EPOCH:
-            return UNDEFINED_EPOCH, -1
-        return epoch, end_offset_for_epoch(replica.log, epoch, replica.leader_epoch)
 
     # -- the follower side ------------------------------------------------------------------------------
 
@@ -422,10 +402,8 @@ class ReplicaManager:
             return False
         if response.leader_epoch == UNDEFINED_EPOCH:
             offset = replica.hw
-        elif self.knobs.truncation == "kip101":
-            offset = kip101_truncation_offset(replica.log, response.end_offset)
         else:
-            offset = kip279_truncation_offset(replica.log, response.leader_epoch, response.end_offset)
+            offset = self.design.truncation_offset(replica.log, response.leader_epoch, response.end_offset)
         self._truncate(replica, offset)
         replica.truncating = False
         return True
@@ -449,7 +427,7 @@ class ReplicaManager:
         replica = self.replicas.get(partition)
         if replica is None or replica.role != LEADER or replica.leader_epoch is None:
             return NOT_LEADER
-        if acks == -1 and len(replica.isr) < self.knobs.min_isr:
+        if not self.design.accepts_write(acks, len(replica.isr)):
             return NOT_ENOUGH_REPLICAS
         replica.log.append((replica.leader_epoch, record_id))
         replica.log_version += 1

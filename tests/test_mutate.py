@@ -51,8 +51,8 @@ def test_a_mutant_that_no_longer_applies_is_an_error() -> None:
 
 def test_the_suite_kills_sample_mutants_and_spares_an_unchanged_one() -> None:
     sample = tuple(m for m in CATALOGUE if m.name in ("hw-as-max", "isr-order-election"))
-    unchanged = Mutant("unchanged", RM, "ReplicaManager._maybe_advance_hw", "candidate = min(own, lowest)",
-                       "candidate = min(own, lowest)", "")
+    unchanged = Mutant("unchanged", RM, "ReplicaManager._maybe_advance_hw", "if candidate > replica.hw:",
+                       "if candidate > replica.hw:", "")
     suite = Suite(examples=4, steps=10, seeds=(1,), sim_steps=300)
     results = {r.name: r for r in run_mutants((*sample, unchanged), processes=2, suite=suite)}
     assert results["hw-as-max"].killed and results["isr-order-election"].killed

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kcm.conformance.check.invariants import InvariantChecker, Violation
+from kcm.impl.design import REPLICA_LAG_TICKS
 from kcm.impl.messages import ACTION_OF, Envelope
-from kcm.impl.replica_manager import FOLLOWER, LEADER, REPLICA_LAG_TICKS, REQUEST_TIMEOUT_TICKS
+from kcm.impl.replica_manager import FOLLOWER, LEADER, REQUEST_TIMEOUT_TICKS
 from kcm.impl.sim.cluster import Cluster, message_args
 from kcm.impl.sim.simulator import SimConfig
 from kcm.spec.trace.format import Event, Events, actor_kind, apply_event

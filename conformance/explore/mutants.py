@@ -23,8 +23,9 @@ from kcm.spec.trace.format import Event
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS: Final = ROOT / "tests" / "scenarios"
-RM, EL, PSM, CTL, CS, CC = ("kcm.impl.replica_manager", "kcm.impl.election", "kcm.impl.partition_state_machine",
-                            "kcm.impl.controller", "kcm.impl.controller_store", "kcm.impl.controller_context")
+RM, EL, PSM, CTL, CS, CC, DS = ("kcm.impl.replica_manager", "kcm.impl.election", "kcm.impl.partition_state_machine",
+                                "kcm.impl.controller", "kcm.impl.controller_store", "kcm.impl.controller_context",
+                                "kcm.impl.design")
 
 
 @dataclass(frozen=True)
@@ -44,15 +45,15 @@ def _m(name: str, module: str, target: str, old: str, new: str, idea: str) -> Mu
 CATALOGUE: Final[tuple[Mutant, ...]] = (
     # -- fencing: controller epochs, leader epochs
     _m("no-controller-epoch-check", RM, "ReplicaManager._accept_controller_epoch",
-       "if self.knobs.controller_epoch_fencing and epoch < self.controller_epoch:", "if False:",
+       "if self.design.refuses_controller_epoch(epoch, self.controller_epoch):", "if False:",
        "skip the controller-epoch check"),
     _m("controller-epoch-overwritten", RM, "ReplicaManager._accept_controller_epoch",
        "self.controller_epoch = max(self.controller_epoch, epoch)", "self.controller_epoch = epoch",
        "a broker forgets a newer controller epoch when an older request is let through"),
-    _m("leader-epoch-ge", RM, "ReplicaManager._is_stale", "leader_epoch <= known", "leader_epoch < known",
+    _m("leader-epoch-ge", DS, "Design.refuses_leader_epoch", "epoch <= known", "epoch < known",
        "compare leader epochs with >= instead of >"),
     _m("no-leader-epoch-check", RM, "ReplicaManager._is_stale",
-       "return self.knobs.leader_epoch_check and known is not None and leader_epoch <= known", "return False",
+       "return self.design.refuses_leader_epoch(leader_epoch, replica.leader_epoch)", "return False",
        "apply every LeaderAndIsr whatever its leader epoch"),
     _m("stop-replica-stale-epoch", RM, "ReplicaManager._on_stop_replica",
        "accepted = self._accept_controller_epoch(request.controller_epoch, request.controller_id)",
@@ -66,8 +67,8 @@ CATALOGUE: Final[tuple[Mutant, ...]] = (
        "replica.role != FOLLOWER or replica.leader_epoch != leader_epoch", "replica.role != FOLLOWER",
        "a follower takes fetch replies meant for an earlier leader epoch"),
     # -- high watermark
-    _m("hw-as-max", RM, "ReplicaManager._maybe_advance_hw", "candidate = min(own, lowest)",
-       "candidate = max(own, lowest)", "compute the HW as a max"),
+    _m("hw-as-max", DS, "Design.high_watermark", "return min(own_end, min(isr_ends, default=own_end))",
+       "return max(own_end, min(isr_ends, default=own_end))", "compute the HW as a max"),
     _m("hw-may-go-back", RM, "ReplicaManager._maybe_advance_hw", "if candidate > replica.hw:",
        "if candidate != replica.hw:", "the leader's HW may move backwards"),
     _m("hw-ignores-isr", RM, "ReplicaManager._maybe_advance_hw",
@@ -100,10 +101,10 @@ CATALOGUE: Final[tuple[Mutant, ...]] = (
     # -- ISR
     _m("always-caught-up", RM, "ReplicaManager._record_follower_position", "if offset >= len(replica.log):",
        "if True:", "every fetch counts as caught up, so laggards are never dropped from the ISR"),
-    _m("isr-join-below-hw", RM, "ReplicaManager._in_sync", "caught_up = offset >= replica.hw",
+    _m("isr-join-below-hw", DS, "Design.in_sync_for_expansion", "caught_up = offset >= leader_hw",
        "caught_up = offset >= 0", "a follower joins the ISR before reaching the HW"),
-    _m("isr-join-before-epoch", RM, "ReplicaManager._in_sync",
-       "return caught_up and offset >= replica.epoch_start_offset", "return caught_up",
+    _m("isr-join-before-epoch", DS, "Design.in_sync_for_expansion",
+       "return caught_up and offset >= epoch_start", "return caught_up",
        "a follower joins the ISR before reaching the leader's epoch (the KIP-320 rule dropped)"),
     _m("shrink-keeps-laggards", RM, "ReplicaManager.shrink_isr", "if r not in laggards", "if r in laggards",
        "the ISR shrink keeps the laggards and drops the others"),
@@ -139,7 +140,7 @@ CATALOGUE: Final[tuple[Mutant, ...]] = (
     _m("leader-epoch-not-bumped", CC, "LeaderIsr.successor", "self.leader_epoch + 1", "self.leader_epoch",
        "a new leadership decision keeps the old leader epoch"),
     _m("no-store-fencing", CS, "ControllerStore.write",
-       "fenced = self.knobs.controller_epoch_fencing", "fenced = False",
+       "fenced = self.design.fences_controller_writes()", "fenced = False",
        "a deposed controller's store writes are not fenced by the epoch node's version"),
     _m("broker-failure-no-election", CTL, "Controller._on_broker_failure",
        "psm.handle(leaderless, P.OfflinePartition)", "psm.handle([], P.OfflinePartition)",

@@ -12,7 +12,8 @@ from hypothesis.stateful import initialize, precondition, rule
 
 from kcm.conformance.explore import danger
 from kcm.conformance.explore.machine import PICK, Machine, pick
-from kcm.impl.replica_manager import FOLLOWER, LEADER, REPLICA_LAG_TICKS, REQUEST_TIMEOUT_TICKS
+from kcm.impl.design import REPLICA_LAG_TICKS
+from kcm.impl.replica_manager import FOLLOWER, LEADER, REQUEST_TIMEOUT_TICKS
 
 # A whole reaction of the controller is a bounded number of steps; more means the implementation loops.
 MAX_CONTROL_STEPS: Final = 10_000

@@ -15,6 +15,7 @@ from typing import Any, Final, Protocol
 from kcm.impl import zk_paths
 from kcm.impl.abstraction import Abstraction
 from kcm.impl.controller import Controller, ControllerEvent
+from kcm.impl.design import Design
 from kcm.impl.messages import (
     ACTION_OF,
     CONTROLLER_REQUESTS,
@@ -64,9 +65,12 @@ class Cluster:
         rng: random.Random | None = None,
         max_delay: int = 0,
         store: ClusterStore | None = None,
+        design: Design | None = None,
     ) -> None:
-        """`store`: an empty store for this cluster alone (default: a new embedded one)."""
+        """`store`: an empty store for this cluster alone (default: a new embedded one); `design`: the design
+        points' strategy, one of one's own (default: the built-in design the knobs name)."""
         self.knobs = knobs
+        self.design = Design(knobs) if design is None else design
         self.sink = sink
         self.run = run
         self.seq = 0
@@ -87,8 +91,8 @@ class Cluster:
         if len(set(brokers)) != len(brokers) or not brokers or min(brokers) < 0:
             raise ValueError(f"broker ids must be distinct and non-negative, got {list(brokers)}")
         for broker in brokers:
-            self.controllers[broker] = Controller(broker, knobs, self.store)
-            self.managers[broker] = ReplicaManager(broker, knobs, self.store, 0)
+            self.controllers[broker] = Controller(broker, self.design, self.store)
+            self.managers[broker] = ReplicaManager(broker, self.design, self.store, 0)
             self._start(broker)
         self._route_watches()
         self.store.drain_changes()
@@ -159,7 +163,7 @@ class Cluster:
     def _retried(self, envelope: Envelope) -> bool:
         """Before KIP-380 a controller request to a broker that is down waits for its next incarnation
         (the controller's send thread retries it); with KIP-380 that incarnation would refuse it."""
-        return not self.knobs.broker_epoch and isinstance(envelope.message, CONTROLLER_REQUESTS) \
+        return not self.design.broker_epoch_fencing() and isinstance(envelope.message, CONTROLLER_REQUESTS) \
             and self.managers[envelope.src].alive
 
     def live_brokers(self) -> list[int]:

@@ -16,12 +16,8 @@ from __future__ import annotations
 
 from math import ceil
 
-from kcm.impl.replica_manager import (
-    CONTROLLED_SHUTDOWN_ATTEMPTS,
-    MAX_FETCH_RECORDS,
-    REPLICA_LAG_TICKS,
-    REQUEST_TIMEOUT_TICKS,
-)
+from kcm.impl.design import REPLICA_LAG_TICKS
+from kcm.impl.replica_manager import CONTROLLED_SHUTDOWN_ATTEMPTS, MAX_FETCH_RECORDS, REQUEST_TIMEOUT_TICKS
 from kcm.impl.sim.cluster import Cluster
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kcm.impl import zk_paths
+from kcm.impl.design import Design
 from kcm.impl.replica_manager import LEADER
 from kcm.impl.sim.cluster import FIRST_BROKER_ID, Cluster, ClusterStore, Event, EventSink, broker_ids
 from kcm.impl.sim.quiescence import calm_phase
@@ -80,14 +81,16 @@ ADMIN_WEIGHTS = {"create_topic": 0.1, "create_partitions": 0.1, "delete_topic": 
 
 class Simulator:
     def __init__(
-        self, seed: int, knobs: Knobs, config: SimConfig, sink: EventSink, store: ClusterStore | None = None
+        self, seed: int, knobs: Knobs, config: SimConfig, sink: EventSink, store: ClusterStore | None = None,
+        design: Design | None = None,
     ) -> None:
-        """`store`: the cluster's coordination store, empty (default: a new embedded one)."""
+        """`store`: the cluster's coordination store, empty (default: a new embedded one); `design`: the design
+        points' strategy (default: the built-in design the knobs name)."""
         check_fits(knobs, config)
         self.rng = random.Random(seed)
         self.config = config
         self.cluster = Cluster(broker_ids(config.brokers, config.first_broker_id), knobs, sink, run=f"seed-{seed}",
-                               rng=self.rng, max_delay=config.max_delay, store=store)
+                               rng=self.rng, max_delay=config.max_delay, store=store, design=design)
         self.topics = 0
         self.storm = 0  # steps since the last calm phase
         self.weights = dict(PROTOCOL_WEIGHTS)

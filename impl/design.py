@@ -1,0 +1,110 @@
+"""The implementation's reading of the design points (kcm.spec.design_points): one object the replica managers,
+the controllers and their store call wherever designs of this controller differ, instead of a branch on a knob
+in each.
+
+`Design(knobs)` is every built-in design: each point reads the knob that selects it. A design of one's own
+subclasses it and overrides the points it changes, as its TLA+ module restates only the hooks it changes.
+Each method is named after its point's TLA+ hook (spec/KafkaReplication.tla), in snake case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Final
+
+from kcm.impl import election
+from kcm.impl.messages import UNDEFINED_EPOCH, Record
+from kcm.impl.replica_log import (
+    end_offset_for_epoch,
+    kip101_truncation_offset,
+    kip279_truncation_offset,
+    largest_epoch_at_most,
+)
+from kcm.spec.vocabulary import Knobs
+
+# Ticks a follower may go without catching up before its leader drops it from the ISR.
+REPLICA_LAG_TICKS: Final = 6
+
+
+class Design:
+    """Every design point of the implementation; the built-in designs read their knobs."""
+
+    def __init__(self, knobs: Knobs) -> None:
+        self.knobs = knobs
+
+    # -- follower truncation (the four eras) -----------------------------------------------------------------
+
+    def truncate_on_become_follower(self) -> bool:
+        """A new follower truncates to its own HW at once (KAFKA-1211's era) instead of asking its leader."""
+        return self.knobs.truncation == "hw"
+
+    def epoch_end_answer(self, log: list[Record], requested: int, current: int) -> tuple[int, int]:
+        """A leader's answer to OffsetsForLeaderEpoch: (epoch, end offset), (UNDEFINED_EPOCH, -1) for none."""
+        if self.knobs.truncation == "kip101":
+            return requested, end_offset_for_epoch(log, requested, current)
+        epoch = largest_epoch_at_most(log, requested, current)
+        if epoch == UNDEFINED_EPOCH:
+            return UNDEFINED_EPOCH, -1
+        return epoch, end_offset_for_epoch(log, epoch, current)
+
+    def truncation_offset(self, log: list[Record], epoch: int, end: int) -> int:
+        """Where a follower truncates to, given its leader's answer for an epoch it knows."""
+        if self.knobs.truncation == "kip101":
+            return kip101_truncation_offset(log, end)
+        return kip279_truncation_offset(log, epoch, end)
+
+    # -- request fencing ---------------------------------------------------------------------------------------
+
+    def fence_current_leader_epoch(self) -> bool:
+        """KIP-320: Fetch and OffsetsForLeaderEpoch carry the follower's leader epoch, and a leader in another
+        epoch refuses them."""
+        return self.knobs.truncation == "kip320"
+
+    def refuses_controller_epoch(self, epoch: int, seen: int) -> bool:
+        """A broker refuses a controller request from an older controller epoch than one it has seen."""
+        return self.knobs.controller_epoch_fencing and epoch < seen
+
+    def fences_controller_writes(self) -> bool:
+        """A controller's store writes check that /controller_epoch is still the one it was elected with."""
+        return self.knobs.controller_epoch_fencing
+
+    def refuses_leader_epoch(self, epoch: int, known: int | None) -> bool:
+        """A broker refuses a LeaderAndIsr entry whose leader epoch is not newer than the one it has."""
+        return self.knobs.leader_epoch_check and known is not None and epoch <= known
+
+    def broker_epoch_fencing(self) -> bool:
+        """KIP-380 (Kafka 2.2): controller requests carry the broker epoch the controller knows, a broker refuses
+        one addressed to an earlier registration of its own, and the controller sees a bounced broker."""
+        return self.knobs.broker_epoch
+
+    # -- leader election on failure ----------------------------------------------------------------------------
+
+    def offline_partition_leader(self, assignment: Sequence[int], isr: Collection[int],
+                                 live: Collection[int]) -> int | None:
+        """The new leader of a partition whose leader failed: the first live ISR member in assignment order, or,
+        with unclean election, the first live replica."""
+        return election.offline_partition_leader(assignment, isr, live, self.knobs.unclean_election)
+
+    # -- ISR shrink and expansion --------------------------------------------------------------------------------
+
+    def in_sync_for_expansion(self, offset: int, leader_hw: int, epoch_start: int) -> bool:
+        """A follower at this fetch offset joins the ISR: from KIP-320 on it must also have reached the
+        leader's epoch start offset."""
+        caught_up = offset >= leader_hw
+        if self.knobs.truncation == "kip320":
+            return caught_up and offset >= epoch_start
+        return caught_up
+
+    def lagging(self, now: int, last_caught_up: int) -> bool:
+        """A follower that has not caught up for too long leaves the ISR."""
+        return now - last_caught_up > REPLICA_LAG_TICKS
+
+    # -- HW advancement and exposure, min ISR -----------------------------------------------------------------------
+
+    def high_watermark(self, own_end: int, isr_ends: Collection[int]) -> int:
+        """The HW a leader may advance to: the lowest log end among it and its ISR."""
+        return min(own_end, min(isr_ends, default=own_end))
+
+    def accepts_write(self, acks: int, isr_size: int) -> bool:
+        """A produce with acks=all is refused while the ISR is smaller than min_isr."""
+        return acks != -1 or isr_size >= self.knobs.min_isr

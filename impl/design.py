@@ -9,6 +9,8 @@ Each method is named after its point's TLA+ hook (spec/KafkaReplication.tla), in
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Collection, Sequence
 from typing import Final
 
@@ -20,6 +22,8 @@ from kcm.impl.replica_log import (
     kip279_truncation_offset,
     largest_epoch_at_most,
 )
+from kcm.spec.design_folder import MANIFEST, DesignError, DesignFolder, field_line
+from kcm.spec.design_points import DESIGN_POINTS
 from kcm.spec.vocabulary import Knobs
 
 # Ticks a follower may go without catching up before its leader drops it from the ISR.
@@ -28,6 +32,9 @@ REPLICA_LAG_TICKS: Final = 6
 
 class Design:
     """Every design point of the implementation; the built-in designs read their knobs."""
+
+    # A design folder's name (kcm.spec.design_folder), which the traces it makes carry; "" for a built-in design.
+    name = ""
 
     def __init__(self, knobs: Knobs) -> None:
         self.knobs = knobs
@@ -108,3 +115,49 @@ class Design:
     def accepts_write(self, acks: int, isr_size: int) -> bool:
         """A produce with acks=all is refused while the ISR is smaller than min_isr."""
         return acks != -1 or isr_size >= self.knobs.min_isr
+
+
+def load_strategy(design: DesignFolder, knobs: Knobs | None = None) -> Design:
+    """The implementation's strategy of a design folder, on its base design's knobs (or `knobs`): the class its
+    manifest names in its strategy module, or the base design itself where it has none. A module that does not
+    load, or a class that is not a Design, is a DesignError naming the file and line."""
+    chosen = design.base if knobs is None else knobs
+    if design.strategy is None or design.strategy_class is None:
+        return Design(chosen)
+    path = design.strategy
+    name = f"kcm_design_{design.name.replace('-', '_')}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # a dataclass or a pickle of the strategy finds its module by name
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        raise DesignError(path, err.lineno or 0, "", f"does not parse: {err.msg}") from None
+    except Exception as err:  # the reviewer's code, failing as it loads: named, not a traceback
+        raise DesignError(path, _line_in(err, str(path)), "", f"does not load: {type(err).__name__}: {err}") from None
+    found = getattr(module, design.strategy_class, None)
+    if not (isinstance(found, type) and issubclass(found, Design)):
+        raise DesignError(design.path / MANIFEST, field_line(design, "python.class"), "python.class",
+                          f"{path.name} defines no subclass of kcm.impl.design.Design called {design.strategy_class}")
+    strategy = found(chosen)
+    strategy.name = design.name
+    return strategy
+
+
+def _line_in(err: BaseException, file: str) -> int:
+    """The line of `file` the error was raised from, innermost first."""
+    tb = err.__traceback__
+    line = 0
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == file:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def overridden_points(design: Design) -> tuple[str, ...]:
+    """The design points a strategy changes: those with a method its class overrides."""
+    changed = {name for klass in type(design).__mro__ if klass is not Design and issubclass(klass, Design)
+               for name in vars(klass)}
+    return tuple(p.name for p in DESIGN_POINTS if changed & set(p.python))

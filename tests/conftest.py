@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,6 +11,12 @@ import pytest
 
 from kcm.impl.zookeeper.ensemble import Ensemble, ZooKeeperMissing, locate
 from kcm.spec.tlc.modelcheck import CheckOutcome, check_model, model_knobs
+
+# A suite started in the background (`&` in a non-interactive shell) inherits SIGINT ignored, and so would every
+# kcm it starts: the tests of Ctrl-C would send it to deaf processes. A handler of this process's own is reset
+# for its children, which start with the default: Python's KeyboardInterrupt.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,8 @@ from kcm.spec.tlc.modelcheck import (
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
 from kcm.spec.verdicts import VIOLATED, severity, worst
+from kcm.spec.vocabulary import Knobs
+from kcm.tools.design_option import add_design_option, chosen_design
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
@@ -61,6 +63,8 @@ def register(subparsers: Any) -> None:
                             "<model>-counterexample.jsonl in it (default "
                             f"{default_out('check', '<model>-counterexample.jsonl')})")
     check.add_argument("--json", action="store_true")
+    add_design_option(check, "TLC checks its module's hooks on its base design's knobs (--set changes them), on "
+                             "its first model by default")
     add_option(check)
     html_option(check)
     check.set_defaults(handler=cmd_check)
@@ -71,8 +75,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         return cmd_liveness(args)
     if args.properties:
         raise UsageError("--property needs --liveness")
-    args.model = args.model or "ci"
-    knobs = model_knobs(args.model).with_settings(args.settings)
+    design = chosen_design(args)
+    args.model = args.model or ("ci" if design is None else design.models[0])
+    knobs = model_knobs(args.model)
+    if design is not None:
+        # The model's bounds, the design's rules: its base knobs replace the ones the model sets.
+        knobs = Knobs.from_dict({**knobs.to_dict(), **design.base.changed()})
+    knobs = knobs.with_settings(args.settings)
     check_invariant_names(args.invariants)
     try:
         # Before TLC starts: a search of minutes does not end in a counterexample that cannot be written.
@@ -85,7 +94,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             def show(found: TlcProgress) -> None:
                 task.update(found.text())
 
-            outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap, out, show)
+            outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap, out, show,
+                                  design=design)
     except (TlcSetupError, TlcError) as err:
         raise UsageError(str(err)) from err
     summary = outcome.to_json()

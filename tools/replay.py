@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kcm.conformance.check.replay import Replayer, ReplayReport
 from kcm.spec.trace.format import TraceFile
 from kcm.spec.vocabulary import INVARIANTS
+from kcm.tools.design_option import add_design_option, chosen_design
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED
 
 
@@ -28,6 +29,7 @@ def register(subparsers: Any) -> None:
     replay.add_argument("--invariant", metavar="NAME",
                         help="the invariant the trace breaks (default: the first the invariant checker finds)")
     replay.add_argument("--json", action="store_true")
+    add_design_option(replay, "the implementation runs its strategy")
     # Replay copies a simulated cluster per reading of a step, which compiled objects refuse.
     replay.set_defaults(handler=cmd_replay, needs_sources=True)
 
@@ -37,7 +39,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise ValueError(f"--invariant {args.invariant}: unknown invariant (known: {', '.join(INVARIANTS)})")
     # Read as a stream, twice: a survey of the whole trace (a format error anywhere stops the replay before
     # its first step), then step by step.
-    replayer = Replayer(TraceFile(args.trace), args.invariant)
+    replayer = Replayer(TraceFile(args.trace), args.invariant, chosen_design(args))
     console = Console(stderr=True)
     with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=args.json or not console.is_terminal) as progress:

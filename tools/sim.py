@@ -19,11 +19,13 @@ from typing import Any, Final
 
 from rich.console import Console
 
+from kcm.impl.design import load_strategy
 from kcm.impl.sim.cluster import FIRST_BROKER_ID
 from kcm.impl.sim.simulator import SimConfig, Simulator, check_fits
 from kcm.spec.atomic_output import claimed_file
 from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
+from kcm.tools.design_option import add_design_option, chosen_design
 from kcm.tools.errors import EXIT_OK, UsageError
 from kcm.tools.progress import Reporter, add_option
 
@@ -37,6 +39,7 @@ def register(subparsers: Any) -> None:
     sim.add_argument("--steps", type=int, default=1000, help="steps to simulate after bootstrap (default 1000)")
     cluster_options(sim)
     sim.add_argument("--out", required=True, help="trace file to write (JSON Lines, trace format v2)")
+    add_design_option(sim, "the cluster runs its strategy, on its base design's knobs (--set changes them)")
     add_option(sim)
     sim.set_defaults(handler=cmd_sim)
 
@@ -55,8 +58,9 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
                              f"(default {CALM_EVERY}; 0 = never calm)")
 
 
-def cluster_config(args: argparse.Namespace) -> tuple[Knobs, SimConfig]:
-    knobs = Knobs().with_settings(args.settings)
+def cluster_config(args: argparse.Namespace, base: Knobs | None = None) -> tuple[Knobs, SimConfig]:
+    """The knobs (`base`'s, default the safe design's, under --set) and the cluster the options ask for."""
+    knobs = (base or Knobs()).with_settings(args.settings)
     if args.calm_every < 0:
         raise UsageError("--calm-every must not be negative (0: never calm)")
     config = SimConfig(
@@ -142,7 +146,9 @@ def _run(sim: Simulator, steps: int, out: _Metered, reporter: Reporter) -> None:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    knobs, config = cluster_config(args)
+    design = chosen_design(args)
+    knobs, config = cluster_config(args, None if design is None else design.base)
+    strategy = None if design is None else load_strategy(design, knobs)
     console = Console(stderr=True)
     large = _LargeLines(console)
     try:
@@ -154,7 +160,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
                 if out.last > LARGE_LINE:
                     large.saw(event, out.last)
 
-            sim = Simulator(args.seed, knobs, config, write)
+            sim = Simulator(args.seed, knobs, config, write, design=strategy)
             sim.bootstrap()
             with Reporter(args.progress) as reporter:
                 _run(sim, args.steps, out, reporter)
@@ -162,5 +168,6 @@ def cmd_sim(args: argparse.Namespace) -> int:
     except OSError as err:
         raise UsageError(f"{args.out}: cannot write: {err.strerror}") from err
     large.summary()
-    print(f"wrote {events} events to {args.out} (seed {args.seed}, {knobs.describe()})")
+    made = knobs.describe() if design is None else f"design {design.name} on {knobs.describe()}"
+    print(f"wrote {events} events to {args.out} (seed {args.seed}, {made})")
     return EXIT_OK

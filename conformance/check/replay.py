@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kcm.conformance.check.invariants import InvariantChecker, Violation
-from kcm.impl.design import REPLICA_LAG_TICKS
+from kcm.impl.design import REPLICA_LAG_TICKS, load_strategy
 from kcm.impl.messages import ACTION_OF, Envelope
 from kcm.impl.replica_manager import FOLLOWER, LEADER, REQUEST_TIMEOUT_TICKS
 from kcm.impl.sim.cluster import Cluster, message_args
 from kcm.impl.sim.simulator import SimConfig
+from kcm.spec.design_folder import DesignFolder
 from kcm.spec.trace.format import Event, Events, actor_kind, apply_event
 from kcm.spec.vocabulary import ACTIONS, NO_LEADER, VARIABLES, Knobs
 
@@ -310,7 +311,8 @@ class Replayer:
     """Replays a trace read twice: once for what it observes (and the invariant it breaks), then step by
     step through a window of its events (_Window); a TraceFile is never held whole."""
 
-    def __init__(self, events: Events, invariant: str | None = None) -> None:
+    def __init__(self, events: Events, invariant: str | None = None, design: DesignFolder | None = None) -> None:
+        """`design`: the design folder whose strategy the implementation runs (the trace's Init names it)."""
         iterator = iter(events)
         init = next(iterator, None)
         if init is None or init["action"] != "Init" or not init.get("full"):
@@ -318,6 +320,11 @@ class Replayer:
         self.events = events
         self.init = init
         self.knobs = _knobs(init)
+        made_by = init["args"].get("design")
+        if made_by is not None and (design is None or design.name != made_by):
+            raise ReplayError(f"the trace was made by the design {made_by!r}: replay it with --design, the folder of "
+                              f"that design" + ("" if design is None else f" (not {design.name!r})"))
+        self.design = None if design is None else load_strategy(design, self.knobs)
         # The invariant the trace is known to break (TLC's verdict), when the checker cannot see it.
         self.invariant = invariant
         self._survey(itertools.chain([init], iterator))
@@ -440,7 +447,7 @@ class Replayer:
         """A cluster in the trace's first state: fresh, or (a model's InitStable) with its topics created
         and the cluster run to quiescence."""
         sink = _Sink()
-        cluster = Cluster(_brokers(self.init), self.knobs, sink, run=f"replay-{self.init['run']}")
+        cluster = Cluster(_brokers(self.init), self.knobs, sink, run=f"replay-{self.init['run']}", design=self.design)
         world = _World(cluster, sink, {}, InvariantChecker(self.knobs.truncation))
         assignment: dict[str, list[int]] = self.init["state"].get("assignment", {})
         topics: dict[str, dict[int, tuple[int, ...]]] = {}

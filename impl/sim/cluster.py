@@ -102,7 +102,9 @@ class Cluster:
 
     def _record_init(self, brokers: Sequence[int]) -> None:
         state = self.abstraction.snapshot(self.store, self.managers, self.controllers, self.partitions)
-        args = {"knobs": self.knobs.to_dict(), "brokers": list(brokers)}
+        args: dict[str, object] = {"knobs": self.knobs.to_dict(), "brokers": list(brokers)}
+        if self.design.name:
+            args["design"] = self.design.name
         self.sink(self._event("env", "Init", args, state, full=True))
 
     def _event(self, actor: str, action: str, args: dict[str, Any], state: dict[str, Any], full: bool = False) -> Event:

@@ -52,19 +52,21 @@ def knob_settings(cfg: str) -> Knobs:
     return knobs
 
 
-def bindings(knobs: Knobs) -> str:
-    """A CONSTANTS section binding the knob constants and the era hooks of the knobs' truncation rule."""
+def bindings(knobs: Knobs, hooks: dict[str, str] | None = None) -> str:
+    """A CONSTANTS section binding the knob constants and the era hooks of the knobs' truncation rule, but for
+    the `hooks` a design binds to operators of its own."""
     _, prefix = ERA_MODULES[knobs.truncation]
+    own = hooks or {}
     lines = [f"    {KNOB_CONSTANTS[knob]} = {tla(value)}" for knob, value in knobs.to_dict().items()]
-    lines += [f"    {hook} <- {prefix}{hook}" for hook in ERA_HOOKS]
+    lines += [f"    {hook} <- {own.get(hook, prefix + hook)}" for hook in ERA_HOOKS]
     return "CONSTANTS\n" + "\n".join(lines) + "\n"
 
 
 def configure(cfg: str, knobs: Knobs, invariants: list[str] | None = None,
-              properties: list[str] | None = None) -> str:
-    """The configuration under `knobs` (which replace the ones it sets) and, if given, only `invariants` and
-    only the temporal `properties`."""
-    text = "".join(f"{line}\n" for line in cfg.splitlines() if not _knob_setting(line)) + bindings(knobs)
+              properties: list[str] | None = None, hooks: dict[str, str] | None = None) -> str:
+    """The configuration under `knobs` (which replace the ones it sets), with a design's own `hooks` and, if
+    given, only `invariants` and only the temporal `properties`."""
+    text = "".join(f"{line}\n" for line in cfg.splitlines() if not _knob_setting(line)) + bindings(knobs, hooks)
     for section, names in (("INVARIANT", invariants), ("PROPERTY", properties)):
         if names:
             text = re.sub(_section(section), "", text)

@@ -1,0 +1,181 @@
+"""A design as one folder: the unit a reviewer brings to kcm.
+
+    my-design/
+        design.toml     the manifest (below)
+        MyDesign.tla    a TLA+ module that EXTENDS the core (or a truncation era's module) and defines the hooks
+                        it changes, under names of its own
+        strategy.py     the implementation's strategy: a subclass of kcm.impl.design.Design overriding the points
+                        it changes
+
+The manifest, checked against `design.schema.json`:
+
+    name = "trust-leader-hw"                     # letters, digits and dashes
+    summary = "A follower truncates to its leader's HW."
+    follows = "KIP-101 draft, https://..."       # the Kafka release or KIP it follows, with a citation
+    base = "truncation=kip320"                   # the built-in design it starts from: knob settings, or "defaults"
+    expected = ["NoCommittedDataLoss"]           # the invariants and properties it is expected to break
+    models = ["ci"]                              # the model instances of spec/ it is checked on
+
+    [tla]
+    module = "TrustLeaderHw.tla"
+    hooks = { TruncationOffset = "TLH_TruncationOffset" }   # core hook -> the module's operator
+
+    [python]
+    strategy = "strategy.py"
+    class = "TrustLeaderHw"
+
+Every engine reads the folder: TLC binds the hooks, the implementation loads the strategy
+(kcm.impl.design.load_strategy), and an engine that cannot read a point the design changes says `unsupported`.
+A bad manifest is one line naming file, line and field (DesignError).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import fastjsonschema
+
+from kcm.spec.design_points import DESIGN_POINTS
+from kcm.spec.vocabulary import ERA_HOOKS, INVARIANTS, PROPERTIES, KnobError, Knobs
+
+MANIFEST: Final = "design.toml"
+SCHEMA_PATH: Final = importlib.resources.files("kcm.spec").joinpath("design.schema.json")
+
+
+class DesignError(ValueError):
+    """A design folder that cannot be read: `file:line: field: reason`."""
+
+    def __init__(self, file: Path, line: int, field: str, reason: str) -> None:
+        self.file, self.line, self.field, self.reason = file, line, field, reason
+        super().__init__(f"{file}:{line}: {field}: {reason}" if field else f"{file}:{line}: {reason}")
+
+
+@dataclass(frozen=True)
+class DesignFolder:
+    path: Path
+    name: str
+    summary: str
+    follows: str
+    base: Knobs
+    expected: frozenset[str]
+    models: tuple[str, ...]
+    tla_module: Path | None
+    hooks: dict[str, str]
+    strategy: Path | None
+    strategy_class: str | None
+
+    @property
+    def changed_points(self) -> tuple[str, ...]:
+        """The design points whose TLA+ hooks the design rebinds."""
+        return tuple(p.name for p in DESIGN_POINTS if set(p.tla) & set(self.hooks))
+
+
+@functools.cache
+def _validator() -> Any:
+    return fastjsonschema.compile(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+
+
+def read_design(path: str | Path) -> DesignFolder:
+    """The design in a folder (or named by its manifest); DesignError for anything wrong in it."""
+    given = Path(path)
+    manifest = given if given.is_file() else given / MANIFEST
+    try:
+        text = manifest.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DesignError(manifest, 0, "", "no such file (a design folder holds design.toml)") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DesignError(manifest, 0, "", f"cannot read: {getattr(err, 'strerror', None) or err}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        found = re.search(r"\(at line (\d+), column \d+\)", str(err))
+        raise DesignError(manifest, int(found[1]) if found else 0, "",
+                          re.sub(r" \(at line \d+, column \d+\)", "", str(err))) from None
+    try:
+        _validator()(data)
+    except fastjsonschema.JsonSchemaValueException as err:
+        field = ".".join(str(part) for part in err.path[1:]) or str(err.rule_definition)
+        reason = err.message.removeprefix("data" + "".join(f".{p}" for p in err.path[1:])).strip()
+        raise DesignError(manifest, _line_of(text, err.path[1:]), field, reason or err.message) from None
+    return _design(manifest, text, data)
+
+
+def _design(manifest: Path, text: str, data: dict[str, Any]) -> DesignFolder:
+    def refuse(field: str, reason: str) -> DesignError:
+        return DesignError(manifest, _line_of(text, field.split(".")), field, reason)
+
+    try:
+        base = Knobs() if data["base"] == "defaults" else Knobs().with_settings(
+            [s.strip() for s in data["base"].split(",")])
+    except KnobError as err:
+        raise refuse("base", str(err)) from None
+    known = (*INVARIANTS, *PROPERTIES)
+    for name in data["expected"]:
+        if name.partition("/")[0] not in known:
+            raise refuse("expected", f"{name!r} is no invariant or property (known: {', '.join(known)})")
+    tla = data.get("tla", {})
+    hooks = dict(tla.get("hooks", {}))
+    for hook in hooks:
+        if hook not in ERA_HOOKS:
+            raise refuse(f"tla.hooks.{hook}", f"no hook of the core is called so (hooks: {', '.join(ERA_HOOKS)})")
+    module = _member(manifest, text, tla, "tla", "module")
+    if hooks and module is None:
+        raise refuse("tla.hooks", "hooks need the module that defines them (tla.module)")
+    if module is not None:
+        source = module.read_text(encoding="utf-8", errors="replace")
+        if not re.search(rf"^-+\s*MODULE\s+{re.escape(module.stem)}\s*-+", source, re.M):
+            raise DesignError(module, 1, "", f"expected a module header '---- MODULE {module.stem} ----'")
+        for hook, operator in hooks.items():
+            if not re.search(rf"^{re.escape(operator)}\b", source, re.M):
+                raise refuse(f"tla.hooks.{hook}", f"{module.name} defines no operator {operator}")
+    python = data.get("python", {})
+    strategy = _member(manifest, text, python, "python", "strategy")
+    return DesignFolder(manifest.parent, data["name"], data["summary"], data["follows"], base,
+                        frozenset(data["expected"]), tuple(data["models"]), module, hooks, strategy,
+                        python.get("class"))
+
+
+def _member(manifest: Path, text: str, table: dict[str, Any], section: str, key: str) -> Path | None:
+    if key not in table:
+        return None
+    path: Path = (manifest.parent / str(table[key])).resolve()
+    if manifest.parent.resolve() not in path.parents:
+        raise DesignError(manifest, _line_of(text, [section, key]), f"{section}.{key}",
+                          "must name a file inside the design's folder")
+    if not path.is_file():
+        raise DesignError(manifest, _line_of(text, [section, key]), f"{section}.{key}", f"no such file: {path.name}")
+    return path
+
+
+def field_line(design: DesignFolder, field: str) -> int:
+    """The line of the design's manifest that sets a field (dotted: `python.class`)."""
+    return _line_of((design.path / MANIFEST).read_text(encoding="utf-8"), field.split("."))
+
+
+def _line_of(text: str, path: list[Any] | tuple[Any, ...]) -> int:
+    """The line where a manifest sets a field: the key's own line, else its table's, else 1."""
+    keys = [str(part) for part in path if not isinstance(part, int)]
+    table = ""
+    best = 1
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        header = re.fullmatch(r"\[([^\]]+)\]", stripped)
+        if header:
+            table = header[1].strip()
+            if keys[:1] == [table]:
+                best = number
+            continue
+        key = re.match(r"([A-Za-z0-9_-]+)\s*=", stripped)
+        if key is None:
+            continue
+        where = [table, key[1]] if table else [key[1]]
+        if keys[:len(where)] == where:
+            best = number
+    return best

@@ -1,0 +1,127 @@
+"""A design as one folder (kcm.spec.design_folder): its manifest read and checked, its strategy loaded by the
+implementation, its hooks bound by TLC; tests/data/designs/ holds two designs that are not built in."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kcm.impl.design import Design, load_strategy, overridden_points
+from kcm.spec.design_folder import DesignError, read_design
+from kcm.spec.vocabulary import Knobs
+from kcm.tools.cli import main
+
+DESIGNS = Path(__file__).parent / "data" / "designs"
+EAGER, STRICT = DESIGNS / "eager-isr-join", DESIGNS / "strict-isr-join"
+
+
+def test_the_designs_of_tests_data_read_whole() -> None:
+    eager = read_design(EAGER)
+    assert (eager.name, eager.base, eager.expected, eager.models) == (
+        "eager-isr-join", Knobs(), frozenset({"NoCommittedDataLoss"}), ("deep",))
+    assert eager.hooks == {"InSyncForExpansion": "EAGER_InSyncForExpansion"}
+    assert eager.changed_points == ("isr-expansion",)
+    strategy = load_strategy(eager)
+    assert isinstance(strategy, Design) and strategy.name == "eager-isr-join"
+    assert overridden_points(strategy) == ("isr-expansion",)
+    assert overridden_points(Design(Knobs())) == ()
+    assert read_design(STRICT / "design.toml").expected == frozenset()
+
+
+def _copy(tmp_path: Path, source: Path = EAGER) -> Path:
+    folder = tmp_path / source.name
+    shutil.copytree(source, folder)
+    return folder
+
+
+# What is broken in the manifest (a line replaced), and the one line that says so.
+BROKEN = [
+    ('models = ["deep"]', 'models = ["deep"', "design.toml:9: Unclosed array"),
+    ('models = ["deep"]', "models = []", "design.toml:7: models: must contain at least 1 items"),
+    ('base = "defaults"', 'base = "truncation=kip999"', "design.toml:4: base: "),
+    ('base = "defaults"', "base = 3", "design.toml:4: base: must be string"),
+    ('expected = ["NoCommittedDataLoss"]', 'expected = ["NoDataLoss"]', "design.toml:5: expected: 'NoDataLoss' is no"),
+    ('hooks = { InSyncForExpansion = "EAGER_InSyncForExpansion" }', 'hooks = { InSync = "EAGER_InSyncForExpansion" }',
+     "design.toml:11: tla.hooks.InSync: no hook of the core is called so"),
+    ('hooks = { InSyncForExpansion = "EAGER_InSyncForExpansion" }', 'hooks = { InSyncForExpansion = "EAGER_Other" }',
+     "design.toml:11: tla.hooks.InSyncForExpansion: EagerIsrJoin.tla defines no operator EAGER_Other"),
+    ('module = "EagerIsrJoin.tla"', 'module = "../x.tla"', "design.toml:10: tla.module: must name a file inside"),
+    ('strategy = "strategy.py"', 'strategy = "missing.py"', "design.toml:14: python.strategy: no such file: missing.py"),
+    ('class = "EagerIsrJoin"', 'class = "Nope"', "design.toml:15: python.class: strategy.py defines no subclass"),
+    ('name = "eager-isr-join"', 'nom = "eager-isr-join"', "design.toml:1: "),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "said"), BROKEN, ids=[b[1] for b in BROKEN])
+def test_a_bad_manifest_is_one_line_naming_file_line_and_field(tmp_path: Path, old: str, new: str, said: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _copy(tmp_path)
+    manifest = folder / "design.toml"
+    text = manifest.read_text()
+    assert old in text
+    manifest.write_text(text.replace(old, new))
+    assert main(["sim", "--design", str(folder), "--steps", "10", "--out", str(tmp_path / "t.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"kcm: error: {folder}/{said}"), err
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("    def in_sync_for_expansion(self", "strategy.py:9: does not parse"),
+    ("raise RuntimeError('x')", "strategy.py:9: does not load: RuntimeError: x"),
+])
+def test_a_strategy_that_does_not_load_is_one_line(tmp_path: Path, line: str, said: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _copy(tmp_path)
+    strategy = folder / "strategy.py"
+    strategy.write_text(strategy.read_text() + line + "\n")
+    assert main(["sim", "--design", str(folder), "--steps", "10", "--out", str(tmp_path / "t.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"kcm: error: {folder}/{said}"), err
+
+
+def test_a_missing_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "--design", str(tmp_path / "none"), "--out", str(tmp_path / "t.jsonl")]) == 2
+    assert capsys.readouterr().err == (f"kcm: error: {tmp_path / 'none' / 'design.toml'}:0: no such file (a design "
+                                       "folder holds design.toml)\n")
+
+
+def test_the_simulator_runs_the_designs_strategy_and_replay_needs_the_design(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "eager.jsonl"
+    assert main(["sim", "--design", str(EAGER), "--seed", "1", "--steps", "3000", "--progress", "none",
+                 "--out", str(trace)]) == 0
+    assert "design eager-isr-join on defaults" in capsys.readouterr().out
+    assert main(["check-trace", str(trace)]) == 1
+    assert "NoCommittedDataLoss" in capsys.readouterr().out
+    assert main(["replay", str(trace)]) == 2
+    assert "made by the design 'eager-isr-join': replay it with --design" in capsys.readouterr().err
+    assert main(["replay", str(trace), "--design", str(EAGER)]) == 0
+    assert "breaks NoCommittedDataLoss as the trace does" in capsys.readouterr().out
+    # The same seed on the safe design breaks nothing: the strategy made the difference.
+    assert main(["sim", "--seed", "1", "--steps", "3000", "--progress", "none", "--out", str(tmp_path / "s.jsonl")]) == 0
+    assert main(["check-trace", str(tmp_path / "s.jsonl")]) == 0
+
+
+@pytest.mark.tlc
+def test_tlc_checks_the_designs_hooks_and_the_counterexample_replays_with_its_strategy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cex.jsonl"
+    assert main(["check", "--design", str(EAGER), "--invariant", "NoCommittedDataLoss", "--progress", "none",
+                 "--out", str(out)]) == 1
+    assert "model deep (defaults (safe design)): violated NoCommittedDataLoss" in capsys.readouterr().out
+    assert main(["replay", str(out), "--design", str(EAGER)]) == 0
+    assert "breaks NoCommittedDataLoss as the trace does" in capsys.readouterr().out
+
+
+@pytest.mark.tlc
+def test_tlc_finds_the_safe_design_safe_on_its_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--design", str(STRICT), "--progress", "none", "--out", "/tmp/kcm-strict-unused"]) == 0
+    assert "model ci (defaults (safe design)): holds" in capsys.readouterr().out
+
+
+def test_design_error_names_file_line_and_field() -> None:
+    err = DesignError(Path("d/design.toml"), 3, "base", "bad")
+    assert str(err) == "d/design.toml:3: base: bad"

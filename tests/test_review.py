@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_cli import interrupt
 
+from kcm.spec.designs import COLUMNS, TLA_INVARIANTS, VARIANTS, Variant
 from kcm.spec.tlc.modelcheck import ModelError, models
 from kcm.spec.trace.format import load_trace, make_event
 from kcm.spec.verdicts import VIOLATED
@@ -25,7 +26,6 @@ from kcm.tools.review import (
     select,
     to_json,
 )
-from kcm.tools.variants import COLUMNS, TLA_INVARIANTS, VARIANTS, Variant
 
 
 def test_columns_are_typeok_and_the_vocabulary_with_both_hw_readings_checked() -> None:

@@ -13,6 +13,7 @@ from kcm.conformance.explore.hunt import BFS, Answer, Engine
 from kcm.conformance.explore.zk_campaign import CampaignPlan
 from kcm.conformance.explore.zk_campaign import CampaignResult as ZkCampaign
 from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.designs import VARIANTS
 from kcm.spec.tlc.modelcheck import CheckOutcome
 from kcm.spec.tlc.runner import TlcResult
 from kcm.spec.trace.format import Event, TraceWriter
@@ -35,7 +36,6 @@ from kcm.tools.hunt import _no_counterexample
 from kcm.tools.progress import Reporter
 from kcm.tools.review import Cell, RowResult
 from kcm.tools.stages import StageRow, VerifyContext, verdict
-from kcm.tools.variants import VARIANTS
 
 EVERY_NAME = {*INVARIANTS, *PROPERTIES}
 

@@ -29,6 +29,7 @@ from typing import Any, Final
 from kcm.conformance.check.replay import Replayer, ReplayError
 from kcm.conformance.explore.hunt import BFS, BMC, SHORTEST, SIMULATE, Answer, Engine, Hunt, Race, race
 from kcm.spec.atomic_output import OutputError, write_output
+from kcm.spec.designs import VARIANTS
 from kcm.spec.tlc.modelcheck import (
     ModelError,
     check_invariant_names,
@@ -45,7 +46,6 @@ from kcm.spec.vocabulary import Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
-from kcm.tools.variants import VARIANTS
 
 DEFAULT_BUDGET: Final = 120.0
 # Behaviours TLC simulates are at most this long: on the KIP-279 case (13 steps at the shortest), depth 15 found

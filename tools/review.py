@@ -40,6 +40,7 @@ from typing import Any, Final
 from kcm.conformance.explore.hunt import Hunt
 from kcm.spec import child_processes
 from kcm.spec.atomic_output import OutputError, check_writable, write_output
+from kcm.spec.designs import COLUMNS, HW, LIVENESS_VARIANTS, TLA_INVARIANTS, VARIANTS, Variant, column
 from kcm.spec.tlc.modelcheck import (
     PROPERTIES,
     ModelError,
@@ -60,7 +61,6 @@ from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
 from kcm.tools.stages import StageRow, VerifyContext
-from kcm.tools.variants import COLUMNS, HW, LIVENESS_VARIANTS, TLA_INVARIANTS, VARIANTS, Variant, column
 
 DEFAULT_OUT: Final = default_out("review")
 # Seconds an unsafe row's hunt may take per phase (the search, then its shortening); the seven take about

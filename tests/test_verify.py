@@ -10,6 +10,7 @@ import pytest
 
 from kcm.conformance.explore.campaign import run_campaign
 from kcm.conformance.explore.hunt import BFS, Answer, Engine
+from kcm.conformance.explore.route import no_counterexample
 from kcm.conformance.explore.zk_campaign import CampaignPlan
 from kcm.conformance.explore.zk_campaign import CampaignResult as ZkCampaign
 from kcm.impl.sim.simulator import SimConfig, Simulator
@@ -32,7 +33,6 @@ from kcm.spec.verdicts import (
 from kcm.spec.vocabulary import INVARIANTS, PROPERTIES, Knobs
 from kcm.tools import verify, zk_cluster
 from kcm.tools.cli import main
-from kcm.tools.hunt import _no_counterexample
 from kcm.tools.progress import Reporter
 from kcm.tools.review import Cell, RowResult
 from kcm.tools.stages import StageRow, VerifyContext, verdict
@@ -177,5 +177,5 @@ def test_a_zookeeper_campaign_of_no_event_is_unobserved() -> None:
 
 
 def test_a_hunt_whose_exhaustive_search_explored_no_state_is_unobserved() -> None:
-    assert _no_counterexample(Answer(Engine(BFS), None, [], 1.0, True, states=0)) == UNOBSERVED
-    assert _no_counterexample(Answer(Engine(BFS), None, [], 1.0, True, states=9)) == HOLDS
+    assert no_counterexample(Answer(Engine(BFS), None, [], 1.0, True, states=0)) == UNOBSERVED
+    assert no_counterexample(Answer(Engine(BFS), None, [], 1.0, True, states=9)) == HOLDS

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kcm.conformance.explore.hunt import Hunt
+from kcm.conformance.explore.route import hunt_races
 from kcm.spec import child_processes
 from kcm.spec.atomic_output import OutputError, check_writable, write_output
 from kcm.spec.designs import COLUMNS, HW, LIVENESS_VARIANTS, TLA_INVARIANTS, VARIANTS, Variant, column
@@ -55,7 +56,6 @@ from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgr
 from kcm.spec.trace.format import Event, TraceError
 from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, UNOBSERVED, VIOLATED, worst
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError, at_least
-from kcm.tools.hunt import hunt_races
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds

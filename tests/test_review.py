@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_cli import interrupt
 
+from kcm.conformance.review import Cell, RowResult, markdown, review, select, to_json
 from kcm.spec.designs import COLUMNS, TLA_INVARIANTS, VARIANTS, Variant
 from kcm.spec.tlc.modelcheck import ModelError, models
 from kcm.spec.trace.format import load_trace, make_event
@@ -17,15 +18,7 @@ from kcm.spec.verdicts import VIOLATED
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 from kcm.tools.cli import main
 from kcm.tools.errors import UsageError
-from kcm.tools.review import (
-    Cell,
-    RowResult,
-    cmd_review,
-    markdown,
-    review,
-    select,
-    to_json,
-)
+from kcm.tools.review import cmd_review
 
 
 def test_columns_are_typeok_and_the_vocabulary_with_both_hw_readings_checked() -> None:
@@ -154,7 +147,7 @@ def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool) -> None:
 
 @pytest.mark.tlc
 def test_a_quick_row_ends_at_its_first_documented_violation(tmp_path: Path) -> None:
-    from kcm.tools.review import review_row
+    from kcm.conformance.review import review_row
 
     variant = select(["truncation=kip101"])[0]
     seen: list[str] = []
@@ -170,7 +163,7 @@ def test_a_quick_row_ends_at_its_first_documented_violation(tmp_path: Path) -> N
 
 
 def test_a_quick_row_of_a_shallow_known_bug_is_answered_by_bmc(tmp_path: Path) -> None:
-    from kcm.tools.review import review_row
+    from kcm.conformance.review import review_row
 
     variant = select(["truncation=hw"])[0]
     row = review_row(variant, tmp_path, quick=True)
@@ -183,7 +176,7 @@ def test_a_quick_row_of_a_shallow_known_bug_is_answered_by_bmc(tmp_path: Path) -
 
 
 def test_a_quick_row_without_an_answer_in_its_budget_is_unknown(tmp_path: Path) -> None:
-    from kcm.tools.review import hunted_row
+    from kcm.conformance.review import hunted_row
 
     variant = select(["truncation=kip279"])[0]
     row = hunted_row(variant, tmp_path, budget=0.2)

@@ -13,6 +13,7 @@ from kcm.conformance.explore.hunt import BFS, Answer, Engine
 from kcm.conformance.explore.route import no_counterexample
 from kcm.conformance.explore.zk_campaign import CampaignPlan
 from kcm.conformance.explore.zk_campaign import CampaignResult as ZkCampaign
+from kcm.conformance.review import Cell, RowResult
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.designs import VARIANTS
 from kcm.spec.tlc.modelcheck import CheckOutcome
@@ -34,7 +35,6 @@ from kcm.spec.vocabulary import INVARIANTS, PROPERTIES, Knobs
 from kcm.tools import verify, zk_cluster
 from kcm.tools.cli import main
 from kcm.tools.progress import Reporter
-from kcm.tools.review import Cell, RowResult
 from kcm.tools.stages import StageRow, VerifyContext, verdict
 
 EVERY_NAME = {*INVARIANTS, *PROPERTIES}

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kcm.conformance.review import RowResult, review_row, tlc_row
 from kcm.spec.designs import VARIANTS, Variant
 from kcm.tools.bench._common import (
     Figure,
@@ -31,7 +32,6 @@ from kcm.tools.bench._common import (
     table,
     write_summary,
 )
-from kcm.tools.review import RowResult, review_row, tlc_row
 
 NAME = "review"
 TARGET_SECONDS = 60.0

@@ -109,12 +109,12 @@ def test_reduced_matrix(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("full", [False, True])
-def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool) -> None:
+def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool, tmp_path: Path) -> None:
+    from kcm.conformance.verify import tlc
+    from kcm.conformance.verify.engines import STAGES
+    from kcm.conformance.verify.stages import VerifyContext
     from kcm.impl.sim.simulator import SimConfig
-    from kcm.tools import review as review_module
     from kcm.tools.progress import Reporter
-    from kcm.tools.stages import VerifyContext
-    from kcm.tools.verify import STAGES
 
     asked: list[bool] = []
 
@@ -132,8 +132,8 @@ def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool) -> None:
             rows.append(row)
         return rows
 
-    monkeypatch.setattr(review_module, "review", fake)
-    ctx = VerifyContext(Knobs(truncation="kip279"), SimConfig(), 1, 1, Reporter("none"), full)
+    monkeypatch.setattr(tlc, "review", fake)
+    ctx = VerifyContext(Knobs(truncation="kip279"), SimConfig(), 1, 1, Reporter("none"), full, out=tmp_path)
     rows = STAGES["tlc"](ctx)
     # The quick run looks at the unsafe variants only, each for what it is documented to break.
     shown = VARIANTS if full else [v for v in VARIANTS if v.expected]

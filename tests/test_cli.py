@@ -18,8 +18,9 @@ import pytest
 from test_check import FullDisk, no_tlc
 from test_trace_format import MALFORMED, Edit, valid_lines
 
+from kcm.conformance import review
 from kcm.spec.z3 import bmc
-from kcm.tools import prove, review
+from kcm.tools import prove
 from kcm.tools.cli import main
 
 

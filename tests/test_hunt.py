@@ -15,6 +15,7 @@ from test_cli import interrupt
 
 from kcm.conformance.check.replay import Replayer
 from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, STEERED, Answer, Engine, Hunt, race, search
+from kcm.conformance.explore.route import BMC_SHALLOW, model_for, portfolio
 from kcm.spec import child_processes
 from kcm.spec.tlc import modelcheck
 from kcm.spec.tlc.modelcheck import check_model, model_knobs
@@ -23,7 +24,6 @@ from kcm.spec.vocabulary import Knobs
 from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
 from kcm.tools import hunt as tools_hunt
 from kcm.tools.cli import main
-from kcm.tools.hunt import BMC_SHALLOW, model_for, portfolio
 
 
 def gone(group: int) -> bool:

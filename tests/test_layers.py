@@ -44,6 +44,14 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
      "kcm.conformance.runner refers to the test file 'tests/test_scenarios.py'"),
     ({"impl/a.py": "from kcm.impl import b\n", "impl/b.py": "def f():\n    from kcm.impl import a\n"},
      "import cycle: kcm.impl.a <-> kcm.impl.b"),
+    ({"tools/review.py": "from concurrent import futures\n"}, "kcm.tools.review imports concurrent.futures"),
+    ({"tools/sim.py": "def f():\n    import multiprocessing.pool\n"}, "kcm.tools.sim imports multiprocessing"),
+    ({"tools/hunt.py": "from kcm.conformance.explore.hunt import race\n", "conformance/explore/__init__.py": "",
+      "conformance/explore/hunt.py": "def race() -> None: ...\n"},
+     "kcm.tools.hunt imports kcm.conformance.explore.hunt.race"),
+    ({"tools/hunt.py": "import dataclasses\ndef register(subparsers): ...\n@dataclasses.dataclass(frozen=True)\n"
+                       "class HuntResult:\n    seconds: float\n"},
+     "kcm.tools.hunt defines the dataclass HuntResult"),
 ])
 def test_each_kind_of_breach_is_named(tmp_path: Path, files: dict[str, str], expected: str) -> None:
     breaches, _ = check(_tree(tmp_path, files))
@@ -64,3 +72,45 @@ def test_the_command_exits_1_on_a_breach_and_2_without_a_checkout(
     assert main([str(root)]) == 1
     assert "kcm.spec.model imports kcm.tools.cli" in capsys.readouterr().out
     assert main([str(tmp_path / "empty")]) == 2
+
+
+# A command module holding review logic, as tools/review.py did before issue 39 (item 7) moved it below tools.
+REVIEW_IN_TOOLS = """\
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RowResult:
+    label: str
+    cells: dict[str, str] = field(default_factory=dict)
+
+
+def review(labels: list[str], workers: int) -> list[RowResult]:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(RowResult, labels))
+
+
+def register(subparsers: object) -> None: ...
+"""
+
+
+def test_a_command_holding_review_logic_breaks_the_rule_of_the_command_line(tmp_path: Path) -> None:
+    breaches, _ = check(_tree(tmp_path, {"tools/review.py": REVIEW_IN_TOOLS}))
+    assert [str(b).partition(": ")[2] for b in breaches] == [
+        "kcm.tools.review defines the dataclass RowResult: a command parses arguments and prints, the records of "
+        "the work it runs live below kcm.tools",
+        "kcm.tools.review imports concurrent.futures: kcm.tools parses arguments and prints; what runs work side "
+        "by side lives below it",
+    ]
+
+
+def test_the_same_logic_below_tools_and_the_benchmarks_measuring_it_keep_the_rules(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"conformance/review.py": REVIEW_IN_TOOLS, "tools/bench/__init__.py": "",
+                            "tools/bench/review.py": REVIEW_IN_TOOLS,
+                            # A module of kcm.tools that adds no command may keep records of what it prints.
+                            "tools/report/__init__.py": "",
+                            "tools/report/timeline.py": "from dataclasses import dataclass\n\n"
+                                                        "@dataclass\nclass Step:\n    seq: int\n"})
+    breaches, _ = check(root)
+    assert breaches == []

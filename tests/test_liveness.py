@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kcm.conformance.review import Cell, RowResult, markdown, select
+from kcm.spec.designs import LIVENESS_VARIANTS
 from kcm.spec.tlc.config import configure, declared
 from kcm.spec.tlc.modelcheck import (
     PROGRESS_PROPERTIES,
@@ -25,8 +27,6 @@ from kcm.spec.trace.format import Event, make_event
 from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, VIOLATED
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
-from kcm.tools.review import Cell, RowResult, markdown, select
-from kcm.tools.variants import LIVENESS_VARIANTS
 
 DATA = Path(__file__).parent / "data"
 

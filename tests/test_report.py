@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from kcm.conformance.check.invariants import InvariantChecker, Violation
+from kcm.conformance.review import Cell, RowResult, to_json
 from kcm.spec.atomic_output import claimed_file
+from kcm.spec.designs import COLUMNS, VARIANTS
 from kcm.spec.trace.format import load_trace, read_trace
 from kcm.tools.cli import main
 from kcm.tools.report import kinds
 from kcm.tools.report.timeline import build, mark_final_state
-from kcm.tools.review import Cell, RowResult, to_json
-from kcm.tools.variants import COLUMNS, VARIANTS
 
 PIPELINE_FIXTURE = Path(__file__).parent / "data" / "report" / "pipeline"
 KINDS = ("trace", "review", "verify", "conform", "pipeline")

@@ -10,22 +10,15 @@ from pathlib import Path
 import pytest
 from test_cli import interrupt
 
+from kcm.conformance.review import Cell, RowResult, markdown, review, select, to_json
+from kcm.spec.designs import COLUMNS, TLA_INVARIANTS, VARIANTS, Variant
 from kcm.spec.tlc.modelcheck import ModelError, models
 from kcm.spec.trace.format import load_trace, make_event
 from kcm.spec.verdicts import VIOLATED
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 from kcm.tools.cli import main
 from kcm.tools.errors import UsageError
-from kcm.tools.review import (
-    Cell,
-    RowResult,
-    cmd_review,
-    markdown,
-    review,
-    select,
-    to_json,
-)
-from kcm.tools.variants import COLUMNS, TLA_INVARIANTS, VARIANTS, Variant
+from kcm.tools.review import cmd_review
 
 
 def test_columns_are_typeok_and_the_vocabulary_with_both_hw_readings_checked() -> None:
@@ -116,12 +109,12 @@ def test_reduced_matrix(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("full", [False, True])
-def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool) -> None:
+def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool, tmp_path: Path) -> None:
+    from kcm.conformance.verify import tlc
+    from kcm.conformance.verify.engines import STAGES
+    from kcm.conformance.verify.stages import VerifyContext
     from kcm.impl.sim.simulator import SimConfig
-    from kcm.tools import review as review_module
     from kcm.tools.progress import Reporter
-    from kcm.tools.stages import VerifyContext
-    from kcm.tools.verify import STAGES
 
     asked: list[bool] = []
 
@@ -139,8 +132,8 @@ def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool) -> None:
             rows.append(row)
         return rows
 
-    monkeypatch.setattr(review_module, "review", fake)
-    ctx = VerifyContext(Knobs(truncation="kip279"), SimConfig(), 1, 1, Reporter("none"), full)
+    monkeypatch.setattr(tlc, "review", fake)
+    ctx = VerifyContext(Knobs(truncation="kip279"), SimConfig(), 1, 1, Reporter("none"), full, out=tmp_path)
     rows = STAGES["tlc"](ctx)
     # The quick run looks at the unsafe variants only, each for what it is documented to break.
     shown = VARIANTS if full else [v for v in VARIANTS if v.expected]
@@ -154,7 +147,7 @@ def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool) -> None:
 
 @pytest.mark.tlc
 def test_a_quick_row_ends_at_its_first_documented_violation(tmp_path: Path) -> None:
-    from kcm.tools.review import review_row
+    from kcm.conformance.review import review_row
 
     variant = select(["truncation=kip101"])[0]
     seen: list[str] = []
@@ -170,7 +163,7 @@ def test_a_quick_row_ends_at_its_first_documented_violation(tmp_path: Path) -> N
 
 
 def test_a_quick_row_of_a_shallow_known_bug_is_answered_by_bmc(tmp_path: Path) -> None:
-    from kcm.tools.review import review_row
+    from kcm.conformance.review import review_row
 
     variant = select(["truncation=hw"])[0]
     row = review_row(variant, tmp_path, quick=True)
@@ -183,7 +176,7 @@ def test_a_quick_row_of_a_shallow_known_bug_is_answered_by_bmc(tmp_path: Path) -
 
 
 def test_a_quick_row_without_an_answer_in_its_budget_is_unknown(tmp_path: Path) -> None:
-    from kcm.tools.review import hunted_row
+    from kcm.conformance.review import hunted_row
 
     variant = select(["truncation=kip279"])[0]
     row = hunted_row(variant, tmp_path, budget=0.2)

@@ -10,9 +10,14 @@ import pytest
 
 from kcm.conformance.explore.campaign import run_campaign
 from kcm.conformance.explore.hunt import BFS, Answer, Engine
+from kcm.conformance.explore.route import no_counterexample
 from kcm.conformance.explore.zk_campaign import CampaignPlan
 from kcm.conformance.explore.zk_campaign import CampaignResult as ZkCampaign
+from kcm.conformance.review import Cell, RowResult
+from kcm.conformance.verify import engines, zookeeper
+from kcm.conformance.verify.stages import StageRow, VerifyContext, verdict
 from kcm.impl.sim.simulator import SimConfig, Simulator
+from kcm.spec.designs import VARIANTS
 from kcm.spec.tlc.modelcheck import CheckOutcome
 from kcm.spec.tlc.runner import TlcResult
 from kcm.spec.trace.format import Event, TraceWriter
@@ -29,13 +34,8 @@ from kcm.spec.verdicts import (
     worst,
 )
 from kcm.spec.vocabulary import INVARIANTS, PROPERTIES, Knobs
-from kcm.tools import verify, zk_cluster
 from kcm.tools.cli import main
-from kcm.tools.hunt import _no_counterexample
 from kcm.tools.progress import Reporter
-from kcm.tools.review import Cell, RowResult
-from kcm.tools.stages import StageRow, VerifyContext, verdict
-from kcm.tools.variants import VARIANTS
 
 EVERY_NAME = {*INVARIANTS, *PROPERTIES}
 
@@ -91,9 +91,9 @@ def test_a_negative_count_is_a_usage_error(option: str, tmp_path: Path, capsys: 
 
 
 def test_an_engine_that_returns_no_row_is_shown_unobserved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(verify.STAGES, "pipeline", lambda ctx: [])
+    monkeypatch.setitem(engines.STAGES, "pipeline", lambda ctx: [])
     ctx = VerifyContext(Knobs(), SimConfig(), 0, 0, Reporter("none"), out=tmp_path)
-    rows = verify.run(ctx, ["pipeline"])
+    rows = engines.run(ctx, ["pipeline"])
     assert [(row.engine, row.verdict) for row in rows] == [("pipeline", UNOBSERVED)]
     assert verdict(rows) == UNOBSERVED
 
@@ -173,9 +173,9 @@ def test_a_review_row_whose_cells_explored_nothing_is_unobserved() -> None:
 
 
 def test_a_zookeeper_campaign_of_no_event_is_unobserved() -> None:
-    assert zk_cluster._verdict(ZkCampaign(CampaignPlan())) == UNOBSERVED
+    assert zookeeper._verdict(ZkCampaign(CampaignPlan())) == UNOBSERVED
 
 
 def test_a_hunt_whose_exhaustive_search_explored_no_state_is_unobserved() -> None:
-    assert _no_counterexample(Answer(Engine(BFS), None, [], 1.0, True, states=0)) == UNOBSERVED
-    assert _no_counterexample(Answer(Engine(BFS), None, [], 1.0, True, states=9)) == HOLDS
+    assert no_counterexample(Answer(Engine(BFS), None, [], 1.0, True, states=0)) == UNOBSERVED
+    assert no_counterexample(Answer(Engine(BFS), None, [], 1.0, True, states=9)) == HOLDS

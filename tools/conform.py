@@ -14,28 +14,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign
+from kcm.conformance.explore.stateful import MACHINES, Campaign
+from kcm.conformance.verify.conformance import reported_campaign
 from kcm.spec.atomic_output import claimed_in_place
-from kcm.spec.verdicts import UNOBSERVED, VIOLATED, severity
+from kcm.spec.verdicts import UNOBSERVED, severity
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, count
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
-from kcm.tools.stages import StageRow, VerifyContext
 
 DEFAULT_REPORT = default_out("conform")
 COVERAGE_PICTURE = "coverage.svg"
-# The bounded campaign of `kcm verify` (well under a minute on one core).
-VERIFY_EXAMPLES, VERIFY_STEPS = 60, 30
 
 
 def register(subparsers: Any) -> None:
@@ -63,8 +60,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     # Held from the start: a second campaign into the same folder is refused before it runs, not at its end.
     with claimed_in_place(args.out) as folder, Reporter(args.progress) as reporter:
-        campaign = _run(knobs, args.examples, args.steps, tuple(args.machine or MACHINES), not args.no_step_check,
-                        reporter)
+        campaign = reported_campaign(knobs, args.examples, args.steps, tuple(args.machine or MACHINES),
+                                     not args.no_step_check, reporter)
         summary = write_report(campaign, folder, args.examples)
     if args.html:
         kinds.conform_page(summary, campaign.coverage, Path(args.html))
@@ -75,13 +72,6 @@ def cmd_conform(args: argparse.Namespace) -> int:
     if campaign.verdict == UNOBSERVED:
         print("kcm: error: conform: no example ran (unobserved): the campaign does not pass", file=sys.stderr)
     return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(campaign.verdict)]
-
-
-def _run(knobs: Knobs, examples: int, steps: int, machines: tuple[str, ...], step_check: bool,
-         reporter: Reporter, database: bool = True) -> Campaign:
-    with reporter.task("conformance examples", examples) as task:
-        return run_campaign(knobs, examples, steps, machines=machines, step_check=step_check,
-                            on_example=task.advance, database=database)
 
 
 def write_report(campaign: Campaign, folder: Path, asked: int) -> dict[str, Any]:
@@ -147,19 +137,3 @@ def _examples_text(summary: dict[str, Any]) -> str:
     if extra:
         text += f"; also run: {', '.join(extra)}; {summary['machine_runs']:,} machine runs in all"
     return text
-
-
-def verify_stage(ctx: VerifyContext) -> list[StageRow]:
-    """The `kcm verify` stage: a bounded campaign on the context's knobs, one row per outcome."""
-    started = time.perf_counter()
-    campaign = _run(ctx.knobs, VERIFY_EXAMPLES, VERIFY_STEPS, tuple(MACHINES), True, ctx.reporter, database=False)
-    seconds = time.perf_counter() - started
-    coverage = campaign.coverage.to_json()
-    detail = (f"{campaign.tally.counted} examples, {campaign.tally.steps:,} steps; transitions covered: "
-              f"partition {coverage['partition_transitions_covered']}, replica "
-              f"{coverage['replica_transitions_covered']}")
-    if not campaign.found:
-        return [StageRow("conformance", "invariants, progress properties and Z3 step check", campaign.verdict, detail,
-                         seconds)]
-    return [StageRow("conformance", found.invariant, VIOLATED, f"{found.message} ({len(found.commands)} commands)",
-                     seconds) for found in campaign.found]

@@ -3,12 +3,13 @@
     kcm hunt [--set KNOB=VALUE ...] [--model NAME] [--invariant NAME ...] [--budget S] [--json] [--out DIR]
 
 The design's reproduction model (the `kcm review` row of the same knob settings, else `ci`; or `--model`)
-is searched by a portfolio of engines raced in parallel processes, one per core
-(kcm.conformance.explore.hunt): TLC's simulation mode from several seeds, Z3 bounded model checking where a
-known bug's story applies and is shallow, TLC's breadth-first search where the cores allow. The first
-counterexample wins and every other engine is stopped. Unless it is a shortest one already, it is then
-shortened: TLC breadth first, bounded by the depth found (and BMC where it applies), raced the same way.
-The shortest counterexample is confirmed by replay in the implementation and by TLC trace validation.
+is searched by kcm.conformance.explore.route: a portfolio of engines raced in parallel processes, one per
+core (TLC's simulation mode from several seeds, Z3 bounded model checking where a known bug's story applies
+and is shallow, TLC's breadth-first search where the cores allow). The first counterexample wins and every
+other engine is stopped. Unless it is a shortest one already, it is then shortened: TLC breadth first,
+bounded by the depth found (and BMC where it applies), raced the same way. The shortest counterexample is
+confirmed by replay in the implementation and by TLC trace validation. This module parses the arguments,
+writes the traces and the summary, and prints them.
 
 Exit 0 no counterexample within the budget (`holds`, `holds to depth K`, or `unknown`), 1 a violation (shown
 all the same when its files cannot be written), 2 a bad knob, model, invariant or option, no Java or
@@ -21,13 +22,11 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.conformance.check.replay import Replayer, ReplayError
-from kcm.conformance.explore.hunt import BFS, BMC, SHORTEST, SIMULATE, Answer, Engine, Hunt, Race, race
+from kcm.conformance.explore.hunt import SHORTEST, Hunt, Race
+from kcm.conformance.explore.route import HuntResult, confirm, hunt_races, model_for, no_counterexample
 from kcm.spec.atomic_output import OutputError, write_output
 from kcm.spec.tlc.modelcheck import (
     ModelError,
@@ -37,26 +36,15 @@ from kcm.spec.tlc.modelcheck import (
     render_counterexample,
     write_events,
 )
-from kcm.spec.tlc.runner import TlcError, TlcSetupError, find_tools
-from kcm.spec.tlc.validate import validate_with_tlc
+from kcm.spec.tlc.runner import TlcSetupError, find_tools
 from kcm.spec.trace.format import Event, TraceError
-from kcm.spec.verdicts import UNKNOWN, VIOLATED, held, holds_to_depth
+from kcm.spec.verdicts import VIOLATED
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
-from kcm.tools.variants import VARIANTS
 
 DEFAULT_BUDGET: Final = 120.0
-# Behaviours TLC simulates are at most this long: on the KIP-279 case (13 steps at the shortest), depth 15 found
-# nothing in 40 s, depth 20 found it in 6 to 11 s, depth 30 in 10 to 32 s (docs/hunt.md).
-SIMULATION_DEPTH: Final = 20
-# BMC runs on a known bug of at most this depth: deeper, TLC wins (docs/hunt.md).
-BMC_SHALLOW: Final = 8
-# The reproduction models whose bug TLC's simulation does not find within minutes (the KIP-320 case: seeds 1-3,
-# depths 16 to 30, 45 to 120 s, docs/hunt.md): a simulation beside the breadth-first search would only take its
-# core, measured 14.9-15.7 s alone against 18.1 s raced.
-UNSIMULATED: Final = frozenset({"kip279"})
 
 
 def register(subparsers: Any) -> None:
@@ -77,91 +65,6 @@ def register(subparsers: Any) -> None:
     add_option(hunt)
     # Replay copies a simulated cluster per reading of a step, which compiled objects refuse (as kcm replay).
     hunt.set_defaults(handler=cmd_hunt, needs_sources=True)
-
-
-def model_for(knobs: Knobs) -> str:
-    """The review row's model for these knob settings (the smallest that shows the design), else `ci`."""
-    return next((v.model for v in VARIANTS if v.knobs == knobs), "ci")
-
-
-def portfolio(hunt: Hunt, cores: int) -> list[Engine]:
-    """The engines of the first race, one per core. On a shallow known bug, BMC alone (on two loaded cores a
-    TLC beside it slows it more than it adds); otherwise the breadth-first search (the only engine that finds
-    the KIP-320 case within minutes, and the one that proves a correct design), then TLC simulations from
-    distinct seeds, except on a known bug no simulation finds (UNSIMULATED). docs/hunt.md has the
-    measurements."""
-    bug = hunt.known_bug()
-    # BMC's answer must be a behaviour of the specification: a review cell or a hunt reports it as one.
-    shallow = bug is not None and bug.depth <= BMC_SHALLOW and not bug.not_a_behaviour
-    unsimulated = bug is not None and hunt.model in UNSIMULATED
-    simulations = max(cores - 2, 0) if shallow else 0 if unsimulated else cores - 1
-    return [Engine(BMC if shallow else BFS),
-            *(Engine(SIMULATE, seed, SIMULATION_DEPTH) for seed in range(1, simulations + 1))]
-
-
-@dataclass
-class HuntResult:
-    """The race for a first counterexample, and the shortest one: from a breadth-first engine of that race
-    kept running, or from a second race bounded by the depth found (`shortening`), or the first itself."""
-
-    first: Race
-    shortest: Answer | None  # None: the shortening gave up (its budget ran out, or it failed)
-    seconds_to_shortest: float  # to the shortest, or until the shortening gave up
-    shortening: Race | None = None
-
-
-def hunt_races(hunt: Hunt, cores: int, budget: float, on_progress: Callable[[str], None] | None = None) -> HuntResult:
-    """The race for a first counterexample, then its shortest: the first itself (BFS, BMC), or the race's
-    breadth-first search kept running, or (a race without one) a race of TLC breadth first bounded by the
-    depth found. Each race has the budget. `kcm review` and `kcm verify` take their unsafe rows this way."""
-    engines = portfolio(hunt, cores)
-
-    def show(phase: str) -> Callable[[str], None] | None:
-        return None if on_progress is None else lambda text: on_progress(f"{phase}: {text}")
-
-    first = race(hunt, engines, budget, show(f"hunt {hunt.model}"), keep_shortest=True)
-    found = first.winner
-    if found is None or found.invariant is None or found.engine.kind in SHORTEST:
-        return HuntResult(first, found, first.seconds)
-    if any(engine.kind in SHORTEST for engine in engines):
-        # The race's own breadth-first search, kept running: its shortest, or the budget ran out on it.
-        return HuntResult(first, first.shortest, first.seconds_to_shortest)
-    again = race(hunt, [Engine(BFS, depth=found.steps)], budget, show(f"shorten {found.steps} steps"))
-    best = again.winner if again.winner is not None and again.winner.invariant else None
-    return HuntResult(first, best, first.seconds + again.seconds, again)
-
-
-@dataclass
-class Confirmation:
-    replay: str
-    tlc: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"replay": self.replay, "tlc_validation": self.tlc}
-
-
-def confirm(answer: Answer) -> Confirmation:
-    """Replay in the implementation, and TLC trace validation against the specification for a trace TLC did
-    not find itself (a TLC counterexample is one of the specification's behaviours by construction, and its
-    steps carry TLC's action names, not the arguments trace validation matches)."""
-    try:
-        report = Replayer(answer.events, answer.invariant).run()
-        divergence = report.divergence
-        replay = (f"the implementation follows all {report.steps} steps and breaks {answer.invariant}"
-                  if report.verdict == "same-invariant" else
-                  f"not confirmed: {report.verdict}" + (f" at seq {divergence.seq} ({divergence.action})"
-                                                         if divergence is not None else ""))
-    except ReplayError as err:
-        replay = f"not replayed: {err}"
-    if answer.engine.kind != BMC:
-        return Confirmation(replay, "a behaviour of the TLA+ model by construction (TLC found it)")
-    try:
-        check = validate_with_tlc(answer.events)
-        tlc = (f"the specification explains all {check.events} events" if check.accepted
-               else f"not confirmed: event {check.matched} is explained by no behaviour")
-    except (ValueError, TlcError, TlcSetupError) as err:
-        tlc = f"not validated: {err}"
-    return Confirmation(replay, tlc)
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:
@@ -209,7 +112,7 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
     summary: dict[str, Any] = {"model": hunt.model, "knobs": hunt.knobs.to_dict(),
                                "engines": first.fates, "seconds_to_first": round(first.seconds, 2)}
     if found is None or found.invariant is None:
-        summary["result"] = _no_counterexample(found)
+        summary["result"] = no_counterexample(found)
         print(json.dumps(summary, indent=2) if args.json else
               f"hunt {hunt.model} ({hunt.knobs.describe()}): no counterexample within the budget: "
               f"{summary['result']} ({first.seconds:.1f} s; {_fates(first)})")
@@ -263,12 +166,6 @@ def _write(events: list[Event], path: Path) -> str | None:
     except TraceError as err:
         return str(err)
     return None
-
-
-def _no_counterexample(answer: Answer | None) -> str:
-    if answer is None or not answer.exhaustive:
-        return UNKNOWN
-    return held(answer.states) if answer.bound is None else holds_to_depth(answer.bound)
 
 
 def _fates(outcome: Race) -> str:

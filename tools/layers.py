@@ -6,11 +6,16 @@ kcm's packages are layers, each importing only from the layers below it:
 
 The model (`spec`) is the reference every oracle reads, so nothing in it may depend on the code it judges.
 Every import counts, also one inside a function or under TYPE_CHECKING: a lazy import hides a dependency,
-it does not remove it. Three more rules keep the layers honest:
+it does not remove it. Four more rules keep the layers honest:
 - no module imports another module's private name (`from m import _x`), nor a private module of another
   package (`kcm.spec.z3.solver` is for `kcm.spec.z3` alone);
 - no product module imports or runs test code (the `tests/` folder's modules, or a test file by path);
-- no import cycle between modules.
+- no import cycle between modules;
+- `kcm.tools` parses arguments and prints: the work a command runs, and how (a review's matrix, a hunt's race,
+  verify's stages), lives below it. So no module of kcm.tools imports what runs work side by side
+  (ORCHESTRATION: concurrent.futures, multiprocessing, the race of engines), and no command module (one with
+  `register`, which adds a `kcm` subcommand) defines a dataclass: the records of that work are the lower
+  layers'. The benchmarks (kcm.tools.bench) measure that work and are not held to this.
 
 ROOT is a folder holding the product's top-level folders (a checkout); by default the folders of the
 imported `kcm` packages are read, which works on an installed copy as well. Exit 0 when the rules hold,
@@ -37,6 +42,9 @@ FOLDERS: Final = {"kcm.spec": "spec", "kcm.impl": "impl", "kcm.conformance": "co
 TEST_MODULES: Final = re.compile(r"^(tests|conftest|datadriven|histories|test_\w+)(\.|$)")
 # A path to a test module in a string, as code that loads a test file by path would hold.
 TEST_PATH: Final = re.compile(r"(^|/)(tests/[\w/]*\.py|test_\w+\.py)$")
+# What runs work side by side (threads or processes of a pool, the race of engines): a command has it run below.
+ORCHESTRATION: Final = ("concurrent.futures", "multiprocessing", "kcm.conformance.explore.hunt.race")
+COMMAND_LINE: Final = "kcm.tools"
 
 
 @dataclass(frozen=True)
@@ -115,7 +123,17 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+def _within(name: str, module: str) -> bool:
+    return name == module or name.startswith(module + ".")
+
+
 def edge_breaches(edge: Edge, target: str, modules: set[str]) -> Iterator[str]:
+    if LAYERS[layer_of(edge.source)] == COMMAND_LINE:
+        reached = [edge.target, *([f"{edge.target}.{edge.name}"] if edge.name else [])]
+        for mark in ORCHESTRATION:
+            if any(_within(name, mark) for name in reached):
+                yield (f"{edge.source} imports {mark}: {COMMAND_LINE} parses arguments and prints; what runs "
+                       "work side by side lives below it")
     if TEST_MODULES.match(target):
         yield f"{edge.source} imports the test module {target}"
         return
@@ -129,6 +147,25 @@ def edge_breaches(edge: Edge, target: str, modules: set[str]) -> Iterator[str]:
     owner, _, leaf = target.rpartition(".")
     if _private(leaf) and target in modules and not (edge.source == owner or edge.source.startswith(owner + ".")):
         yield f"{edge.source} imports {target}, a private module of {owner}"
+
+
+def _dataclass(decorator: ast.expr) -> bool:
+    """`@dataclass`, `@dataclasses.dataclass`, either called with options."""
+    named = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(named, ast.Name) and named.id == "dataclass") or (
+        isinstance(named, ast.Attribute) and named.attr == "dataclass")
+
+
+def command_records(module: str, path: Path, tree: ast.Module) -> Iterator[Breach]:
+    """The dataclasses of a command module of kcm.tools: records of the work it runs, which lives below it."""
+    if LAYERS[layer_of(module)] != COMMAND_LINE:
+        return
+    if not any(isinstance(node, ast.FunctionDef) and node.name == "register" for node in tree.body):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(_dataclass(d) for d in node.decorator_list):
+            yield Breach(path, node.lineno, f"{module} defines the dataclass {node.name}: a command parses "
+                         f"arguments and prints, the records of the work it runs live below {COMMAND_LINE}")
 
 
 def test_paths(module: str, path: Path, tree: ast.Module) -> Iterator[Breach]:
@@ -147,6 +184,7 @@ def check(root: Path) -> tuple[list[Breach], nx.DiGraph]:
     for module, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         breaches.extend(test_paths(module, path, tree))
+        breaches.extend(command_records(module, path, tree))
         for edge in imports(module, path, tree):
             target = resolve(edge, modules)
             # One line per breach, also when an import names several things from the same module.

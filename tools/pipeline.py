@@ -23,20 +23,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kcm.conformance.verify.pipeline import spark_progress
 from kcm.spec.atomic_output import OutputError
-from kcm.spec.verdicts import HOLDS, UNKNOWN, UNOBSERVED, VIOLATED
+from kcm.spec.verdicts import UNOBSERVED
 from kcm.spec.vocabulary import KnobError, Knobs
 from kcm.tools.errors import EXIT_USAGE, Parser, UsageError, at_least, count
-from kcm.tools.progress import Reporter, Task, add_option
+from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
 from kcm.tools.sim import CALM_EVERY
-from kcm.tools.stages import StageRow, VerifyContext
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-VERIFY_RUNS, VERIFY_STEPS = 8, 1000
 
 
 def register(subparsers: Any) -> None:
@@ -92,30 +90,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-@contextmanager
-def _progress(reporter: Reporter) -> Iterator[Callable[[str, int, int], None]]:
-    """The jobs' progress callback (a Spark stage's tasks done of its total), one reporter task per stage, ended
-    when the stage is complete."""
-    tasks: dict[str, Task] = {}
-    ended: set[str] = set()
-
-    def advance(stage: str, done: int, total: int) -> None:
-        if stage in ended:
-            return
-        if stage not in tasks:
-            tasks[stage] = reporter.task(f"spark {stage}", total).__enter__()
-        tasks[stage].update(completed=done)
-        if done >= total:
-            ended.add(stage)
-            tasks.pop(stage).__exit__(None, None, None)
-
-    try:
-        yield advance
-    finally:
-        for task in tasks.values():
-            task.__exit__(None, None, None)
-
-
 def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
     from kcm.conformance.pipeline import jobs as pl
 
@@ -134,7 +108,7 @@ def cmd_pipeline(args: argparse.Namespace, submitted: bool = False) -> int:
     with _claimed(args) as out:
         spark = _session(args, submitted)
         try:
-            with Reporter(args.progress) as reporter, _progress(reporter) as progress:
+            with Reporter(args.progress) as reporter, spark_progress(reporter) as progress:
                 code = _run_stage(spark, args, out, knobs, fraction, progress, started)
         except KeyboardInterrupt:
             from kcm.conformance.pipeline.session import end_jvm
@@ -279,40 +253,6 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
     except (UsageError, KnobError, ValueError, OutputError) as err:
         print(f"kcm: error: {err}", file=sys.stderr)
         return EXIT_USAGE
-
-
-# -- kcm verify ----------------------------------------------------------------------------------------------
-
-
-def verify_stage(ctx: VerifyContext) -> list[StageRow]:
-    """A small pipeline run on the default knobs: generate, then check, on local Spark."""
-    import tempfile
-
-    from kcm.conformance.pipeline import jobs as pl
-    from kcm.conformance.pipeline.session import spark_session
-
-    started = time.perf_counter()
-    with ctx.reporter.task("spark session (local[2])"):
-        spark = spark_session("local[2]", shuffle_partitions=4)
-    try:
-        with tempfile.TemporaryDirectory(prefix="kcm-pipeline-") as tmp, _progress(ctx.reporter) as progress:
-            corpus, checked = Path(tmp) / "corpus", Path(tmp) / "checked"
-            pl.generate(spark, VERIFY_RUNS, VERIFY_STEPS, ctx.knobs, corpus,
-                        config={"calm_every": ctx.config.calm_every}, progress=progress)
-            result = pl.check(spark, corpus, checked, validate_sample=0.0, progress=progress)
-    finally:
-        spark.stop()
-    seconds = time.perf_counter() - started
-    verdicts = result.summary["verdicts"]
-    rows = []
-    for name, counts in verdicts.items():
-        # A progress property no run judged (no calm phase reached its deadline) is unobserved.
-        verdict = VIOLATED if counts.get("violated") else HOLDS if counts.get("holds") else UNOBSERVED
-        if result.counts.quarantined:
-            verdict = UNKNOWN
-        detail = f"{result.runs} runs, {result.counts.checked:,} events on Spark local[2]"
-        rows.append(StageRow("pipeline", name, verdict, detail, seconds))
-    return rows
 
 
 if __name__ == "__main__":

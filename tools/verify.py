@@ -1,12 +1,13 @@
 """`kcm verify`: the verification run on the embedded defaults, every engine.
 
-Each engine of kcm contributes a stage (kcm.tools.stages): the simulated-cluster campaign first, then the
-Z3 proofs, the TLC model check and review matrix, the conformance campaign and the Spark pipeline, each
-from its command's module. A stage returns rows for the summary table; the run's verdict is the worst row
+Each engine of kcm contributes a stage (kcm.conformance.verify): the simulated-cluster campaign first, then
+the Z3 proofs, the TLC model check and review matrix, the conformance campaign and the Spark pipeline, each a
+module of that package. A stage returns rows for the summary table; the run's verdict is the worst row
 (kcm.spec.verdicts). By default TLC checks the safe design's ci model exhaustively and each unsafe review
 row for the invariants it is documented to break; `--full` fills the whole review matrix (docs/verify.md).
-`--zk` adds the cluster on ZooKeeper (kcm.tools.zk_cluster), which needs a ZooKeeper and so runs only when
-asked for (docs/zookeeper.md).
+`--zk` adds the cluster on ZooKeeper (kcm.conformance.verify.zookeeper), which needs a ZooKeeper and so runs
+only when asked for (docs/zookeeper.md). This module parses the arguments, prints the table and the summary,
+and writes the page of `--html`.
 """
 
 from __future__ import annotations
@@ -22,18 +23,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kcm.conformance.check.invariants import per_invariant
-from kcm.conformance.explore.campaign import CampaignResult, SeedResult, run_campaign
+from kcm.conformance.explore.campaign import CampaignResult
+from kcm.conformance.verify.engines import ON_REQUEST, STAGES, run
+from kcm.conformance.verify.stages import StageRow, VerifyContext, engine_verdicts, verdict
 from kcm.spec.atomic_output import check_writable, claimed_in_place
 from kcm.spec.verdicts import UNOBSERVED, severity
-from kcm.tools import conform, pipeline, prove, review, zk_cluster
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, count
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
 from kcm.tools.sim import cluster_config, cluster_options
-from kcm.tools.stages import Stage, StageRow, VerifyContext, engine_verdicts, verdict
 
 
 def register(subparsers: Any) -> None:
@@ -73,7 +73,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.html:
         check_writable(args.html)  # the page comes after minutes of work: a place it cannot go is said now
     with claimed_in_place(args.out or default_out("verify")) as out, Reporter(args.progress) as reporter:
-        ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full, out, zk=args.zk or "")
+        ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full, out=out, zk=args.zk or "")
         rows = run(ctx, engines)
     seconds = time.perf_counter() - started
     report(console, ctx, rows, args.json, seconds)
@@ -85,49 +85,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"kcm: error: nothing checked by {', '.join(idle) or 'any engine'} (every row unobserved): "
               "the run does not pass", file=sys.stderr)
     return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(verdict(rows))]
-
-
-def simulation_stage(ctx: VerifyContext) -> list[StageRow]:
-    started = time.perf_counter()
-    with ctx.reporter.task("simulation seeds", ctx.seeds) as task:
-
-        def advance(seed: SeedResult) -> None:
-            task.advance(detail=f"seed {seed.seed}: {len(seed.violations)} violations")
-
-        result = run_campaign(ctx.knobs, range(ctx.seeds), ctx.steps, ctx.config, on_seed=advance)
-    seconds = time.perf_counter() - started
-    ctx.campaigns.append(result)
-    return [StageRow("simulation", name, verdict, _campaign_detail(result, name), seconds)
-            for name, verdict in result.verdicts().items()]
-
-
-def _campaign_detail(result: CampaignResult, invariant: str) -> str:
-    return f"{per_invariant(result.checks)[invariant]:,} checks over {len(result.seeds)} seeds"
-
-
-# Engines in the order they run.
-STAGES: dict[str, Stage] = {
-    "simulation": simulation_stage,
-    "z3": prove.verify_stage,
-    "tlc": review.verify_stage,
-    "conformance": conform.verify_stage,
-    "pipeline": pipeline.verify_stage,
-}
-# Engines that run only when asked for (`--zk`, or `--only`), after the others: they need a ZooKeeper.
-ON_REQUEST: dict[str, Stage] = {"zookeeper": zk_cluster.verify_stage}
-
-
-def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:
-    rows: list[StageRow] = []
-    for engine in engines:
-        started = time.perf_counter()
-        ctx.reporter.line(f"verify: {engine} started")
-        found = {**STAGES, **ON_REQUEST}[engine](ctx) or [
-            StageRow(engine, "no results", UNOBSERVED, "the engine checked nothing", time.perf_counter() - started)]
-        ctx.reporter.line(f"verify: {engine} {verdict(found)} ({len(found)} rows, "
-                          f"{time.perf_counter() - started:.1f} s)")
-        rows.extend(found)
-    return rows
 
 
 def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: bool, seconds: float) -> None:

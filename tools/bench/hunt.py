@@ -36,6 +36,7 @@ from typing import Final
 from rich.console import Console
 
 from kcm.conformance.explore.hunt import BFS, BMC, SIMULATE, STEERED, Engine, Hunt, race
+from kcm.conformance.explore.route import SIMULATION_DEPTH, hunt_races
 from kcm.spec.tlc.modelcheck import model_knobs
 from kcm.spec.tlc.runner import run_tlc
 from kcm.tools.bench._common import (
@@ -49,7 +50,6 @@ from kcm.tools.bench._common import (
     table,
     write_summary,
 )
-from kcm.tools.hunt import SIMULATION_DEPTH, hunt_races
 from kcm.tools.progress import Reporter
 
 NAME = "hunt"

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kcm.conformance.review import RowResult, review_row, tlc_row
+from kcm.spec.designs import VARIANTS, Variant
 from kcm.tools.bench._common import (
     Figure,
     base_parser,
@@ -30,8 +32,6 @@ from kcm.tools.bench._common import (
     table,
     write_summary,
 )
-from kcm.tools.review import RowResult, review_row, tlc_row
-from kcm.tools.variants import VARIANTS, Variant
 
 NAME = "review"
 TARGET_SECONDS = 60.0

@@ -24,7 +24,7 @@ from kcm.tools.report import page
 from kcm.tools.report.timeline import DEFAULT_WINDOW, Timeline, build, build_window, mark_final_state
 
 if TYPE_CHECKING:
-    from kcm.tools.stages import VerifyContext
+    from kcm.conformance.verify.stages import VerifyContext
 
 
 

@@ -29,10 +29,10 @@ from kcm.conformance.explore.zk_campaign import (
     run_campaign,
     zookeeper_stores,
 )
+from kcm.conformance.verify.stages import StageRow, VerifyContext
 from kcm.impl.zookeeper.ensemble import Ensemble, EnsembleError, ZooKeeperMissing
 from kcm.impl.zookeeper.store import ConnectionLostError
 from kcm.spec.verdicts import AS_EXPECTED, UNEXPECTED, UNKNOWN, VIOLATED, held
-from kcm.tools.stages import StageRow, VerifyContext
 
 ENGINE = "zookeeper"
 # The bounded budget: every fault kind twice under the run's knobs, the zombie twice with the fence off.
@@ -44,7 +44,7 @@ ZOMBIE_FAULTS = 2
 _ZOMBIE = "StaleControllerFenced"
 
 
-def verify_stage(ctx: VerifyContext) -> list[StageRow]:
+def stage(ctx: VerifyContext) -> list[StageRow]:
     started = time.perf_counter()
     # On a ZooKeeper kcm did not start, no server is killed.
     faults = tuple(k for k in FAULTS if not (ctx.zk and k in SERVER_FAULTS))

@@ -1,7 +1,7 @@
-"""The contract between `kcm verify` and the engines' commands: each engine contributes a stage, a function
-of the run's context that returns rows for the summary table. An engine's verdict is the worst of its rows
-that observed something; the run's is the worst engine's, an engine that observed nothing leaving the run
-undecided (kcm.spec.verdicts)."""
+"""The contract between `kcm verify` and the engines: each engine contributes a stage (a module of
+kcm.conformance.verify), a function of the run's context that returns rows for the summary table. An engine's
+verdict is the worst of its rows that observed something; the run's is the worst engine's, an engine that
+observed nothing leaving the run undecided (kcm.spec.verdicts)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcm.conformance.explore.campaign import CampaignResult
+from kcm.conformance.reporter import Reporter
 from kcm.impl.sim.simulator import SimConfig
 from kcm.spec.verdicts import combined, worst
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.outputs import default_out
-from kcm.tools.progress import Reporter
 
 __all__ = ["Stage", "StageRow", "VerifyContext", "engine_verdicts", "verdict"]
 
@@ -36,7 +35,7 @@ class StageRow:
 @dataclass(frozen=True)
 class VerifyContext:
     """What every stage gets: the knobs, the cluster shape, the budget asked for, whether the run is the full
-    one or the quick default, and where to show progress."""
+    one or the quick default, where to show progress and where to write."""
 
     knobs: Knobs
     config: SimConfig
@@ -44,8 +43,8 @@ class VerifyContext:
     steps: int
     reporter: Reporter
     full: bool = False
-    # Where the stages keep what they write (counterexamples): `kcm verify --out`.
-    out: Path = field(default_factory=lambda: default_out("verify"))
+    # Where the stages keep what they write (counterexamples): `kcm verify --out`, which the command decides.
+    out: Path = field(kw_only=True)
     # The campaign is also reported in full (first violation, reproduce line), beyond its rows.
     campaigns: list[CampaignResult] = field(default_factory=list)
     # `--zk`: the ZooKeeper the cluster runs on ("host:port"), or "" for an ensemble the stage starts.

@@ -1,0 +1,48 @@
+"""The TLC stage of `kcm verify`: the ci model under the run's knobs, then the review matrix's rows
+(kcm.conformance.review), each `as expected` when its design breaks what it is documented to break."""
+
+from __future__ import annotations
+
+from kcm.conformance.review import RowResult, review
+from kcm.conformance.verify.stages import StageRow, VerifyContext
+from kcm.spec.designs import VARIANTS, Variant
+from kcm.spec.verdicts import HOLDS, UNKNOWN, worst
+
+
+def stage(ctx: VerifyContext) -> list[StageRow]:
+    """The TLC rows of `kcm verify`: the ci model under the run's knobs, exhaustively, then one row per review
+    variant, `as expected` when the variant breaks what it is documented to break there (a safe variant
+    nothing). By default only the unsafe variants, each checked for its documented invariants (a search that
+    ends at the first bad state); `--full` checks every variant on every invariant."""
+    ci = Variant(f"ci ({ctx.knobs.describe()})", tuple(ctx.knobs.settings()), "ci")
+    variants = [v for v in VARIANTS if (v.knobs != ctx.knobs or v.model != "ci") and (ctx.full or v.expected)]
+    rows = review([ci, *variants], ctx.out / "tlc", workers=2, reporter=ctx.reporter, quick=not ctx.full)
+    return [_stage_row(row, row.variant is ci, ctx.full) for row in rows]
+
+
+def _stage_row(row: RowResult, is_ci: bool, full: bool) -> StageRow:
+    if row.errors:
+        return StageRow("tlc", _check_name(row, is_ci), UNKNOWN, row.errors[0], row.seconds)
+    shown = min(row.violated, default="")
+    trace = (row.cells[shown].trace or "") if shown else ""
+    if is_ci:
+        detail = (f"{_states(row):,} distinct states, exhaustive" if not row.violated else
+                  f"violates {', '.join(sorted(row.violated))}: kcm check --model ci "
+                  + " ".join(f"--set {s}" for s in row.variant.settings))
+        return StageRow("tlc", _check_name(row, is_ci), worst([cell.result for cell in row.cells.values()]), detail,
+                        row.seconds, trace, shown)
+    broken = ", ".join(sorted(row.violated)) or "nothing"
+    detail = f"breaks {broken}"
+    if not row.as_expected:
+        detail += f", documented: {', '.join(sorted(row.variant.expected)) or 'nothing'}"
+    elif not full and len(row.variant.expected) > 1:
+        detail += f" (the first found of {len(row.variant.expected)} documented; --full checks each)"
+    return StageRow("tlc", _check_name(row, is_ci), row.verdict, detail, row.seconds, trace, shown)
+
+
+def _check_name(row: RowResult, is_ci: bool) -> str:
+    return "model ci" if is_ci else f"review {row.variant.label} ({row.variant.model})"
+
+
+def _states(row: RowResult) -> int:
+    return max((cell.distinct_states for cell in row.cells.values() if cell.result == HOLDS), default=0)

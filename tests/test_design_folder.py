@@ -48,7 +48,8 @@ BROKEN = [
     ('hooks = { InSyncForExpansion = "EAGER_InSyncForExpansion" }', 'hooks = { InSyncForExpansion = "EAGER_Other" }',
      "design.toml:11: tla.hooks.InSyncForExpansion: EagerIsrJoin.tla defines no operator EAGER_Other"),
     ('module = "EagerIsrJoin.tla"', 'module = "../x.tla"', "design.toml:10: tla.module: must name a file inside"),
-    ('strategy = "strategy.py"', 'strategy = "missing.py"', "design.toml:14: python.strategy: no such file: missing.py"),
+    ('strategy = "strategy.py"', 'strategy = "missing.py"',
+     "design.toml:14: python.strategy: no such file: missing.py"),
     ('class = "EagerIsrJoin"', 'class = "Nope"', "design.toml:15: python.class: strategy.py defines no subclass"),
     ('name = "eager-isr-join"', 'nom = "eager-isr-join"', "design.toml:1: "),
 ]
@@ -101,8 +102,9 @@ def test_the_simulator_runs_the_designs_strategy_and_replay_needs_the_design(
     assert main(["replay", str(trace), "--design", str(EAGER)]) == 0
     assert "breaks NoCommittedDataLoss as the trace does" in capsys.readouterr().out
     # The same seed on the safe design breaks nothing: the strategy made the difference.
-    assert main(["sim", "--seed", "1", "--steps", "3000", "--progress", "none", "--out", str(tmp_path / "s.jsonl")]) == 0
-    assert main(["check-trace", str(tmp_path / "s.jsonl")]) == 0
+    safe = tmp_path / "s.jsonl"
+    assert main(["sim", "--seed", "1", "--steps", "3000", "--progress", "none", "--out", str(safe)]) == 0
+    assert main(["check-trace", str(safe)]) == 0
 
 
 @pytest.mark.tlc

@@ -141,7 +141,8 @@ def review_row(variant: Variant, out: Path, heap_mb: int | None = None,
                on_progress: Progress | None = None, quick: bool = False, cores: int = 1) -> RowResult:
     """A row: an unsafe design's quick row by kcm hunt's route (`hunted_row`) with `cores` engines, any other
     by TLC (`tlc_row`)."""
-    if quick and variant.expected:
+    # Hunt's engines include Z3, which reads no design of one's own: a design's quick row is TLC's alone.
+    if quick and variant.expected and variant.design is None:
         return hunted_row(variant, out, heap_mb, on_progress, cores)
     return tlc_row(variant, out, heap_mb, on_progress, quick)
 
@@ -164,7 +165,8 @@ def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
         show(TlcProgress(0, 0, 0.0))
         row.runs = run
         try:
-            outcome = check_model(variant.model, variant.knobs, remaining, heap_mb=heap_mb, on_progress=show)
+            outcome = check_model(variant.model, variant.knobs, remaining, heap_mb=heap_mb, on_progress=show,
+                                  design=variant.design)
         except TlcError as err:
             for name in remaining:
                 row.cells.setdefault(column(name), Cell(column(name), UNKNOWN, error=str(err)))

@@ -57,7 +57,7 @@ class DesignError(ValueError):
         super().__init__(f"{file}:{line}: {field}: {reason}" if field else f"{file}:{line}: {reason}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one folder, one design: compared (and hashed, as a review row) by identity
 class DesignFolder:
     path: Path
     name: str

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from kcm.spec.design_folder import DesignFolder
 from kcm.spec.tlc.modelcheck import TLA_READINGS, WRITES_ACCEPTED, vocabulary_name
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 
@@ -28,6 +29,8 @@ class Variant:
     settings: tuple[str, ...]
     model: str
     expected: frozenset[str] = frozenset()
+    # A design folder of one's own (kcm.spec.design_folder): TLC binds its hooks on top of the settings.
+    design: DesignFolder | None = None
 
     @property
     def knobs(self) -> Knobs:
@@ -93,6 +96,12 @@ LIVENESS_VARIANTS: Final = (
     # meanwhile, took it for dead already and never elects another leader (docs/spec.md).
     Variant("session expiry", (), "livenessexpiry", frozenset({"LeaderElected"})),
 )
+
+
+def design_rows(design: DesignFolder) -> tuple[Variant, ...]:
+    """The rows of a design folder: one per model its manifest names, on its base design's knobs."""
+    return tuple(Variant(f"{design.name} ({model})", tuple(design.base.settings()), model, design.expected, design)
+                 for model in design.models)
 
 
 def column(tla_name: str) -> str:

@@ -3,6 +3,7 @@ implementation, its hooks bound by TLC; tests/data/designs/ holds two designs th
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -127,3 +128,19 @@ def test_tlc_finds_the_safe_design_safe_on_its_model(capsys: pytest.CaptureFixtu
 def test_design_error_names_file_line_and_field() -> None:
     err = DesignError(Path("d/design.toml"), 3, "base", "bad")
     assert str(err) == "d/design.toml:3: base: bad"
+
+
+def test_the_conformance_campaign_runs_the_designs_strategy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The state machines drive a cluster running the design's strategy and find what it breaks."""
+    assert main(["conform", "--design", str(EAGER), "--examples", "300", "--progress", "none", "--json",
+                 "--out", str(tmp_path / "conform")]) == 1
+    assert "NoCommittedDataLoss" in {v["invariant"] for v in json.loads(capsys.readouterr().out)["violations"]}
+
+
+@pytest.mark.tlc
+def test_review_rows_of_a_design_are_as_expected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["review", "--design", str(EAGER), "--quick", "--json", "--progress", "none",
+                 "--out", str(tmp_path / "review")]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["label"], r["verdict"]) for r in rows] == [("eager-isr-join (deep)", "as expected")]
+    assert rows[0]["cells"]["NoCommittedDataLoss"]["result"] == "violated"

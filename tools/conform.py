@@ -25,6 +25,7 @@ from kcm.conformance.verify.conformance import reported_campaign
 from kcm.spec.atomic_output import claimed_in_place
 from kcm.spec.verdicts import UNOBSERVED, severity
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
+from kcm.tools.design_option import add_design_option, chosen_design
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, count
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
@@ -48,6 +49,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", "--report", dest="out", default=str(DEFAULT_REPORT),
                         help=f"folder for shrunk failures and the coverage picture (default {DEFAULT_REPORT})")
     parser.add_argument("--json", action="store_true")
+    add_design_option(parser, "the cluster runs its strategy on its base design's knobs (--set changes them); the Z3 "
+                              "step check, which reads no design of one's own, is left out")
     add_option(parser)
     html_option(parser)
     parser.set_defaults(handler=cmd_conform)
@@ -56,12 +59,13 @@ def register(subparsers: Any) -> None:
 def cmd_conform(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise UsageError("conform: --steps must be at least 1")
-    knobs = Knobs().with_settings(args.settings)
+    design = chosen_design(args)
+    knobs = (Knobs() if design is None else design.base).with_settings(args.settings)
     console = Console(stderr=args.json)
     # Held from the start: a second campaign into the same folder is refused before it runs, not at its end.
     with claimed_in_place(args.out) as folder, Reporter(args.progress) as reporter:
         campaign = reported_campaign(knobs, args.examples, args.steps, tuple(args.machine or MACHINES),
-                                     not args.no_step_check, reporter)
+                                     not args.no_step_check, reporter, design=design)
         summary = write_report(campaign, folder, args.examples)
     if args.html:
         kinds.conform_page(summary, campaign.coverage, Path(args.html))

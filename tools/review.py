@@ -32,10 +32,11 @@ from typing import Any, Final
 
 from kcm.conformance.review import RowResult, markdown, review, select, to_json
 from kcm.spec.atomic_output import check_writable, write_output
-from kcm.spec.designs import COLUMNS, LIVENESS_VARIANTS, VARIANTS
+from kcm.spec.designs import COLUMNS, LIVENESS_VARIANTS, VARIANTS, design_rows
 from kcm.spec.tlc.modelcheck import PROPERTIES, ModelError, render_counterexample
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcSetupError, find_tools
 from kcm.spec.verdicts import UNKNOWN, UNOBSERVED
+from kcm.tools.design_option import add_design_option, chosen_design
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError, at_least
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
@@ -61,6 +62,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--heap", type=at_least(MIN_HEAP_MB, " MiB"), default=None,
                         help=f"each TLC's heap in MiB, at least {MIN_HEAP_MB} (default KCM_TLC_HEAP_MB or "
                              f"{DEFAULT_HEAP_MB})")
+    add_design_option(parser, "one row per model its manifest names, `as expected` when it breaks what the "
+                              "manifest says")
     add_option(parser)
     html_option(parser)
     parser.set_defaults(handler=cmd_review)
@@ -73,7 +76,10 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise UsageError("--quick looks at the invariant matrix's unsafe rows; --liveness checks properties")
     name = "review-liveness" if args.liveness else "review"
     try:
-        variants = select(args.rows, args.liveness)
+        design = chosen_design(args)
+        if design is not None and (args.liveness or args.rows):
+            raise UsageError("--design reviews the design's own rows (its models): not with --liveness or --row")
+        variants = list(design_rows(design)) if design is not None else select(args.rows, args.liveness)
         # Before the matrix: TLC and every output, so that an hour of review is not lost to a bad --out.
         find_tools()
         out = out_files(args.out, "review", [f"{name}.json", f"{name}.md"])

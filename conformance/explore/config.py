@@ -12,6 +12,7 @@ from typing import Any, Final
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from kcm.spec.design_folder import DesignFolder
 from kcm.spec.vocabulary import Knobs
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -42,6 +43,8 @@ class MachineConfig:
     steer: bool = True  # hand the danger scores to hypothesis.target (off: the unsteered baseline)
     # The replication machine's slow links (off: its faults are crashes and the leader changes they cause).
     slow_links: bool = True
+    # A design folder of one's own: the cluster runs its strategy on the knobs (kcm.impl.design.load_strategy).
+    design: DesignFolder | None = None
 
     def fails_on(self, name: str) -> bool:
         return self.targets is None or name.split("/")[0] in self.targets
@@ -55,6 +58,8 @@ class MachineConfig:
                                       sorted(self.targets or ()))
         if not self.slow_links:
             fields += ("no slow links",)  # appended only when off, so that every other design keeps its key
+        if self.design is not None:
+            fields += (f"design {self.design.name}",)
         text = repr(fields)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 

@@ -12,6 +12,7 @@ from kcm.conformance.check.invariants import InvariantChecker, Violation
 from kcm.conformance.check.validate import StepValidator
 from kcm.conformance.explore.config import MachineConfig
 from kcm.conformance.explore.finding import IMPLEMENTATION_ERROR, MODEL_STEP, ConformanceFailure, Found
+from kcm.impl.design import load_strategy
 from kcm.impl.sim.cluster import Cluster, broker_ids
 from kcm.spec.trace.format import Event
 
@@ -62,14 +63,15 @@ class Harness:
         self.events: list[Event] = []
         self.commands: list[tuple[str, list[str]]] = []
         self.checker = InvariantChecker(config.knobs.truncation)
-        self.unsafe = not config.knobs.is_safe
+        self.unsafe = not config.knobs.is_safe or (config.design is not None and bool(config.design.expected))
         self.seen: set[tuple[str, str]] = set()
         self.tolerated: set[str] = set()
         self.validator: StepValidator | None = None
         self.checked = 0
         self.failed = False
         # Numbered as the scenario language numbers `cluster brokers=N`, so a finding replays as written.
-        self.cluster = Cluster(broker_ids(config.brokers), config.knobs, self.events.append)
+        strategy = None if config.design is None else load_strategy(config.design, config.knobs)
+        self.cluster = Cluster(broker_ids(config.brokers), config.knobs, self.events.append, design=strategy)
         self.run(" ".join([f"cluster brokers={config.brokers}", *config.knobs.settings()]), lambda: None)
 
     def run(self, command: str, action: Callable[[], object]) -> None:

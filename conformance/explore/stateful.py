@@ -27,6 +27,7 @@ from kcm.conformance.explore.finding import ConformanceFailure, Found, all_invar
 from kcm.conformance.explore.harness import Tally
 from kcm.conformance.explore.machine import Machine
 from kcm.conformance.explore.replication_machine import ReplicationMachine
+from kcm.spec.design_folder import DesignFolder
 from kcm.spec.verdicts import VIOLATED, held
 from kcm.spec.vocabulary import Knobs
 
@@ -81,10 +82,12 @@ class Campaign:
 
 def run_campaign(knobs: Knobs, examples: int, steps: int, *, machines: tuple[str, ...] = tuple(MACHINES),
                  step_check: bool = True, database: bool = True, brokers: int = 3,
-                 on_example: Callable[[], None] | None = None, shrink: bool = True) -> Campaign:
+                 on_example: Callable[[], None] | None = None, shrink: bool = True,
+                 design: DesignFolder | None = None) -> Campaign:
     """Each machine in turn for its share of `examples`, as hypothesis counts them (neither the examples it
     discards nor shrinking). A failure ends hypothesis's run; the campaign then goes on with the budget left,
-    no longer failing on what it already found, so one campaign can report several invariants broken."""
+    no longer failing on what it already found, so one campaign can report several invariants broken. `design`:
+    a design folder whose strategy the cluster runs (the Z3 step check reads no design of one's own: off)."""
     coverage = Coverage()
     tally = Tally(observers=[coverage.observe], on_example=on_example)
     campaign = Campaign(knobs, tally, coverage)
@@ -93,7 +96,8 @@ def run_campaign(knobs: Knobs, examples: int, steps: int, *, machines: tuple[str
     for index, machine in enumerate(machines):
         budget = examples // len(machines) + (1 if index < examples % len(machines) else 0)
         while budget > 0 and targets:
-            config = MachineConfig(knobs, brokers, step_check, machine, frozenset(targets))
+            config = MachineConfig(knobs, brokers, step_check and design is None, machine, frozenset(targets),
+                                   design=design)
             before = tally.counted
             found = run_machine(config, campaign_settings("ci", budget, steps, config, database, shrink), tally)
             budget -= tally.counted - before

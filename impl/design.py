@@ -10,7 +10,9 @@ Each method is named after its point's TLA+ hook (spec/KafkaReplication.tla), in
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
+import textwrap
 from collections.abc import Collection, Sequence
 from typing import Final
 
@@ -161,3 +163,29 @@ def overridden_points(design: Design) -> tuple[str, ...]:
     changed = {name for klass in type(design).__mro__ if klass is not Design and issubclass(klass, Design)
                for name in vars(klass)}
     return tuple(p.name for p in DESIGN_POINTS if changed & set(p.python))
+
+
+def strategy_source(class_name: str, base: Knobs) -> str:
+    """A new design's strategy module: every design point's method, each calling the base design's rule, under
+    the point it decides; edit the rules the design changes and delete the others."""
+    methods = []
+    for point in DESIGN_POINTS:
+        if not point.python:
+            continue
+        methods.append(textwrap.fill(f"-- {point.name}: {point.meaning}.", 112, initial_indent="    # ",
+                                     subsequent_indent="    # ") + "\n")
+        for method in point.python:
+            function = getattr(Design, method)
+            signature = inspect.signature(function)
+            arguments = ", ".join(name for name in signature.parameters if name != "self")
+            doc = " ".join((function.__doc__ or "").split())
+            methods.append(textwrap.fill(doc, 112, initial_indent="    # ", subsequent_indent="    # ") + "\n"
+                           f"    def {method}{str(signature).replace(chr(39), '')}:\n"
+                           f"        return super().{method}({arguments})\n")
+    return (f'"""The implementation\'s side of the design, on {base.describe()}: every design point\'s rule, '
+            f'restated.\n\nChange the rules the design changes; delete the others."""\n\n'
+            "from __future__ import annotations\n\n"
+            "from collections.abc import Collection, Sequence\n\n"
+            "from kcm.impl.design import Design\n"
+            "from kcm.impl.messages import Record\n\n\n"
+            f"class {class_name}(Design):\n" + "\n".join(methods))

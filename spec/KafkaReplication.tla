@@ -950,7 +950,7 @@ DropMessage(net) == \E m \in (IF net = "controller" THEN ctl_msgs ELSE msgs) : L
 (* Brokers: controller requests.                                                        *)
 (***************************************************************************************)
 
-\* ReplicaManager._maybe_advance_hw on a leader's log, HW, ISR and follower positions.
+\* ReplicaManager._maybe_advance_hw (Design.high_watermark) on a leader's log, HW, ISR and follower positions.
 AdvancedHw(b, lg, hwv, isrSet, fleo) ==
     LET own == Len(lg)
         others == isrSet \ {b}

@@ -9,7 +9,7 @@
 (*    reached both the leader's HW and the leader's epoch start offset;                 *)
 (*  - the KAFKA-2334 fix: a new leader withholds its HW until the HW reached its epoch  *)
 (*    start offset (the HW it exposes never goes back across leaders).                  *)
-(* impl: ReplicaManager._fence_error(..., fenced=True), _in_sync; the checker's         *)
+(* impl: ReplicaManager._fence_error, Design.in_sync_for_expansion; the checker's      *)
 (* _exposed_hw_check.                                                                   *)
 (*                                                                                     *)
 (* kcm binds the core's era hooks to these definitions (KIP320_TruncationOffset for    *)

@@ -35,6 +35,7 @@ import functools
 import importlib.resources
 import json
 import re
+import textwrap
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ from typing import Any, Final
 import fastjsonschema
 
 from kcm.spec.design_points import DESIGN_POINTS
-from kcm.spec.vocabulary import ERA_HOOKS, INVARIANTS, PROPERTIES, KnobError, Knobs
+from kcm.spec.vocabulary import ERA_HOOKS, ERA_MODULES, INVARIANTS, PROPERTIES, KnobError, Knobs
 
 MANIFEST: Final = "design.toml"
 SCHEMA_PATH: Final = importlib.resources.files("kcm.spec").joinpath("design.schema.json")
@@ -162,20 +163,80 @@ def field_line(design: DesignFolder, field: str) -> int:
 def _line_of(text: str, path: list[Any] | tuple[Any, ...]) -> int:
     """The line where a manifest sets a field: the key's own line, else its table's, else 1."""
     keys = [str(part) for part in path if not isinstance(part, int)]
-    table = ""
+    table: list[str] = []
     best = 1
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
-        header = re.fullmatch(r"\[([^\]]+)\]", stripped)
+        header = re.match(r"\[([^\]]+)\]", stripped)
         if header:
-            table = header[1].strip()
-            if keys[:1] == [table]:
+            table = [part.strip() for part in header[1].split(".")]
+            if keys[:len(table)] == table:
                 best = number
             continue
         key = re.match(r"([A-Za-z0-9_-]+)\s*=", stripped)
         if key is None:
             continue
-        where = [table, key[1]] if table else [key[1]]
+        where = [*table, key[1]]
         if keys[:len(where)] == where:
             best = number
     return best
+
+
+# -- a new design folder ---------------------------------------------------------------------------------------
+
+def module_name(name: str) -> str:
+    """The TLA+ module of a design: its name in CamelCase (`trust-leader-hw`: TrustLeaderHw)."""
+    return "".join(part.capitalize() for part in name.split("-"))
+
+
+def new_design(name: str, base: Knobs, base_text: str) -> dict[str, str]:
+    """The files of a new design folder starting from a built-in design (`base_text`, as its manifest's `base`
+    says it): the manifest, and a TLA+ module that restates every hook of the base design's truncation era under
+    the new design's prefix, each under its design point, all bound; edit the rules the design changes and delete
+    the others (and their lines in `hooks`). The strategy is the implementation's side
+    (kcm.impl.design.strategy_source)."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+        raise ValueError(f"design name {name!r}: letters, digits and dashes, lower case, as in trust-leader-hw")
+    era, era_prefix = ERA_MODULES[base.truncation]
+    module, prefix = module_name(name), name.upper().replace("-", "_") + "_"
+    source = importlib.resources.files("kcm.spec").joinpath(f"{era}.tla").read_text(encoding="utf-8")
+    definitions = _definitions(source, era_prefix)
+    body = []
+    for point in DESIGN_POINTS:
+        for hook in point.tla if point.tla_hooks else ():
+            note = textwrap.fill(f"{point.name}: {point.meaning}.", 110, initial_indent="\\* ",
+                                 subsequent_indent="\\* ")
+            body.append(f"{note}\n" + definitions[hook].replace(era_prefix, prefix, 1))
+    hooks = "".join(f'{hook} = "{prefix}{hook}"\n' for hook in ERA_HOOKS)
+    manifest = (
+        f'name = "{name}"\n'
+        'summary = "What the design changes, in one paragraph."\n'
+        'follows = "The Kafka release or KIP it follows, with a citation (a URL, a file at a release)."\n'
+        f'base = "{base_text}"\n'
+        "expected = []  # the invariants and properties it is expected to break\n"
+        'models = ["ci"]  # the model instances of spec/ it is checked on\n\n'
+        f'[tla]\nmodule = "{module}.tla"\n\n[tla.hooks]  # core hook = this module\'s operator\n{hooks}\n'
+        f'[python]\nstrategy = "strategy.py"\nclass = "{module}"\n')
+    tla = (f"{'-' * 29} MODULE {module} {'-' * 29}\n"
+           f"\\* {name}: every hook of the base design ({base.describe()}), restated under {prefix}.\n"
+           "\\* Change the rules the design changes; delete the others and their entries in design.toml.\n"
+           f"EXTENDS {era}\n\n" + "\n".join(body) + "=" * 77 + "\n")
+    return {MANIFEST: manifest, f"{module}.tla": tla}
+
+
+def _definitions(text: str, prefix: str) -> dict[str, str]:
+    """A truncation module's hook definitions by hook name: each from its first line to the next line that
+    starts at the margin."""
+    found: dict[str, str] = {}
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        head = re.match(rf"{re.escape(prefix)}(\w+)", line)
+        if head is None or head[1] not in ERA_HOOKS:
+            continue
+        block = [line]
+        for rest in lines[index + 1:]:
+            if rest.strip() and not rest[0].isspace():
+                break
+            block.append(rest)
+        found[head[1]] = "".join(block).rstrip("\n") + "\n"
+    return found

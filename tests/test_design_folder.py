@@ -144,3 +144,46 @@ def test_review_rows_of_a_design_are_as_expected(tmp_path: Path, capsys: pytest.
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [(r["label"], r["verdict"]) for r in rows] == [("eager-isr-join (deep)", "as expected")]
     assert rows[0]["cells"]["NoCommittedDataLoss"]["result"] == "violated"
+
+
+def _new(tmp_path: Path, base: str) -> Path:
+    folder = tmp_path / "restated"
+    assert main(["design", "new", "restated", "--from", base, "--out", str(folder)]) == 0
+    return folder
+
+
+def test_a_new_design_restates_its_base_and_runs_as_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kcm design new` writes every hook and rule of the base design: until edited, the design is its base, step
+    for step in the simulator."""
+    folder = _new(tmp_path, "truncation=hw")
+    assert "design restated on truncation=hw" in capsys.readouterr().out
+    design = read_design(folder)
+    assert design.base == Knobs(truncation="hw") and sorted(design.hooks) == sorted(
+        ["TruncateOnBecomeFollower", "FenceCurrentLeaderEpoch", "EpochEndAnswer", "TruncationOffset",
+         "InSyncForExpansion", "ExposesHw"])
+    assert type(load_strategy(design)).__name__ == "Restated"
+    own, built_in = tmp_path / "own.jsonl", tmp_path / "built-in.jsonl"
+    assert main(["sim", "--design", str(folder), "--seed", "3", "--steps", "1500", "--progress", "none",
+                 "--out", str(own)]) == 0
+    assert main(["sim", "--set", "truncation=hw", "--seed", "3", "--steps", "1500", "--progress", "none",
+                 "--out", str(built_in)]) == 0
+    ours, theirs = own.read_text().splitlines(), built_in.read_text().splitlines()
+    assert '"design":"restated"' in ours[0] and ours[1:] == theirs[1:]
+    assert main(["design", "new", "restated", "--out", str(folder)]) == 2
+    assert "exists already" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["Upper", "a b", "x_y", ""])
+def test_a_new_design_needs_a_plain_name(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["design", "new", name, "--out", str(tmp_path / "d")]) == 2
+    assert "letters, digits and dashes" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.tlc
+def test_tlc_checks_a_new_design_as_its_base(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _new(tmp_path, "truncation=hw")
+    capsys.readouterr()
+    assert main(["check", "--design", str(folder), "--model", "kafka1211", "--progress", "none",
+                 "--out", str(tmp_path / "cex.jsonl")]) == 1
+    assert "violated NoCommittedDataLoss" in capsys.readouterr().out

@@ -71,6 +71,7 @@ def _build_parser() -> Parser:
         check,
         check_trace,
         conform,
+        design,
         hunt,
         mutate,
         pipeline,
@@ -86,8 +87,8 @@ def _build_parser() -> Parser:
     from kcm.tools.report import command as report
 
     # In the order `kcm --help` lists them.
-    commands = (sim, check_trace, check, hunt, verify, prove, validate, review, conform, trace, replay, mutate,
-                pipeline, report, zk)
+    commands = (sim, check_trace, check, hunt, verify, prove, validate, review, design, conform, trace, replay,
+                mutate, pipeline, report, zk)
     parser = Parser(prog="kcm", description="Verification workbench for the Kafka controller.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in commands:

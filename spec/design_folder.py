@@ -62,15 +62,22 @@ class DesignError(ValueError):
 class DesignFolder:
     path: Path
     name: str
+    label: str | None  # how tables name it; None: by its name and model
     summary: str
     follows: str
     base: Knobs
     expected: frozenset[str]
+    also_breaks: frozenset[str]  # beyond its models, as another engine found: no review row checks these
     models: tuple[str, ...]
     tla_module: Path | None
     hooks: dict[str, str]
     strategy: Path | None
     strategy_class: str | None
+
+    @property
+    def knobs_only(self) -> bool:
+        """A design of knob settings alone (every built-in design): no module, no strategy of its own."""
+        return self.tla_module is None and self.strategy is None
 
     @property
     def changed_points(self) -> tuple[str, ...]:
@@ -118,9 +125,10 @@ def _design(manifest: Path, text: str, data: dict[str, Any]) -> DesignFolder:
     except KnobError as err:
         raise refuse("base", str(err)) from None
     known = (*INVARIANTS, *PROPERTIES)
-    for name in data["expected"]:
-        if name.partition("/")[0] not in known:
-            raise refuse("expected", f"{name!r} is no invariant or property (known: {', '.join(known)})")
+    for field in ("expected", "also_breaks"):
+        for name in data.get(field, []):
+            if name.partition("/")[0] not in known:
+                raise refuse(field, f"{name!r} is no invariant or property (known: {', '.join(known)})")
     tla = data.get("tla", {})
     hooks = dict(tla.get("hooks", {}))
     for hook in hooks:
@@ -138,8 +146,9 @@ def _design(manifest: Path, text: str, data: dict[str, Any]) -> DesignFolder:
                 raise refuse(f"tla.hooks.{hook}", f"{module.name} defines no operator {operator}")
     python = data.get("python", {})
     strategy = _member(manifest, text, python, "python", "strategy")
-    return DesignFolder(manifest.parent, data["name"], data["summary"], data["follows"], base,
-                        frozenset(data["expected"]), tuple(data["models"]), module, hooks, strategy,
+    return DesignFolder(manifest.parent, data["name"], data.get("label"), data["summary"], data["follows"], base,
+                        frozenset(data["expected"]), frozenset(data.get("also_breaks", [])), tuple(data["models"]),
+                        module, hooks, strategy,
                         python.get("class"))
 
 

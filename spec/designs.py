@@ -3,11 +3,13 @@ to break (the rows of `kcm review`'s two matrices; `kcm hunt` takes a design's m
 
 from __future__ import annotations
 
+import importlib.resources
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
-from kcm.spec.design_folder import DesignFolder
+from kcm.spec.design_folder import DesignFolder, read_design
 from kcm.spec.tlc.modelcheck import TLA_READINGS, WRITES_ACCEPTED, vocabulary_name
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 
@@ -48,26 +50,32 @@ class Variant:
         return [name for name in TLA_INVARIANTS if column(name) in self.expected]
 
 
-VARIANTS: Final = (
-    Variant("defaults (kip320)", (), "ci"),
-    Variant("truncation=hw", ("truncation=hw",), "kafka1211", frozenset({"NoCommittedDataLoss"})),
-    Variant("truncation=kip101", ("truncation=kip101",), "kip101",
-            frozenset({"ReplicaLogsAgree", "NoCommittedDataLoss", HW})),
-    Variant("truncation=kip279", ("truncation=kip279",), "kip279",
-            frozenset({"ReplicaLogsAgree", "NoCommittedDataLoss", HW})),
-    Variant("truncation=kip320", (), "kip320"),
-    Variant("unclean_election=true", ("unclean_election=true",), "unclean",
-            frozenset({"NoCommittedDataLoss", HW})),
-    Variant("unclean_election=true, min_isr=2", ("unclean_election=true", "min_isr=2"), "unclean",
-            frozenset({"NoCommittedDataLoss", HW})),
-    Variant("controller_epoch_fencing=false", ("controller_epoch_fencing=false",), "zombie",
-            frozenset({"StaleControllerFenced"})),
-    Variant("leader_epoch_check=false", ("leader_epoch_check=false",), "staleepoch",
-            frozenset({"LeaderEpochMonotonic"})),
-    # Before KIP-380: a restarted broker applies the requests of its previous incarnation and bounces go
-    # unseen; on the ci model (crashes, restarts, expiries, lost and reordered requests) nothing breaks.
-    Variant("broker_epoch=false", ("broker_epoch=false",), "ci"),
-)
+# kcm's own designs, folders of spec/built_in_designs/ in the form of anyone's (docs/designs.md): the rows of the
+# invariant matrix, in this order.
+BUILT_IN_DESIGNS: Final = ("defaults-kip320", "truncation-hw", "truncation-kip101", "truncation-kip279",
+                           "truncation-kip320", "unclean-election", "unclean-election-min-isr-2",
+                           "no-controller-epoch-fencing", "no-leader-epoch-check", "no-broker-epoch")
+
+
+def built_in_design(name: str) -> DesignFolder:
+    return read_design(Path(str(importlib.resources.files("kcm.spec").joinpath("built_in_designs", name))))
+
+
+def design_rows(design: DesignFolder) -> tuple[Variant, ...]:
+    """The rows of a design folder: one per model its manifest names, on its base design's knobs, named by its
+    label (with the model where it has several) or by its name and model. A design of knob settings alone is a
+    row of those settings: nothing of its own for an engine to read."""
+    def label(model: str) -> str:
+        if design.label is None:
+            return f"{design.name} ({model})"
+        return design.label if len(design.models) == 1 else f"{design.label} ({model})"
+
+    own = None if design.knobs_only else design
+    return tuple(Variant(label(model), tuple(design.base.settings()), model, design.expected, own)
+                 for model in design.models)
+
+
+VARIANTS: Final = tuple(row for name in BUILT_IN_DESIGNS for row in design_rows(built_in_design(name)))
 
 # The progress matrix (kcm review --liveness): the safe design on every liveness model, the availability the
 # safety knobs trade, and one broken variant per property.
@@ -96,12 +104,6 @@ LIVENESS_VARIANTS: Final = (
     # meanwhile, took it for dead already and never elects another leader (docs/spec.md).
     Variant("session expiry", (), "livenessexpiry", frozenset({"LeaderElected"})),
 )
-
-
-def design_rows(design: DesignFolder) -> tuple[Variant, ...]:
-    """The rows of a design folder: one per model its manifest names, on its base design's knobs."""
-    return tuple(Variant(f"{design.name} ({model})", tuple(design.base.settings()), model, design.expected, design)
-                 for model in design.models)
 
 
 def column(tla_name: str) -> str:

@@ -4,7 +4,8 @@ A check of a property ends `holds` (exhaustively, or for every input of a proof)
 counterexample), `holds to depth K` (a bounded search found nothing up to K steps: never a proof), or `unknown`
 (the engine could not decide: a solver's unknown, a tool's error). A review row compares what a design breaks
 with what it is documented to break: `as expected` or `unexpected`. A trace that never carries a variable an
-invariant reads leaves that invariant `unobserved` (not checked, and not a failure).
+invariant reads leaves that invariant `unobserved` (not checked, and not a failure). An engine that cannot read
+a design's rule at a point the design changes says `unsupported` for it, never the default design's verdict.
 
 A verdict never rests on zero work: a check that ran on nothing (no seed, no step, no example, no event, no
 state) is `unobserved`, never `holds` (`held`). A run made of results takes the worst of those that observed
@@ -21,6 +22,7 @@ UNKNOWN: Final = "unknown"
 UNOBSERVED: Final = "unobserved"
 AS_EXPECTED: Final = "as expected"
 UNEXPECTED: Final = "unexpected"
+UNSUPPORTED: Final = "unsupported"
 _DEPTH_PREFIX: Final = "holds to depth "
 
 

@@ -1,0 +1,103 @@
+"""How every engine reads a design (kcm.spec.design_folder), and what it lacks: the check that no design is known
+to one engine and silently unknown to another.
+
+For each design: TLC must bind it (its models exist, its base design's truncation era has its module, its own
+hooks name operators of its module) and check what it is expected to break on each of its models; the
+implementation must load its strategy; Z3 reads it through knobs or declares it `unsupported` (a design with
+hooks or a strategy of its own changes a point Z3 reads only as a knob); an unsafe design (one expected to break
+something) must have a reproduction model, and each engine's catalogue of known bugs that holds its knobs names
+what it breaks there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES
+from kcm.impl.design import Design, load_strategy, overridden_points
+from kcm.spec.design_folder import DesignError, DesignFolder
+from kcm.spec.design_points import design_point
+from kcm.spec.tlc.config import declared
+from kcm.spec.tlc.modelcheck import models
+from kcm.spec.verdicts import UNSUPPORTED
+from kcm.spec.vocabulary import ERA_MODULES, PROPERTIES
+from kcm.spec.z3.bmc import KNOWN_BUGS
+
+
+@dataclass
+class Readings:
+    """What each engine makes of a design; `problems` lists what it lacks (empty: known to every engine)."""
+
+    design: str
+    tla: str = ""
+    impl: str = ""
+    z3: str = ""
+    bmc: list[str] = field(default_factory=list)  # the Z3 BMC known bugs of its knobs
+    search: list[str] = field(default_factory=list)  # the conformance searches of its knobs
+    problems: list[str] = field(default_factory=list)
+
+
+def readings(design: DesignFolder) -> Readings:
+    found = Readings(design.name)
+    _tla(design, found)
+    _impl(design, found)
+    _z3(design, found)
+    _catalogues(design, found)
+    return found
+
+
+def _tla(design: DesignFolder, found: Readings) -> None:
+    era, _ = ERA_MODULES[design.base.truncation]
+    known = models()
+    for model in design.models:
+        if model not in known:
+            found.problems.append(f"tla: no model {model!r} in spec/ (MC{model}.cfg)")
+            continue
+        # A review row checks every invariant on its model; a property only where the model's fairness has it.
+        properties = set(declared(known[model].config.read_text(), "PROPERTY"))
+        for name in sorted(design.expected):
+            base = name.partition("/")[0]
+            if base in PROPERTIES and base not in properties:
+                found.problems.append(f"tla: model {model} does not check {base}, which the design is expected to "
+                                      "break")
+    hooks = ", ".join(f"{hook} <- {operator}" for hook, operator in sorted(design.hooks.items()))
+    found.tla = f"{era}" + (f" + {design.tla_module.name} ({hooks})" if design.tla_module is not None else "")
+    if design.strategy is not None and design.tla_module is None:
+        found.problems.append("tla: the strategy changes rules the TLA+ model does not (no tla.module): TLC would "
+                              "check the base design's")
+
+
+def _impl(design: DesignFolder, found: Readings) -> None:
+    try:
+        strategy = load_strategy(design)
+    except DesignError as err:
+        found.problems.append(f"impl: {err}")
+        return
+    changed = overridden_points(strategy)
+    found.impl = type(strategy).__name__ + (f" ({', '.join(changed)})" if changed else "")
+    unread = sorted(set(design.changed_points) - set(changed)) if type(strategy) is not Design else []
+    for point in unread:
+        found.problems.append(f"impl: the TLA+ module changes {point}, the strategy does not")
+
+
+def _z3(design: DesignFolder, found: Readings) -> None:
+    if design.knobs_only:
+        found.z3 = f"knobs {design.base.describe()}"
+        return
+    points = sorted(set(design.changed_points) | set(overridden_points(load_strategy(design))))
+    readers = {name: design_point(name).z3 for name in points}
+    found.z3 = f"{UNSUPPORTED}: " + "; ".join(f"{name} ({reading or 'not read'})" for name, reading in readers.items())
+
+
+def _catalogues(design: DesignFolder, found: Readings) -> None:
+    found.bmc = [bug.label for bug in KNOWN_BUGS if bug.knobs == design.base and design.knobs_only]
+    found.search = [search.name for search in KNOWN_BUG_SEARCHES if search.knobs == design.base and design.knobs_only]
+    expected = {name.partition("/")[0] for name in design.expected | design.also_breaks}
+    for bug in KNOWN_BUGS:
+        if bug.knobs == design.base and design.knobs_only and bug.invariant.partition("/")[0] not in expected:
+            found.problems.append(f"z3: BMC's known bug {bug.label!r} breaks {bug.invariant}, which the design does "
+                                  "not expect")
+    for search in KNOWN_BUG_SEARCHES:
+        if search.knobs == design.base and design.knobs_only and search.invariant not in expected:
+            found.problems.append(f"conformance: the search {search.name!r} finds {search.invariant}, which the "
+                                  "design does not expect")

@@ -1,0 +1,76 @@
+"""Every design is known to every engine (kcm.conformance.design_readings): kcm's own designs and the ones of
+tests/data/designs, and a made-up design that lacks one reading is named for it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kcm.conformance.design_readings import readings
+from kcm.spec.design_folder import read_design
+from kcm.spec.designs import BUILT_IN_DESIGNS, VARIANTS, built_in_design
+from kcm.spec.verdicts import UNSUPPORTED
+
+DESIGNS = Path(__file__).parent / "data" / "designs"
+
+
+@pytest.mark.parametrize("name", BUILT_IN_DESIGNS)
+def test_every_built_in_design_is_known_to_every_engine(name: str) -> None:
+    found = readings(built_in_design(name))
+    assert found.problems == []
+    assert found.z3.startswith("knobs ")
+
+
+def test_each_catalogue_of_known_bugs_is_of_built_in_designs() -> None:
+    """BMC's known bugs and the conformance searches are each a built-in design's (its knobs), and break what
+    that design is documented to break: a bug of knobs no design has would be a design kcm does not review."""
+    named = {name: readings(built_in_design(name)) for name in BUILT_IN_DESIGNS}
+    from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES
+    from kcm.spec.z3.bmc import KNOWN_BUGS
+
+    assert {bug.label for bug in KNOWN_BUGS} == {label for found in named.values() for label in found.bmc}
+    assert {s.name for s in KNOWN_BUG_SEARCHES} == {name for found in named.values() for name in found.search}
+
+
+def test_the_review_rows_are_the_built_in_designs() -> None:
+    assert [v.label for v in VARIANTS] == [built_in_design(n).label for n in BUILT_IN_DESIGNS]
+
+
+@pytest.mark.parametrize("name", ["eager-isr-join", "strict-isr-join"])
+def test_a_design_of_ones_own_is_read_by_tlc_and_the_implementation_and_unsupported_by_z3(name: str) -> None:
+    found = readings(read_design(DESIGNS / name))
+    assert found.problems == []
+    assert "+ " in found.tla and "(isr-expansion)" in found.impl
+    assert found.z3.startswith(f"{UNSUPPORTED}: isr-expansion")
+
+
+def test_an_also_broken_invariant_is_what_another_engine_found() -> None:
+    design = built_in_design("no-leader-epoch-check")
+    assert design.also_breaks == frozenset({"NoCommittedDataLoss"}) and design.expected == {"LeaderEpochMonotonic"}
+    assert readings(design).search == ["leader-epoch-check-off-replication"]
+
+
+def _made_up(tmp_path: Path, old: str, new: str, drop: str | None = None) -> Path:
+    folder = tmp_path / "eager-isr-join"
+    shutil.copytree(DESIGNS / "eager-isr-join", folder)
+    manifest = folder / "design.toml"
+    manifest.write_text(manifest.read_text().replace(old, new))
+    if drop is not None:
+        (folder / drop).write_text((folder / drop).read_text().replace("    def in_sync_for_expansion", "    def x"))
+    return folder
+
+
+@pytest.mark.parametrize(("old", "new", "drop", "problem"), [
+    ('models = ["deep"]', 'models = ["nomodel"]', None, "tla: no model 'nomodel' in spec/"),
+    ('expected = ["NoCommittedDataLoss"]', 'expected = ["ControlledShutdownCompletes"]', None,
+     "tla: model deep does not check ControlledShutdownCompletes"),
+    ("", "", "strategy.py", "impl: the TLA+ module changes isr-expansion, the strategy does not"),
+    ('[tla]\nmodule = "EagerIsrJoin.tla"\nhooks = { InSyncForExpansion = "EAGER_InSyncForExpansion" }\n', "", None,
+     "tla: the strategy changes rules the TLA+ model does not"),
+])
+def test_a_made_up_design_that_lacks_a_reading_is_named_for_it(tmp_path: Path, old: str, new: str,
+                                                                 drop: str | None, problem: str) -> None:
+    found = readings(read_design(_made_up(tmp_path, old, new, drop)))
+    assert any(p.startswith(problem) for p in found.problems), found.problems

@@ -114,7 +114,8 @@ def test_tlc_checks_the_designs_hooks_and_the_counterexample_replays_with_its_st
     out = tmp_path / "cex.jsonl"
     assert main(["check", "--design", str(EAGER), "--invariant", "NoCommittedDataLoss", "--progress", "none",
                  "--out", str(out)]) == 1
-    assert "model deep (defaults (safe design)): violated NoCommittedDataLoss" in capsys.readouterr().out
+    assert "model deep (design eager-isr-join on defaults (safe design)): violated NoCommittedDataLoss" in \
+        capsys.readouterr().out
     assert main(["replay", str(out), "--design", str(EAGER)]) == 0
     assert "breaks NoCommittedDataLoss as the trace does" in capsys.readouterr().out
 
@@ -122,7 +123,7 @@ def test_tlc_checks_the_designs_hooks_and_the_counterexample_replays_with_its_st
 @pytest.mark.tlc
 def test_tlc_finds_the_safe_design_safe_on_its_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--design", str(STRICT), "--progress", "none", "--out", "/tmp/kcm-strict-unused"]) == 0
-    assert "model ci (defaults (safe design)): holds" in capsys.readouterr().out
+    assert "model ci (design strict-isr-join on defaults (safe design)): holds" in capsys.readouterr().out
 
 
 def test_design_error_names_file_line_and_field() -> None:
@@ -187,3 +188,14 @@ def test_tlc_checks_a_new_design_as_its_base(tmp_path: Path, capsys: pytest.Capt
     assert main(["check", "--design", str(folder), "--model", "kafka1211", "--progress", "none",
                  "--out", str(tmp_path / "cex.jsonl")]) == 1
     assert "violated NoCommittedDataLoss" in capsys.readouterr().out
+
+
+@pytest.mark.tlc
+def test_hunt_races_tlcs_engines_on_a_design_and_replays_with_its_strategy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["hunt", "--design", str(EAGER), "--invariant", "NoCommittedDataLoss", "--budget", "120", "--json",
+                 "--progress", "none", "--out", str(tmp_path / "hunt")]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["invariant"] == "NoCommittedDataLoss" and "bmc" not in summary["engines"]
+    assert summary["replay"].startswith("the implementation follows all") and "breaks NoCommittedDataLoss" in \
+        summary["replay"]

@@ -34,7 +34,7 @@ from kcm.spec.tlc.modelcheck import (
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
 from kcm.spec.verdicts import VIOLATED, severity, worst
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.design_option import add_design_option, chosen_design
+from kcm.tools.design_option import add_design_option, chosen_design, described
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
@@ -107,7 +107,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps({**summary, "counterexample": outcome.events} if outcome.unwritten else summary, indent=2))
     else:
         result = outcome.result
-        print(f"model {args.model} ({knobs.describe()}): {summary['result']}"
+        print(f"model {args.model} ({described(knobs, design)}): {summary['result']}"
               f"{' ' + str(result.violated) if result.violated else ''}; {result.distinct_states:,} distinct "
               f"states, depth {result.depth}, {result.seconds:.1f} s")
         if violated:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kcm.spec.design_folder import DesignFolder, read_design
+from kcm.spec.vocabulary import Knobs
 
 
 def add_design_option(parser: argparse.ArgumentParser, what: str) -> None:
@@ -16,3 +17,8 @@ def add_design_option(parser: argparse.ArgumentParser, what: str) -> None:
 def chosen_design(args: argparse.Namespace) -> DesignFolder | None:
     """The design folder `--design` names, read and checked; a bad one is a DesignError (one line, exit 2)."""
     return None if args.design is None else read_design(args.design)
+
+
+def described(knobs: Knobs, design: DesignFolder | None) -> str:
+    """What a run was made on, as its first line says it: the knobs, or the design on its knobs."""
+    return knobs.describe() if design is None else f"design {design.name} on {knobs.describe()}"

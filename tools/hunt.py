@@ -40,6 +40,7 @@ from kcm.spec.tlc.runner import TlcSetupError, find_tools
 from kcm.spec.trace.format import Event, TraceError
 from kcm.spec.verdicts import VIOLATED
 from kcm.spec.vocabulary import Knobs
+from kcm.tools.design_option import add_design_option, chosen_design, described
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
@@ -62,6 +63,7 @@ def register(subparsers: Any) -> None:
                       help="engines raced at once (default: the machine's cores)")
     hunt.add_argument("--out", metavar="DIR", help=f"where the traces go (default {default_out('hunt')})")
     hunt.add_argument("--json", action="store_true")
+    add_design_option(hunt, "its first model by default, TLC's engines only (Z3 reads no design of one's own)")
     add_option(hunt)
     # Replay copies a simulated cluster per reading of a step, which compiled objects refuse (as kcm replay).
     hunt.set_defaults(handler=cmd_hunt, needs_sources=True)
@@ -90,17 +92,21 @@ def _name(hunt: Hunt, kind: str) -> str:
 def _hunt(args: argparse.Namespace) -> Hunt:
     if not args.budget > 0:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget:g}")
-    knobs = Knobs().with_settings(args.settings)
-    model = args.model or model_for(knobs)
+    design = chosen_design(args)
+    knobs = (Knobs() if design is None else design.base).with_settings(args.settings)
+    model = args.model or (model_for(knobs) if design is None else design.models[0])
     if model not in models():
         raise UsageError(f"--model {model}: unknown model (known: {', '.join(sorted(models()))})")
     try:
         check_invariant_names(args.invariants)
     except ModelError as err:
         raise UsageError(f"--invariant: {err}") from err
-    # The model's own settings (its bounds' era) under the ones given.
-    knobs = model_knobs(model).with_settings(args.settings)
-    return Hunt(model, knobs, tuple(args.invariants) if args.invariants else None)
+    # The model's own settings (its bounds' era) under the design's and the ones given.
+    knobs = model_knobs(model)
+    if design is not None:
+        knobs = Knobs.from_dict({**knobs.to_dict(), **design.base.changed()})
+    knobs = knobs.with_settings(args.settings)
+    return Hunt(model, knobs, tuple(args.invariants) if args.invariants else None, design=design)
 
 
 def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult) -> int:
@@ -114,7 +120,7 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
     if found is None or found.invariant is None:
         summary["result"] = no_counterexample(found)
         print(json.dumps(summary, indent=2) if args.json else
-              f"hunt {hunt.model} ({hunt.knobs.describe()}): no counterexample within the budget: "
+              f"hunt {hunt.model} ({described(hunt.knobs, hunt.design)}): no counterexample within the budget: "
               f"{summary['result']} ({first.seconds:.1f} s; {_fates(first)})")
         return EXIT_OK
     best = result.shortest or found
@@ -123,7 +129,7 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
     # The counterexamples are printed whatever becomes of their files (a disk full since the start).
     unwritten = [reason for events, path in ((found.events, first_path), (best.events, best_path))
                  if (reason := _write(events, path)) is not None]
-    confirmation = confirm(best)
+    confirmation = confirm(best, hunt.design)
     # Without a shortest, the time the shortening took before it gave up.
     to_shortest = result.seconds_to_shortest
     summary.update(result=VIOLATED, invariant=found.invariant, winner=found.engine.name,
@@ -143,7 +149,7 @@ def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult)
         for reason in unwritten:
             print(f"kcm: not written: {reason}", file=sys.stderr)
         return EXIT_VIOLATED
-    print(f"hunt {hunt.model} ({hunt.knobs.describe()}): violated {best.invariant}")
+    print(f"hunt {hunt.model} ({described(hunt.knobs, hunt.design)}): violated {best.invariant}")
     print(f"  first: {found.engine.name} after {first.seconds:.1f} s, {found.steps} steps ({_fates(first)})")
     if proven:
         print(f"  shortest: {best.steps} steps by {best.engine.name}, after {to_shortest:.1f} s in all")

@@ -46,6 +46,7 @@ from kcm.conformance.explore.finding import ConformanceFailure
 from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
 from kcm.conformance.explore.stateful import machine_class
 from kcm.spec import child_processes
+from kcm.spec.design_folder import DesignFolder
 from kcm.spec.tlc.modelcheck import Simulation, check_model, vocabulary_name
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
@@ -87,9 +88,13 @@ class Hunt:
     knobs: Knobs
     invariants: tuple[str, ...] | None = None
     heap_mb: int | None = None
+    # A design folder of one's own: TLC binds its hooks; the known bugs (of knobs) are not its.
+    design: DesignFolder | None = None
 
     def steered_search(self) -> KnownBugSearch | None:
         """The steered search of a known bug of this design, when the invariants hunted include its own."""
+        if self.design is not None:
+            return None
         for bug in KNOWN_BUG_SEARCHES:
             wanted = self.invariants is None or bug.invariant in {vocabulary_name(n).split("/")[0]
                                                                   for n in self.invariants}
@@ -99,7 +104,9 @@ class Hunt:
 
     def known_bug(self) -> KnownBug | None:
         """The known bug BMC has a story for on this model and design, when the invariants hunted include
-        its invariant."""
+        its invariant (none for a design of one's own: Z3 cannot read it)."""
+        if self.design is not None:
+            return None
         for bug in KNOWN_BUGS:
             wanted = self.invariants is None or bug.invariant in {vocabulary_name(n) for n in self.invariants}
             if bug.model == self.model and bug.knobs == self.knobs and wanted:
@@ -152,7 +159,7 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
     # A simulation answers in seconds or not at all: the JVM tuned for that (measured in docs/hunt.md).
     outcome = check_model(hunt.model, hunt.knobs, invariants, heap_mb=hunt.heap_mb, simulate=simulate,
                           max_depth=engine.depth if engine.kind == BFS and engine.depth else None,
-                          quick=simulate is not None)
+                          quick=simulate is not None, design=hunt.design)
     result = outcome.result
     invariant = vocabulary_name(result.violated) if result.violated else None
     return Answer(engine, invariant, outcome.events, time.monotonic() - started, engine.kind == BFS,

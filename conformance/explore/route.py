@@ -18,6 +18,7 @@ from typing import Final
 
 from kcm.conformance.check.replay import Replayer, ReplayError
 from kcm.conformance.explore.hunt import BFS, BMC, SHORTEST, SIMULATE, Answer, Engine, Hunt, Race, race
+from kcm.spec.design_folder import DesignFolder
 from kcm.spec.designs import VARIANTS
 from kcm.spec.tlc.runner import TlcError, TlcSetupError
 from kcm.spec.tlc.validate import validate_with_tlc
@@ -104,12 +105,12 @@ class Confirmation:
         return {"replay": self.replay, "tlc_validation": self.tlc}
 
 
-def confirm(answer: Answer) -> Confirmation:
+def confirm(answer: Answer, design: DesignFolder | None = None) -> Confirmation:
     """Replay in the implementation, and TLC trace validation against the specification for a trace TLC did
     not find itself (a TLC counterexample is one of the specification's behaviours by construction, and its
     steps carry TLC's action names, not the arguments trace validation matches)."""
     try:
-        report = Replayer(answer.events, answer.invariant).run()
+        report = Replayer(answer.events, answer.invariant, design).run()
         divergence = report.divergence
         replay = (f"the implementation follows all {report.steps} steps and breaks {answer.invariant}"
                   if report.verdict == "same-invariant" else

@@ -54,6 +54,11 @@ CONSTANTS
     InSyncForExpansion(_, _, _),\* (fetch offset, leader HW, leader's epoch start offset) -> joins the ISR?
     ExposesHw(_, _)             \* (leader HW, epoch start offset) -> is the leader's HW exposed? (invariant)
 
+(* The core's own hooks: each bound to this module's definition of its name with the prefix Default, unless *)
+(* a design binds it to one of its own (kcm.spec.design_folder; spec/tlc/config.py writes the bindings).     *)
+CONSTANTS
+    OfflineLeader(_, _, _)      \* (assignment, ISR, electable brokers) -> the leader after a failure, or NoLeader
+
 (***************************************************************************************)
 (* Variables.                                                                           *)
 (***************************************************************************************)
@@ -464,13 +469,18 @@ WriteNode(W, n, newLeader, newIsr, K) ==
     LET written == [leader |-> newLeader, le |-> n.le + 1, isr |-> newIsr, pce |-> K.ce, version |-> n.version + 1]
     IN [W EXCEPT !.node = written, !.cache = written, !.wrote = TRUE]
 
+\* Design.offline_partition_leader (kcm.impl.design): the first electable ISR member in assignment order, or,
+\* with UncleanElection, the first electable replica.
+DefaultOfflineLeader(asg, inSync, electable) ==
+    LET clean == FirstIn(asg, electable \cap inSync)
+    IN IF clean = NoLeader /\ UncleanElection THEN FirstIn(asg, electable) ELSE clean
+
 \* PartitionStateMachine._decide: [leader (NoLeader = none), isr, recipients] for a strategy, on node n.
 Decide(W, n, strategy, target, K) ==
     LET electable == Electable(K)
         everyone == LiveOf(K)
     IN CASE strategy = "offline" ->
-              LET clean == FirstIn(W.asg, electable \cap n.isr)
-                  ldr == IF clean = NoLeader /\ UncleanElection THEN FirstIn(W.asg, electable) ELSE clean
+              LET ldr == OfflineLeader(W.asg, n.isr, electable)
               IN [leader |-> ldr,
                   isr |-> IF ldr \in n.isr \cap electable THEN n.isr \cap electable ELSE {ldr},
                   recipients |-> Range(W.asg) \cap electable]

@@ -44,7 +44,7 @@ from typing import Any, Final
 import fastjsonschema
 
 from kcm.spec.design_points import DESIGN_POINTS
-from kcm.spec.vocabulary import ERA_HOOKS, ERA_MODULES, INVARIANTS, PROPERTIES, KnobError, Knobs
+from kcm.spec.vocabulary import CORE_HOOKS, ERA_HOOKS, ERA_MODULES, INVARIANTS, PROPERTIES, KnobError, Knobs
 
 MANIFEST: Final = "design.toml"
 SCHEMA_PATH: Final = importlib.resources.files("kcm.spec").joinpath("design.schema.json")
@@ -132,8 +132,9 @@ def _design(manifest: Path, text: str, data: dict[str, Any]) -> DesignFolder:
     tla = data.get("tla", {})
     hooks = dict(tla.get("hooks", {}))
     for hook in hooks:
-        if hook not in ERA_HOOKS:
-            raise refuse(f"tla.hooks.{hook}", f"no hook of the core is called so (hooks: {', '.join(ERA_HOOKS)})")
+        if hook not in (*ERA_HOOKS, *CORE_HOOKS):
+            raise refuse(f"tla.hooks.{hook}", f"no hook of the core is called so (hooks: "
+                                              f"{', '.join((*ERA_HOOKS, *CORE_HOOKS))})")
     module = _member(manifest, text, tla, "tla", "module")
     if hooks and module is None:
         raise refuse("tla.hooks", "hooks need the module that defines them (tla.module)")
@@ -208,15 +209,18 @@ def new_design(name: str, base: Knobs, base_text: str) -> dict[str, str]:
         raise ValueError(f"design name {name!r}: letters, digits and dashes, lower case, as in trust-leader-hw")
     era, era_prefix = ERA_MODULES[base.truncation]
     module, prefix = module_name(name), name.upper().replace("-", "_") + "_"
-    source = importlib.resources.files("kcm.spec").joinpath(f"{era}.tla").read_text(encoding="utf-8")
-    definitions = _definitions(source, era_prefix)
+    spec = importlib.resources.files("kcm.spec")
+    definitions = _definitions(spec.joinpath(f"{era}.tla").read_text(encoding="utf-8"), era_prefix, ERA_HOOKS)
+    definitions.update(_definitions(spec.joinpath("KafkaReplication.tla").read_text(encoding="utf-8"), "Default",
+                                    tuple(CORE_HOOKS)))
     body = []
     for point in DESIGN_POINTS:
         for hook in point.tla if point.tla_hooks else ():
             note = textwrap.fill(f"{point.name}: {point.meaning}.", 110, initial_indent="\\* ",
                                  subsequent_indent="\\* ")
-            body.append(f"{note}\n" + definitions[hook].replace(era_prefix, prefix, 1))
-    hooks = "".join(f'{hook} = "{prefix}{hook}"\n' for hook in ERA_HOOKS)
+            own = era_prefix if hook in ERA_HOOKS else "Default"
+            body.append(f"{note}\n" + definitions[hook].replace(own, prefix, 1))
+    hooks = "".join(f'{hook} = "{prefix}{hook}"\n' for hook in (*ERA_HOOKS, *CORE_HOOKS))
     manifest = (
         f'name = "{name}"\n'
         'summary = "What the design changes, in one paragraph."\n'
@@ -233,14 +237,14 @@ def new_design(name: str, base: Knobs, base_text: str) -> dict[str, str]:
     return {MANIFEST: manifest, f"{module}.tla": tla}
 
 
-def _definitions(text: str, prefix: str) -> dict[str, str]:
-    """A truncation module's hook definitions by hook name: each from its first line to the next line that
-    starts at the margin."""
+def _definitions(text: str, prefix: str, hooks: tuple[str, ...]) -> dict[str, str]:
+    """A module's definitions of `hooks` under `prefix`, by hook name: each from its first line to the next line
+    that starts at the margin."""
     found: dict[str, str] = {}
     lines = text.splitlines(keepends=True)
     for index, line in enumerate(lines):
         head = re.match(rf"{re.escape(prefix)}(\w+)", line)
-        if head is None or head[1] not in ERA_HOOKS:
+        if head is None or head[1] not in hooks:
             continue
         block = [line]
         for rest in lines[index + 1:]:

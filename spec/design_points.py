@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from kcm.spec.vocabulary import ERA_HOOKS, KNOB_CONSTANTS
+from kcm.spec.vocabulary import CORE_HOOKS, ERA_HOOKS, KNOB_CONSTANTS
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,9 @@ DESIGN_POINTS: Final[tuple[DesignPoint, ...]] = (
         "the new leader of a partition whose leader failed: the first live ISR member in assignment order, or "
         "with unclean election the first live replica",
         ("unclean_election",),
-        (KNOB_CONSTANTS["unclean_election"],),
+        ("OfflineLeader",),
         ("offline_partition_leader",),
-        "knob unclean_election"),
+        "knob unclean_election", tla_hooks=True),
     DesignPoint(
         "isr-expansion",
         "when a follower rejoins the ISR: at the leader's HW, and from KIP-320 on also at the leader's epoch start",
@@ -118,8 +118,8 @@ DESIGN_POINTS: Final[tuple[DesignPoint, ...]] = (
         "knob min_isr"),
 )
 
-# The era hooks are the TLA+ reading of the points that have hooks: every one belongs to exactly one point.
-assert sorted(h for p in DESIGN_POINTS if p.tla_hooks for h in p.tla) == sorted(ERA_HOOKS)
+# The hooks are the TLA+ reading of the points that have hooks: every one belongs to exactly one point.
+assert sorted(h for p in DESIGN_POINTS if p.tla_hooks for h in p.tla) == sorted((*ERA_HOOKS, *CORE_HOOKS))
 
 
 def design_point(name: str) -> DesignPoint:

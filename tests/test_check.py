@@ -17,7 +17,7 @@ from kcm.spec.tlc import modelcheck
 from kcm.spec.tlc.config import configure, knob_settings
 from kcm.spec.tlc.modelcheck import diff_states, models, to_trace_state
 from kcm.spec.trace.format import Event, TraceWriter, apply_delta, empty_state, read_trace
-from kcm.spec.vocabulary import ERA_HOOKS, KNOB_CONSTANTS, Knobs
+from kcm.spec.vocabulary import CORE_HOOKS, ERA_HOOKS, KNOB_CONSTANTS, Knobs
 from kcm.tools.cli import main
 
 BASE_CFG = """CONSTANTS
@@ -44,7 +44,7 @@ def test_configure_binds_every_knob_and_the_variant_hooks_once() -> None:
     assert "ControllerEpochFencing = FALSE" in cfg and "LeaderEpochCheck = TRUE" in cfg and "MinIsr = 2" in cfg
     assert "TruncationOffset <- KIP101_TruncationOffset" in cfg and "ExposesHw <- KIP101_ExposesHw" in cfg
     assert '"hw"' not in cfg
-    for name in (*KNOB_CONSTANTS.values(), *ERA_HOOKS):
+    for name in (*KNOB_CONSTANTS.values(), *ERA_HOOKS, *CORE_HOOKS):
         assert len([line for line in cfg.splitlines() if line.split()[:1] == [name]]) == 1, name
     assert "Brokers = {1, 2}" in cfg and "OneLeaderPerEpoch" in cfg
     assert knob_settings(cfg) == knobs
@@ -60,7 +60,8 @@ def test_configure_replaces_the_invariants_when_asked() -> None:
 def test_the_spec_configurations_leave_the_bindings_to_kcm() -> None:
     for model in models().values():
         cfg = model.config.read_text()
-        assert not any(line.split()[:1] == [hook] for line in cfg.splitlines() for hook in ERA_HOOKS), model
+        hooks = (*ERA_HOOKS, *CORE_HOOKS)
+        assert not any(line.split()[:1] == [hook] for line in cfg.splitlines() for hook in hooks), model
     assert models()["zombiefixed"].module == models()["zombie"].module
     assert models()["opsshrink"].module == models()["ops"].module
 

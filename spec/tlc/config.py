@@ -14,7 +14,7 @@ import re
 import sys
 from typing import Any, Final
 
-from kcm.spec.vocabulary import ERA_HOOKS, ERA_MODULES, KNOB_CONSTANTS, Knobs
+from kcm.spec.vocabulary import CORE_HOOKS, ERA_HOOKS, ERA_MODULES, KNOB_CONSTANTS, Knobs
 
 KNOB_OF_CONSTANT: Final = {constant: knob for knob, constant in KNOB_CONSTANTS.items()}
 
@@ -59,6 +59,7 @@ def bindings(knobs: Knobs, hooks: dict[str, str] | None = None) -> str:
     own = hooks or {}
     lines = [f"    {KNOB_CONSTANTS[knob]} = {tla(value)}" for knob, value in knobs.to_dict().items()]
     lines += [f"    {hook} <- {own.get(hook, prefix + hook)}" for hook in ERA_HOOKS]
+    lines += [f"    {hook} <- {own.get(hook, default)}" for hook, default in CORE_HOOKS.items()]
     return "CONSTANTS\n" + "\n".join(lines) + "\n"
 
 

@@ -127,11 +127,11 @@ CaughtUp(p) ==
    the last fault, the HW catches up and stays. *)
 HighWatermarkCatchesUp == <>[](\A p \in Partitions : CaughtUp(p))
 
-\* p accepts a produce request with acks = -1: a live leader whose ISR has at least MinIsr members
-\* (Produce's guard, without the bound on records).
+\* p accepts a produce request with acks = -1: a live leader whose ISR the design takes writes with
+\* (AcceptsWrite; by default at least MinIsr members: Produce's guard, without the bound on records).
 Writable(p) ==
     \E b \in Brokers : alive[b] /\ role[b][p] = "leader" /\ local_leader_epoch[b][p] # -1
-                       /\ Cardinality(local_isr[b][p]) >= MinIsr
+                       /\ AcceptsWrite(Cardinality(local_isr[b][p]))
 
 LiveReplica(p) == assignment[p] # <<>> /\ \E b \in Range(assignment[p]) : Live(b)
 

@@ -57,7 +57,9 @@ CONSTANTS
 (* The core's own hooks: each bound to this module's definition of its name with the prefix Default, unless *)
 (* a design binds it to one of its own (kcm.spec.design_folder; spec/tlc/config.py writes the bindings).     *)
 CONSTANTS
-    OfflineLeader(_, _, _)      \* (assignment, ISR, electable brokers) -> the leader after a failure, or NoLeader
+    OfflineLeader(_, _, _),     \* (assignment, ISR, electable brokers) -> the leader after a failure, or NoLeader
+    RefusesLeaderEpoch(_, _),   \* (a LeaderAndIsr entry's leader epoch, the broker's, -1 for none) -> refused?
+    AcceptsWrite(_)             \* (the size of the ISR the leader knows) -> does it take a produce (acks = -1)?
 
 (***************************************************************************************)
 (* Variables.                                                                           *)
@@ -474,6 +476,13 @@ WriteNode(W, n, newLeader, newIsr, K) ==
 DefaultOfflineLeader(asg, inSync, electable) ==
     LET clean == FirstIn(asg, electable \cap inSync)
     IN IF clean = NoLeader /\ UncleanElection THEN FirstIn(asg, electable) ELSE clean
+
+\* Design.refuses_leader_epoch: with LeaderEpochCheck, an entry whose leader epoch is not newer than the one the
+\* broker has (none: -1) is refused.
+DefaultRefusesLeaderEpoch(epoch, known) == LeaderEpochCheck /\ known # -1 /\ epoch <= known
+
+\* Design.accepts_write: a produce with acks = -1 needs an ISR of at least MinIsr members.
+DefaultAcceptsWrite(isrSize) == isrSize >= MinIsr
 
 \* PartitionStateMachine._decide: [leader (NoLeader = none), isr, recipients] for a strategy, on node n.
 Decide(W, n, strategy, target, K) ==
@@ -988,8 +997,7 @@ HandleLeaderAndIsr(b, m) ==
     /\ LET p == m.p
            refused == StaleBrokerEpoch(b, m)
            fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
-           stale == role[b][p] # "absent" /\ LeaderEpochCheck /\ local_leader_epoch[b][p] # -1
-                    /\ m.le <= local_leader_epoch[b][p]
+           stale == role[b][p] # "absent" /\ RefusesLeaderEpoch(m.le, local_leader_epoch[b][p])
            apply == ~refused /\ ~fenced /\ b \in Range(m.replicas) /\ ~stale /\ m.leader # NoLeader
            lg == log[b][p]
            becomeLeader == m.leader = b
@@ -1052,7 +1060,7 @@ Produce(b, p) ==
     /\ alive[b]
     /\ role[b][p] = "leader"
     /\ local_leader_epoch[b][p] # -1
-    /\ Cardinality(local_isr[b][p]) >= MinIsr
+    /\ AcceptsWrite(Cardinality(local_isr[b][p]))
     /\ next_record < MaxRecords
     /\ next_record' = next_record + 1
     /\ LET lg == Append(log[b][p], <<local_leader_epoch[b][p], next_record + 1>>)

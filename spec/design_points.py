@@ -98,9 +98,9 @@ DESIGN_POINTS: Final[tuple[DesignPoint, ...]] = (
         "leader-epoch-check",
         "a broker refuses a LeaderAndIsr entry whose leader epoch is not newer than its own",
         ("leader_epoch_check",),
-        (KNOB_CONSTANTS["leader_epoch_check"],),
+        ("RefusesLeaderEpoch",),
         ("refuses_leader_epoch",),
-        "knob leader_epoch_check"),
+        "knob leader_epoch_check", tla_hooks=True),
     DesignPoint(
         "broker-epoch-fencing",
         "KIP-380: controller requests carry the broker epoch, a broker refuses one addressed to an earlier "
@@ -113,9 +113,9 @@ DESIGN_POINTS: Final[tuple[DesignPoint, ...]] = (
         "min-isr",
         "a produce with acks=all is refused while the ISR is smaller than min_isr",
         ("min_isr",),
-        (KNOB_CONSTANTS["min_isr"],),
+        ("AcceptsWrite",),
         ("accepts_write",),
-        "knob min_isr"),
+        "knob min_isr", tla_hooks=True),
 )
 
 # The hooks are the TLA+ reading of the points that have hooks: every one belongs to exactly one point.

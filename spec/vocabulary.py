@@ -64,7 +64,9 @@ ERA_HOOKS: Final[tuple[str, ...]] = (
     "InSyncForExpansion", "ExposesHw")
 # The core's own hooks, and the definition of spec/KafkaReplication.tla each is bound to unless a design binds it
 # to one of its own.
-CORE_HOOKS: Final[dict[str, str]] = {"OfflineLeader": "DefaultOfflineLeader"}
+CORE_HOOKS: Final[dict[str, str]] = {"OfflineLeader": "DefaultOfflineLeader",
+                                     "RefusesLeaderEpoch": "DefaultRefusesLeaderEpoch",
+                                     "AcceptsWrite": "DefaultAcceptsWrite"}
 ERA_MODULES: Final[dict[str, tuple[str, str]]] = {
     "hw": ("TruncationHW", "HW_"),
     "kip101": ("TruncationKIP101", "KIP101_"),

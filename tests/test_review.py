@@ -75,7 +75,7 @@ def test_markdown_and_json_of_a_row() -> None:
 def test_bad_options_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def options(**given: object) -> argparse.Namespace:
         defaults = {"rows": None, "workers": 1, "heap": 1024, "out": str(tmp_path), "json": True,
-                    "liveness": False, "quick": False, "html": None}
+                    "liveness": False, "quick": False, "html": None, "design": None}
         return argparse.Namespace(**{**defaults, **given})
 
     with pytest.raises(UsageError, match="unknown review row"):

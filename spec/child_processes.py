@@ -79,11 +79,27 @@ def release(pid: int) -> None:
 
 
 def _signal(pid: int, group: bool, signum: int) -> None:
+    if not _still_ours(pid, group):
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         if group:
             os.killpg(pid, signum)
         else:
             os.kill(pid, signum)
+
+
+def _still_ours(pid: int, group: bool) -> bool:
+    """Whether the pid is still the child kcm started: a child whose end nobody reported may have left its pid to
+    a process of someone else's (pid_max is 32,768 on many machines), which a signal must not reach. A process
+    of that pid is ours while kcm is its parent; a group whose leader is gone is its leftover members, kcm's
+    still, unless the process that has the pid now leads a group of that number itself."""
+    if not _PROC.is_dir():
+        return True
+    fields = _stat(_PROC / str(pid) / "stat")
+    if not fields:
+        return group
+    parent, process_group = int(fields[1]), int(fields[2])
+    return parent == os.getpid() or (group and process_group != pid)
 
 
 def running(pid: int, group: bool) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -150,3 +151,21 @@ def test_ending_a_child_leaves_its_exit_status_to_its_owner() -> None:
     worker.join(timeout=10)
     # Killed by SIGTERM, or ended on it by a worker's own handler (once the command line has installed it).
     assert worker.exitcode in (-signal.SIGTERM, 128 + signal.SIGTERM)
+
+
+def test_a_pid_that_is_no_longer_kcms_child_is_not_signalled() -> None:
+    """A child whose end nobody reported leaves its pid to whoever gets it next: ending kcm's children must not
+    reach that process (two suites on one machine saw an in-process command interrupted so). Here the process
+    is an orphan, another parent's now, under a pid kcm signals."""
+    started = subprocess.run([sys.executable, "-c", "import subprocess, sys; print(subprocess.Popen([sys.executable, "
+                              "'-c', 'import time; time.sleep(30)'], stdout=subprocess.DEVNULL, "
+                              "stderr=subprocess.DEVNULL).pid)"], capture_output=True, text=True, check=True)
+    orphan = int(started.stdout)
+    try:
+        child_processes._signal(orphan, False, signal.SIGTERM)
+        child_processes._signal(orphan, True, signal.SIGTERM)  # it leads no group of that number either
+        time.sleep(0.3)
+        assert child_processes.running(orphan, False)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(orphan, signal.SIGKILL)

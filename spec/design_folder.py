@@ -74,6 +74,11 @@ class DesignFolder:
     strategy: Path | None
     strategy_class: str | None
 
+    def on_model(self, model_knobs: Knobs) -> Knobs:
+        """The knobs of a run on a model: the model's bounds' settings, with the design's base rules replacing
+        the ones the model sets."""
+        return Knobs.from_dict({**model_knobs.to_dict(), **self.base.changed()})
+
     @property
     def knobs_only(self) -> bool:
         """A design of knob settings alone (every built-in design): no module, no strategy of its own."""

@@ -33,7 +33,6 @@ from kcm.spec.tlc.modelcheck import (
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
 from kcm.spec.verdicts import VIOLATED, severity, worst
-from kcm.spec.vocabulary import Knobs
 from kcm.tools.design_option import add_design_option, chosen_design, described
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_file
@@ -79,8 +78,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     args.model = args.model or ("ci" if design is None else design.models[0])
     knobs = model_knobs(args.model)
     if design is not None:
-        # The model's bounds, the design's rules: its base knobs replace the ones the model sets.
-        knobs = Knobs.from_dict({**knobs.to_dict(), **design.base.changed()})
+        knobs = design.on_model(knobs)
     knobs = knobs.with_settings(args.settings)
     check_invariant_names(args.invariants)
     try:

@@ -104,7 +104,7 @@ def _hunt(args: argparse.Namespace) -> Hunt:
     # The model's own settings (its bounds' era) under the design's and the ones given.
     knobs = model_knobs(model)
     if design is not None:
-        knobs = Knobs.from_dict({**knobs.to_dict(), **design.base.changed()})
+        knobs = design.on_model(knobs)
     knobs = knobs.with_settings(args.settings)
     return Hunt(model, knobs, tuple(args.invariants) if args.invariants else None, design=design)
 

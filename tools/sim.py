@@ -25,7 +25,7 @@ from kcm.impl.sim.simulator import SimConfig, Simulator, check_fits
 from kcm.spec.atomic_output import claimed_file
 from kcm.spec.trace.format import Event, TraceWriter
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
-from kcm.tools.design_option import add_design_option, chosen_design
+from kcm.tools.design_option import add_design_option, chosen_design, described
 from kcm.tools.errors import EXIT_OK, UsageError
 from kcm.tools.progress import Reporter, add_option
 
@@ -168,6 +168,5 @@ def cmd_sim(args: argparse.Namespace) -> int:
     except OSError as err:
         raise UsageError(f"{args.out}: cannot write: {err.strerror}") from err
     large.summary()
-    made = knobs.describe() if design is None else f"design {design.name} on {knobs.describe()}"
-    print(f"wrote {events} events to {args.out} (seed {args.seed}, {made})")
+    print(f"wrote {events} events to {args.out} (seed {args.seed}, {described(knobs, design)})")
     return EXIT_OK

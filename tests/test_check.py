@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import TracebackType
 from typing import Any, NoReturn
 
 import pytest
@@ -135,11 +136,23 @@ def pruned(value: Any) -> Any:
 # -- --out: checked before TLC starts, and a counterexample never lost -------------------------------------
 
 
-class FullDisk(TraceWriter):
-    """A trace writer on a disk that fills up after the search: every line fails to write."""
+class FullDisk:
+    """A trace writer on a disk that fills up after the search: it claims its path as the real one does, and
+    every line fails to write. It wraps the writer rather than subclass it: the compiled TraceWriter (mypyc)
+    refuses an interpreted subclass."""
+
+    def __init__(self, target: str | Path, validate: bool = False) -> None:
+        self._writer = TraceWriter(target, validate)
 
     def write(self, event: Event) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __enter__(self) -> FullDisk:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._writer.__exit__(exc_type, exc, tb)
 
 
 def no_tlc(*args: Any, **kwargs: Any) -> NoReturn:

@@ -488,6 +488,9 @@ def test_fuzz_campaign(family: str) -> None:
 def test_fuzz_pipeline_ingest() -> None:
     """Mutated traces and Kafka logs through `kcm pipeline ingest` on Spark, KCM_FUZZ_SPARK_CASES jobs (default 6)
     of several files each; not shrunk (each step costs a JVM start)."""
+    if SPARK_CASES < 1:
+        pytest.skip("KCM_FUZZ_SPARK_CASES is 0: no Spark case asked for")
+
     @settings(max_examples=SPARK_CASES, deadline=None, database=None, suppress_health_check=list(HealthCheck),
               phases=[Phase.explicit, Phase.generate], print_blob=True)
     @given(case=ingest_case())

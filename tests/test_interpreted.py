@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -48,16 +49,31 @@ def test_the_runner_without_a_module_is_a_usage_error() -> None:
     (["mutate", "--list"], True),
     (["check-trace", "missing.jsonl"], False),
 ])
+@pytest.mark.parametrize("own_process", [True, False], ids=["kcm", "in-a-program"])
 def test_on_a_compiled_install_only_replay_and_mutate_move_to_the_sources(
-        monkeypatch: pytest.MonkeyPatch, argv: list[str], rerun: bool) -> None:
-    calls: list[tuple[str, list[str]]] = []
+        monkeypatch: pytest.MonkeyPatch, argv: list[str], rerun: bool, own_process: bool) -> None:
+    """`kcm` itself becomes the interpreted command (exec); a program (a test) that calls main(argv) keeps its
+    process and gets the command's exit code from a child."""
+    calls: list[tuple[str, str, list[str]]] = []
 
-    def fake_rerun(module: str, args: list[str]) -> int:
-        calls.append((module, list(args)))
-        return 7
+    def fake(how: str) -> Callable[[str, Sequence[str]], int]:
+        def rerun_as(module: str, args: Sequence[str]) -> int:
+            calls.append((how, module, list(args)))
+            return 7
+        return rerun_as
 
     monkeypatch.setattr(interpreted, "compiled", lambda: True)
-    monkeypatch.setattr(interpreted, "rerun_interpreted", fake_rerun)
-    status = cli.main(argv)
-    assert calls == ([("kcm.tools.cli", argv)] if rerun else [])
+    monkeypatch.setattr(interpreted, "rerun_interpreted", fake("exec"))
+    monkeypatch.setattr(interpreted, "run_interpreted", fake("child"))
+    if own_process:
+        monkeypatch.setattr(sys, "argv", ["kcm", *argv])
+    status = cli.main(None if own_process else argv)
+    how = "exec" if own_process else "child"
+    assert calls == ([(how, "kcm.tools.cli", argv)] if rerun else [])
     assert (status == 7) == rerun
+
+
+def test_a_program_s_rerun_is_a_child_whose_output_and_code_it_gets(capsys: pytest.CaptureFixture[str]) -> None:
+    status = interpreted.run_interpreted("kcm.tools.cli", ["check-trace", "missing.jsonl"])
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, "") and err.startswith("kcm: error: missing.jsonl") and err.count("\n") == 1

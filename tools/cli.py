@@ -53,7 +53,9 @@ def _run(argv: Sequence[str] | None) -> int:
         parser = _build_parser()
         args = parser.parse_args(argv)
         if getattr(args, "needs_sources", False) and interpreted.compiled():
-            return interpreted.rerun_interpreted("kcm.tools.cli", sys.argv[1:] if argv is None else argv)
+            if argv is None:
+                return interpreted.rerun_interpreted("kcm.tools.cli", sys.argv[1:])
+            return interpreted.run_interpreted("kcm.tools.cli", argv)
         handler: Any = args.handler
         return int(handler(args))
     except (UsageError, KnobError, TraceError, OutputError, ValueError) as err:

@@ -4,7 +4,8 @@ A regular install compiles the implementation and the checker with mypyc, and sh
 the compiled modules. Compiled classes are native: their methods cannot be replaced and their objects
 cannot be copied. The commands that do either, `kcm mutate` (it patches implementation methods) and
 `kcm replay` (it copies a whole simulated cluster to try another reading of a step), start again (exec, the
-same process) as an interpreter that imports every `kcm` module from its source:
+same process; a child process when `main` is called in a program's own process) as an interpreter that
+imports every `kcm` module from its source:
 `python -m kcm.tools.interpreted MODULE ARGS...` runs `python -m MODULE ARGS...` on the sources. This module
 imports no compiled module, so it can choose.
 """
@@ -16,6 +17,7 @@ import importlib.machinery
 import importlib.util
 import os
 import runpy
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,6 +64,24 @@ def rerun_interpreted(module: str, argv: Sequence[str]) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, "-m", "kcm.tools.interpreted", module, *argv])
+
+
+def run_interpreted(module: str, argv: Sequence[str]) -> int:
+    """`python -m module argv...` on the sources as a child process, for a caller of `kcm.tools.cli.main` in
+    its own process (a program, a test), which exec would replace: its output is the child's, copied to this
+    process's streams; its result is the child's exit code."""
+    # Imported here: this module imports no compiled module until the choice is made.
+    from kcm.spec import child_processes
+
+    command = [sys.executable, "-m", "kcm.tools.interpreted", module, *argv]
+    with child_processes.spawn(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        try:
+            out, err = child.communicate()
+        finally:
+            child_processes.release(child.pid)
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return child.returncode
 
 
 def main() -> None:

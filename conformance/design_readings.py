@@ -5,15 +5,16 @@ For each design: TLC must bind it (its models exist, its base design's truncatio
 hooks name operators of its module) and check what it is expected to break on each of its models; the
 implementation must load its strategy; Z3 reads it through knobs or declares it `unsupported` (a design with
 hooks or a strategy of its own changes a point Z3 reads only as a knob); an unsafe design (one expected to break
-something) must have a reproduction model, and each engine's catalogue of known bugs that holds its knobs names
-what it breaks there.
+something) is reproduced on its models, where its review rows check it; its known bugs (the manifest's
+`[[bugs]]`, the one catalogue) break what it is expected to, name models of spec/ and machines of the conformance
+searches, and have BMC stories only where Z3 reads the design.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES
+from kcm.conformance.explore.stateful import MACHINES
 from kcm.impl.design import Design, load_strategy, overridden_points
 from kcm.spec.design_folder import DesignError, DesignFolder
 from kcm.spec.design_points import design_point
@@ -21,7 +22,6 @@ from kcm.spec.tlc.config import declared
 from kcm.spec.tlc.modelcheck import models
 from kcm.spec.verdicts import UNSUPPORTED
 from kcm.spec.vocabulary import ERA_MODULES, PROPERTIES
-from kcm.spec.z3.bmc import KNOWN_BUGS
 
 
 @dataclass
@@ -32,8 +32,8 @@ class Readings:
     tla: str = ""
     impl: str = ""
     z3: str = ""
-    bmc: list[str] = field(default_factory=list)  # the Z3 BMC known bugs of its knobs
-    search: list[str] = field(default_factory=list)  # the conformance searches of its knobs
+    bmc: list[str] = field(default_factory=list)  # its known bugs BMC has a story for
+    search: list[str] = field(default_factory=list)  # the conformance searches of its known bugs
     problems: list[str] = field(default_factory=list)
 
 
@@ -90,14 +90,20 @@ def _z3(design: DesignFolder, found: Readings) -> None:
 
 
 def _catalogues(design: DesignFolder, found: Readings) -> None:
-    found.bmc = [bug.label for bug in KNOWN_BUGS if bug.knobs == design.base and design.knobs_only]
-    found.search = [search.name for search in KNOWN_BUG_SEARCHES if search.knobs == design.base and design.knobs_only]
-    expected = {name.partition("/")[0] for name in design.expected | design.also_breaks}
-    for bug in KNOWN_BUGS:
-        if bug.knobs == design.base and design.knobs_only and bug.invariant.partition("/")[0] not in expected:
-            found.problems.append(f"z3: BMC's known bug {bug.label!r} breaks {bug.invariant}, which the design does "
-                                  "not expect")
-    for search in KNOWN_BUG_SEARCHES:
-        if search.knobs == design.base and design.knobs_only and search.invariant not in expected:
-            found.problems.append(f"conformance: the search {search.name!r} finds {search.invariant}, which the "
-                                  "design does not expect")
+    """The design's known bugs, as each engine reads them: BMC's stories need knobs alone (Z3 reads no module or
+    strategy of a design's own); every bug but one another engine found (also_breaks) has a reproduction model."""
+    found.bmc = [bug.label for bug in design.bugs if bug.bmc is not None]
+    found.search = [search.name for bug in design.bugs for search in bug.searches]
+    known = models()
+    for bug in design.bugs:
+        if bug.bmc is not None and not design.knobs_only:
+            found.problems.append(f"z3: the known bug {bug.label!r} has a BMC story, but Z3 reads no design of one's "
+                                  f"own ({UNSUPPORTED})")
+        if bug.model is None and bug.invariant.partition("/")[0] in design.expected:
+            found.problems.append(f"tla: the known bug {bug.label!r} breaks an expected invariant but names no "
+                                  "reproduction model")
+        if bug.model is not None and bug.model not in known:
+            found.problems.append(f"tla: the known bug {bug.label!r} names no model of spec/: {bug.model!r}")
+        for search in bug.searches:
+            if search.machine not in MACHINES:
+                found.problems.append(f"conformance: the search {search.name!r} names no machine: {search.machine!r}")

@@ -37,6 +37,7 @@ import json
 import re
 import textwrap
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -58,6 +59,51 @@ class DesignError(ValueError):
         super().__init__(f"{file}:{line}: {field}: {reason}" if field else f"{file}:{line}: {reason}")
 
 
+@dataclass(frozen=True)
+class BmcStory:
+    """How Z3's bounded model checking reaches a bug: the depth it unrolls to and the bounds of the search.
+    Where searching the whole model would take too long, the story has the reproduction model's actions and
+    initial controller (its `ReproNext` and `InitStable`, renamed to the Z3 model's preference order: brokers by
+    id)."""
+
+    depth: int
+    brokers: int = 2
+    capacity: int = 2
+    actions: tuple[str, ...] | None = None
+    controller: int = 1
+    deep: bool = False  # a search of three brokers that takes seconds to minutes: not in `--quick` runs
+    # Why BMC's counterexample is not a behaviour of the TLA+ specification (TLC trace validation refuses it),
+    # where the Z3 model still allows a step the specification does not; "" when it is one.
+    not_a_behaviour: str = ""
+
+
+@dataclass(frozen=True)
+class BugSearch:
+    """A conformance search that must find a bug by itself (kcm.conformance.explore), with the budget it is
+    given: examples of at most `steps` rules on one of the stateful machines."""
+
+    name: str
+    machine: str
+    examples: int
+    steps: int = 40
+    slow_links: bool = True
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """A flaw a design is known to have: the invariant it breaks, the reproduction model of spec/ (MC<model>)
+    that shows it under TLC, and how the other engines find it. The one catalogue of known bugs: review, hunt,
+    verify, BMC and the conformance searches read their rows from the designs' manifests."""
+
+    design: str
+    label: str
+    knobs: Knobs
+    invariant: str  # a vocabulary name, or a reading of one (HighWatermarkMonotonic/AcrossLeaders)
+    model: str | None  # None: no reproduction model (another engine found it: the design's also_breaks)
+    bmc: BmcStory | None
+    searches: tuple[BugSearch, ...]
+
+
 @dataclass(frozen=True, eq=False)  # one folder, one design: compared (and hashed, as a review row) by identity
 class DesignFolder:
     path: Path
@@ -73,6 +119,7 @@ class DesignFolder:
     hooks: dict[str, str]
     strategy: Path | None
     strategy_class: str | None
+    bugs: tuple[KnownBug, ...] = ()
 
     def on_model(self, model_knobs: Knobs) -> Knobs:
         """The knobs of a run on a model: the model's bounds' settings, with the design's base rules replacing
@@ -115,7 +162,7 @@ def read_design(path: str | Path) -> DesignFolder:
         _validator()(data)
     except fastjsonschema.JsonSchemaValueException as err:
         field = ".".join(str(part) for part in err.path[1:]) or str(err.rule_definition)
-        reason = err.message.removeprefix("data" + "".join(f".{p}" for p in err.path[1:])).strip()
+        reason = err.message.removeprefix(err.name or "data").strip()
         raise DesignError(manifest, _line_of(text, err.path[1:]), field, reason or err.message) from None
     return _design(manifest, text, data)
 
@@ -152,10 +199,33 @@ def _design(manifest: Path, text: str, data: dict[str, Any]) -> DesignFolder:
                 raise refuse(f"tla.hooks.{hook}", f"{module.name} defines no operator {operator}")
     python = data.get("python", {})
     strategy = _member(manifest, text, python, "python", "strategy")
+    expected, also_breaks = frozenset(data["expected"]), frozenset(data.get("also_breaks", []))
+    bugs = tuple(_bug(data["name"], base, entry, expected | also_breaks, functools.partial(_refuse_in, refuse, index))
+                 for index, entry in enumerate(data.get("bugs", [])))
     return DesignFolder(manifest.parent, data["name"], data.get("label"), data["summary"], data["follows"], base,
-                        frozenset(data["expected"]), frozenset(data.get("also_breaks", [])), tuple(data["models"]),
-                        module, hooks, strategy,
-                        python.get("class"))
+                        expected, also_breaks, tuple(data["models"]), module, hooks, strategy, python.get("class"),
+                        bugs)
+
+
+def _refuse_in(refuse: Callable[[str, str], DesignError], index: int, field: str, reason: str) -> DesignError:
+    """The error of a field of the manifest's index-th `[[bugs]]`."""
+    return refuse(f"bugs.{index}.{field}", reason)
+
+
+def _bug(design: str, knobs: Knobs, entry: dict[str, Any], breaks: frozenset[str],
+         refuse: Callable[[str, str], DesignError]) -> KnownBug:
+    """One entry of the manifest's `[[bugs]]`: what it breaks must be among what the design is expected to."""
+    if entry["invariant"].partition("/")[0] not in {name.partition("/")[0] for name in breaks}:
+        raise refuse("invariant", f"{entry['invariant']!r} is not among what the design is expected to break "
+                                  "(expected, also_breaks)")
+    story = dict(entry.get("bmc", {}))
+    if story and "model" not in entry:
+        raise refuse("bmc", "a BMC story runs on the bounds of the bug's reproduction model: name it (model)")
+    if "actions" in story:
+        story["actions"] = tuple(story["actions"])
+    bmc = BmcStory(**story) if story else None
+    searches = tuple(BugSearch(**search) for search in entry.get("searches", []))
+    return KnownBug(design, entry["label"], knobs, entry["invariant"], entry.get("model"), bmc, searches)
 
 
 def _member(manifest: Path, text: str, table: dict[str, Any], section: str, key: str) -> Path | None:
@@ -176,16 +246,31 @@ def field_line(design: DesignFolder, field: str) -> int:
 
 
 def _line_of(text: str, path: list[Any] | tuple[Any, ...]) -> int:
-    """The line where a manifest sets a field: the key's own line, else its table's, else 1."""
-    keys = [str(part) for part in path if not isinstance(part, int)]
+    """The line where a manifest sets a field: the key's own line, else its table's, else 1. An index in the
+    path picks an element of an array of tables (`bugs.1.bmc.depth`: under the second `[[bugs]]`)."""
+    parts = [str(part) for part in path]
+    keys = [part for part in parts if not part.isdigit()]
+    # The element wanted of each array of tables, by the array's dotted name.
+    wanted = {".".join(p for p in parts[:i] if not p.isdigit()): int(parts[i])
+              for i in range(1, len(parts)) if parts[i].isdigit()}
+    element: dict[str, int] = {}
     table: list[str] = []
     best = 1
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
-        header = re.match(r"\[([^\]]+)\]", stripped)
+        header = re.match(r"\[\[?([^\]]+)\]\]?", stripped)
         if header:
             table = [part.strip() for part in header[1].split(".")]
-            if keys[:len(table)] == table:
+            name = ".".join(table)
+            if stripped.startswith("[["):
+                element[name] = element.get(name, -1) + 1
+                for inner in [n for n in element if n.startswith(name + ".")]:
+                    del element[inner]
+            chosen = all(element.get(array, -1) == at for array, at in wanted.items()
+                         if name == array or name.startswith(array + "."))
+            if not chosen:
+                table = ["\0"]  # another element's table: no key of the path is in it
+            elif keys[:len(table)] == table:
                 best = number
             continue
         key = re.match(r"([A-Za-z0-9_-]+)\s*=", stripped)

@@ -3,13 +3,14 @@ to break (the rows of `kcm review`'s two matrices; `kcm hunt` takes a design's m
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from kcm.spec.design_folder import DesignFolder, read_design
+from kcm.spec.design_folder import DesignFolder, KnownBug, read_design
 from kcm.spec.tlc.modelcheck import TLA_READINGS, WRITES_ACCEPTED, vocabulary_name
 from kcm.spec.vocabulary import INVARIANTS, Knobs
 
@@ -57,6 +58,7 @@ BUILT_IN_DESIGNS: Final = ("defaults-kip320", "truncation-hw", "truncation-kip10
                            "no-controller-epoch-fencing", "no-leader-epoch-check", "no-broker-epoch")
 
 
+@functools.cache  # one folder, one design object
 def built_in_design(name: str) -> DesignFolder:
     return read_design(Path(str(importlib.resources.files("kcm.spec").joinpath("built_in_designs", name))))
 
@@ -76,6 +78,9 @@ def design_rows(design: DesignFolder) -> tuple[Variant, ...]:
 
 
 VARIANTS: Final = tuple(row for name in BUILT_IN_DESIGNS for row in design_rows(built_in_design(name)))
+# The known bugs of kcm's own designs, from their manifests: the one catalogue BMC (kcm.spec.z3.bmc), hunt and the
+# conformance searches (kcm.conformance.explore.known_bugs) read.
+KNOWN_BUGS: Final[tuple[KnownBug, ...]] = tuple(bug for name in BUILT_IN_DESIGNS for bug in built_in_design(name).bugs)
 
 # The progress matrix (kcm review --liveness): the safe design on every liveness model, the availability the
 # safety knobs trade, and one broken variant per property.

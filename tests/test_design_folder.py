@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kcm.conformance.explore.hunt import Hunt
 from kcm.impl.design import Design, load_strategy, overridden_points
 from kcm.spec.design_folder import DesignError, read_design
 from kcm.spec.vocabulary import Knobs
@@ -68,6 +69,28 @@ def test_a_bad_manifest_is_one_line_naming_file_line_and_field(tmp_path: Path, o
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"kcm: error: {folder}/{said}"), err
     assert not (tmp_path / "t.jsonl").exists()
+
+
+# Known bugs appended to the manifest (after its own, bugs.0), and the one line that says what is wrong.
+BAD_BUGS = [
+    ('[[bugs]]\nlabel = "x"\ninvariant = "ReplicaLogsAgree"\n',
+     "design.toml:30: bugs.1.invariant: 'ReplicaLogsAgree' is not among what the design is expected to break"),
+    ('[[bugs]]\nlabel = "x"\ninvariant = "NoCommittedDataLoss"\n[bugs.bmc]\ndepth = 4\n',
+     "design.toml:31: bugs.1.bmc: a BMC story runs on the bounds of the bug's reproduction model"),
+    ('[[bugs]]\nlabel = "x"\ninvariant = "NoCommittedDataLoss"\n[[bugs]]\nlabel = "y"\n'
+     'invariant = "NoCommittedDataLoss"\n[[bugs.searches]]\nname = "y"\nmachine = "network"\nexamples = 9\n',
+     "design.toml:36: bugs.2.searches.0.machine: must be one of ['protocol', 'cluster', 'replication']"),
+]
+
+
+@pytest.mark.parametrize(("bugs", "said"), BAD_BUGS, ids=["not-expected", "bmc-without-model", "second-bug"])
+def test_a_bad_known_bug_is_one_line_naming_its_line_and_field(tmp_path: Path, bugs: str, said: str) -> None:
+    folder = _copy(tmp_path)
+    manifest = folder / "design.toml"
+    manifest.write_text(manifest.read_text() + "\n" + bugs)
+    with pytest.raises(DesignError) as raised:
+        read_design(folder)
+    assert str(raised.value).startswith(f"{folder}/{said}"), raised.value
 
 
 @pytest.mark.parametrize(("line", "said"), [
@@ -199,3 +222,11 @@ def test_hunt_races_tlcs_engines_on_a_design_and_replays_with_its_strategy(
     assert summary["invariant"] == "NoCommittedDataLoss" and "bmc" not in summary["engines"]
     assert summary["replay"].startswith("the implementation follows all") and "breaks NoCommittedDataLoss" in \
         summary["replay"]
+
+
+def test_a_design_s_own_known_bug_is_searched_with_its_strategy() -> None:
+    eager = read_design(EAGER)
+    search = Hunt("deep", Knobs(), design=eager).steered_search()
+    assert search is not None and search.name == "eager-isr-join-replication"
+    assert search.config().design is eager and search.invariant == "NoCommittedDataLoss"
+    assert Hunt("deep", Knobs(), ("ReplicaLogsAgree",), design=eager).steered_search() is None

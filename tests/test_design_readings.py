@@ -3,14 +3,16 @@ tests/data/designs, and a made-up design that lacks one reading is named for it.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from kcm.conformance.design_readings import readings
-from kcm.spec.design_folder import read_design
-from kcm.spec.designs import BUILT_IN_DESIGNS, VARIANTS, built_in_design
+from kcm.conformance.explore.stateful import MACHINES
+from kcm.spec.design_folder import SCHEMA_PATH, read_design
+from kcm.spec.designs import BUILT_IN_DESIGNS, KNOWN_BUGS, VARIANTS, built_in_design
 from kcm.spec.verdicts import UNSUPPORTED
 
 DESIGNS = Path(__file__).parent / "data" / "designs"
@@ -23,15 +25,22 @@ def test_every_built_in_design_is_known_to_every_engine(name: str) -> None:
     assert found.z3.startswith("knobs ")
 
 
-def test_each_catalogue_of_known_bugs_is_of_built_in_designs() -> None:
-    """BMC's known bugs and the conformance searches are each a built-in design's (its knobs), and break what
-    that design is documented to break: a bug of knobs no design has would be a design kcm does not review."""
-    named = {name: readings(built_in_design(name)) for name in BUILT_IN_DESIGNS}
+def test_every_engine_reads_its_known_bugs_from_the_designs_alone() -> None:
+    """BMC's stories and the conformance searches are the built-in designs' known bugs, all of them and nothing
+    else: a bug is added to one manifest, and each engine has it."""
     from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES
-    from kcm.spec.z3.bmc import KNOWN_BUGS
+    from kcm.spec.z3.bmc import BMC_BUGS
 
-    assert {bug.label for bug in KNOWN_BUGS} == {label for found in named.values() for label in found.bmc}
-    assert {s.name for s in KNOWN_BUG_SEARCHES} == {name for found in named.values() for name in found.search}
+    named = {name: readings(built_in_design(name)) for name in BUILT_IN_DESIGNS}
+    assert [bug.label for bug in BMC_BUGS] == [label for found in named.values() for label in found.bmc]
+    assert [s.name for s in KNOWN_BUG_SEARCHES] == [name for found in named.values() for name in found.search]
+    assert [bug.design for bug in KNOWN_BUGS] == [name for name in BUILT_IN_DESIGNS
+                                                  for _ in built_in_design(name).bugs]
+    assert all(bug.knobs == built_in_design(bug.design).base for bug in KNOWN_BUGS)
+    # What the manifests' schema lets a search name is a machine of the conformance searches.
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    machines = schema["properties"]["bugs"]["items"]["properties"]["searches"]["items"]["properties"]["machine"]
+    assert set(machines["enum"]) == set(MACHINES)
 
 
 def test_the_review_rows_are_the_built_in_designs() -> None:
@@ -64,9 +73,13 @@ def _made_up(tmp_path: Path, old: str, new: str, drop: str | None = None) -> Pat
 
 @pytest.mark.parametrize(("old", "new", "drop", "problem"), [
     ('models = ["deep"]', 'models = ["nomodel"]', None, "tla: no model 'nomodel' in spec/"),
-    ('expected = ["NoCommittedDataLoss"]', 'expected = ["ControlledShutdownCompletes"]', None,
+    ('expected = ["NoCommittedDataLoss"]', 'expected = ["NoCommittedDataLoss", "ControlledShutdownCompletes"]', None,
      "tla: model deep does not check ControlledShutdownCompletes"),
     ("", "", "strategy.py", "impl: the TLA+ module changes isr-expansion, the strategy does not"),
+    ('model = "deep"', 'model = "nomodel"', None, "tla: the known bug 'a follower joins the ISR before it has the "
+                                                  "committed records' names no model of spec/: 'nomodel'"),
+    ('model = "deep"\n', "", None, "tla: the known bug 'a follower joins the ISR before it has the committed "
+                                   "records' breaks an expected invariant but names no reproduction model"),
     ('[tla]\nmodule = "EagerIsrJoin.tla"\nhooks = { InSyncForExpansion = "EAGER_InSyncForExpansion" }\n', "", None,
      "tla: the strategy changes rules the TLA+ model does not"),
 ])

@@ -21,7 +21,7 @@ from kcm.spec.tlc import modelcheck
 from kcm.spec.tlc.modelcheck import check_model, model_knobs
 from kcm.spec.tlc.validate import validate_with_tlc
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
+from kcm.spec.z3.bmc import BMC_BUGS, BmcBug
 from kcm.tools import hunt as tools_hunt
 from kcm.tools.cli import main
 
@@ -144,8 +144,8 @@ def test_a_depth_bound_checks_behaviours_of_that_many_steps_and_no_more() -> Non
 
 # The known bugs `kcm hunt` gives to BMC alone, and those whose BMC trace a confirmation still refuses, with
 # why (docs/hunt.md, "Confirmation"): the test fails once they pass, so that the list is kept true.
-SHALLOW: list[KnownBug] = [bug for bug in KNOWN_BUGS if bug.depth <= BMC_SHALLOW]
-NOT_VALIDATED = {bug.model: bug.not_a_behaviour for bug in SHALLOW if bug.not_a_behaviour}
+SHALLOW: list[BmcBug] = [bug for bug in BMC_BUGS if bug.story.depth <= BMC_SHALLOW]
+NOT_VALIDATED = {bug.model: bug.story.not_a_behaviour for bug in SHALLOW if bug.story.not_a_behaviour}
 NOT_REPLAYED = {
     "unclean": "the Z3 model's ISR shrink takes no time; the implementation's needs its follower to lag",
     **NOT_VALIDATED,
@@ -157,21 +157,21 @@ def shallow(refused: dict[str, str]) -> list[object]:
                          if bug.model in refused else []) for bug in SHALLOW]
 
 
-def bmc_answer(bug: KnownBug) -> Answer:
+def bmc_answer(bug: BmcBug) -> Answer:
     answer = search(Hunt(bug.model, bug.knobs), Engine(BMC))
     assert answer.invariant == bug.invariant
     return answer
 
 
 @pytest.mark.parametrize("bug", shallow(NOT_REPLAYED))
-def test_a_bmc_counterexample_replays_in_the_implementation(bug: KnownBug) -> None:
+def test_a_bmc_counterexample_replays_in_the_implementation(bug: BmcBug) -> None:
     report = Replayer(bmc_answer(bug).events, bug.invariant).run()
     assert report.verdict == "same-invariant", report.divergence
 
 
 @pytest.mark.tlc
 @pytest.mark.parametrize("bug", shallow(NOT_VALIDATED))
-def test_a_bmc_counterexample_is_a_behaviour_of_the_specification(bug: KnownBug) -> None:
+def test_a_bmc_counterexample_is_a_behaviour_of_the_specification(bug: BmcBug) -> None:
     check = validate_with_tlc(bmc_answer(bug).events)
     assert check.accepted, check.first_unexplained
 
@@ -182,6 +182,15 @@ def test_the_steered_engine_searches_the_known_bug_of_the_design_and_none_other(
     assert Hunt("kafka1211", model_knobs("kafka1211"), ("ReplicaLogsAgree",)).steered_search() is None
     with pytest.raises(ValueError, match="no steered search"):
         search(Hunt("ci", Knobs()), Engine(STEERED, 1))
+
+
+@pytest.mark.parametrize(("model", "wanted"), [("kip279", "kip320-case-kip279-replication"),
+                                               ("kafka2334", "kafka2334-kip279-protocol")])
+def test_of_a_design_s_known_bugs_the_steered_engine_searches_the_one_its_model_reproduces(
+        model: str, wanted: str) -> None:
+    # truncation=kip279 has two known bugs, the KIP-320 case and KAFKA-2334, each with a model of its own.
+    search_ = Hunt(model, Knobs(truncation="kip279")).steered_search()
+    assert search_ is not None and search_.name == wanted
 
 
 def no_race(*args: Any, **kwargs: Any) -> NoReturn:

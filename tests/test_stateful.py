@@ -118,7 +118,7 @@ def test_step_validator_rejects_a_step_the_model_cannot_explain() -> None:
 @pytest.mark.parametrize("search", KNOWN_BUG_SEARCHES, ids=lambda s: s.name)
 def test_a_known_bug_is_found_by_search(search: KnownBugSearch, tmp_path: Path) -> None:
     """Search alone, steered by the danger scores, finds the bug; its shrunk scenario and trace replay."""
-    found = run_machine(search.config(), campaign_settings("ci", search.examples, search.steps))
+    found = run_machine(search.config(), campaign_settings("ci", search.search.examples, search.search.steps))
     assert found is not None and found.invariant.split("/")[0] == search.invariant, found and found.scenario()
     scenario, trace = found.write(tmp_path, "found")
     run_scenario(scenario, rewrite=False)

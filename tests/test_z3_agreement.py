@@ -13,8 +13,7 @@ import pytest
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.spec.tlc.modelcheck import CheckOutcome, model_knobs, vocabulary_name
 from kcm.spec.trace.format import TraceWriter, load_trace
-from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
+from kcm.spec.z3.bmc import BMC_BUGS, BmcBug
 
 
 def checker_invariants(trace: Path) -> set[str]:
@@ -22,11 +21,11 @@ def checker_invariants(trace: Path) -> set[str]:
 
 
 @pytest.mark.tlc
-@pytest.mark.parametrize("bug", KNOWN_BUGS, ids=[bug.model for bug in KNOWN_BUGS])
+@pytest.mark.parametrize("bug", BMC_BUGS, ids=[bug.model for bug in BMC_BUGS])
 def test_bmc_and_tlc_report_the_same_invariant(
-    tmp_path: Path, reproduction: Callable[[str], CheckOutcome], bug: KnownBug
+    tmp_path: Path, reproduction: Callable[[str], CheckOutcome], bug: BmcBug
 ) -> None:
-    knobs = Knobs().with_settings(list(bug.settings))
+    knobs = bug.knobs
     # The reproduction model is the TLA+ counterpart of the knob setting, not another design.
     assert model_knobs(bug.model) == knobs
     tlc = reproduction(bug.model)
@@ -42,4 +41,4 @@ def test_bmc_and_tlc_report_the_same_invariant(
     # (a diverged log may lose committed data in the same counterexample: the checker finds both)
     assert bug.invariant in checker_invariants(bmc_trace)
     # one event a step, and the request of each fetch (SendFetch) before it
-    assert bmc.depth == bug.depth == len([e for e in bmc.events if e["action"] != "SendFetch"]) - 1
+    assert bmc.depth == bug.story.depth == len([e for e in bmc.events if e["action"] != "SendFetch"]) - 1

@@ -11,7 +11,7 @@ import pytest
 from kcm.conformance.check.invariants import InvariantChecker
 from kcm.spec.trace.format import Event, TraceWriter, load_trace
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.bmc import BMC_INVARIANTS, KNOWN_BUGS, BmcResult, depth_query, diff_states, run_bmc
+from kcm.spec.z3.bmc import BMC_BUGS, BMC_INVARIANTS, BmcResult, depth_query, diff_states, run_bmc
 from kcm.spec.z3.solver import z3
 from kcm.spec.z3.validate import validate_events
 
@@ -133,9 +133,9 @@ def test_the_search_starts_from_the_controller_asked_for(tmp_path: Path) -> None
 
 @pytest.mark.long  # about 60 s: depth by depth to 15 with 3 brokers
 def test_the_kip279_case_is_found_from_its_reproduction_models_start(tmp_path: Path) -> None:
-    bug = next(b for b in KNOWN_BUGS if b.model == "kip101")
+    bug = next(b for b in BMC_BUGS if b.model == "kip101")
     result = bug.run()
-    assert result.invariant == "ReplicaLogsAgree" and result.depth == bug.depth == 15
+    assert result.invariant == "ReplicaLogsAgree" and result.depth == bug.story.depth == 15
     assert "ReplicaLogsAgree" in checker_invariants(written(tmp_path, result))
     assert not {"ControllerElect"} & {e["action"] for e in result.events}
 
@@ -146,9 +146,10 @@ def test_the_last_two_queries_of_a_search_export_as_cnf_with_their_verdicts(tmp_
     # The benchmarks ship with the checkout only, not with an installed kcm (the compiled suite of .ci/run).
     write_queries = pytest.importorskip(
         "kcm.tools.bench.bmc", reason="the benchmarks live in the checkout, not in an installed kcm").write_queries
-    bug = next(b for b in KNOWN_BUGS if b.model == "zombie")
+    bug = next(b for b in BMC_BUGS if b.model == "zombie")
     paths = write_queries(bug, tmp_path)
-    assert [p.name for p in paths] == [f"zombie-depth{bug.depth - 1}-unsat.cnf", f"zombie-depth{bug.depth}-sat.cnf"]
+    assert [p.name for p in paths] == [f"zombie-depth{bug.story.depth - 1}-unsat.cnf",
+                                    f"zombie-depth{bug.story.depth}-sat.cnf"]
     verdicts = []
     for path in paths:
         assert path.read_text().startswith("p cnf ")
@@ -159,9 +160,9 @@ def test_the_last_two_queries_of_a_search_export_as_cnf_with_their_verdicts(tmp_
 
 
 def test_the_depth_query_is_the_searchs_question() -> None:
-    bug = next(b for b in KNOWN_BUGS if b.model == "staleepoch")
+    bug = next(b for b in BMC_BUGS if b.model == "staleepoch")
     verdicts = []
-    for depth in (bug.depth - 1, bug.depth):
+    for depth in (bug.story.depth - 1, bug.story.depth):
         solver = z3.Solver()
         solver.add(*depth_query(bug, depth))
         verdicts.append(solver.check())
@@ -172,7 +173,7 @@ def test_the_controllers_state_machines_are_the_specs_along_the_trace() -> None:
     """The Z3 model has no partition or replica state machine; the trace carries the TLA+ specification's
     (InitStable's at Init, BrokerChangeWork's after a broker change) with the transitions that lead there,
     which the checker holds a controller's step to. tests/test_hunt.py replays the traces."""
-    bug = next(b for b in KNOWN_BUGS if b.model == "kafka1211")
+    bug = next(b for b in BMC_BUGS if b.model == "kafka1211")
     events = bug.run().events
     assert events[0]["state"]["partition_state"] == {"1": {"t0-0": "OnlinePartition"}}
     assert events[0]["state"]["replica_state"] == {"1": {"t0-0": {str(r): "OnlineReplica" for r in (1, 2, 3)}}}

@@ -13,7 +13,7 @@ The engines (measured in docs/hunt.md):
   but they are longer than the shortest and it proves nothing.
 - `tlc-bfs`: TLC's breadth-first search (what `kcm check` runs), optionally bounded in depth: its
   counterexample is a shortest one; a search that ends without one proves the invariants (to the bound).
-- `bmc`: Z3 bounded model checking of a known bug's story (kcm.spec.z3.bmc.KNOWN_BUGS), shortest too, and
+- `bmc`: Z3 bounded model checking of a known bug's story (kcm.spec.designs.KNOWN_BUGS), shortest too, and
   the fastest route on the shallow bugs.
 - `steered`: the implementation's simulator under hypothesis, steered by the danger scores
   (conformance/explore/danger.py) towards a known bug's preconditions (KNOWN_BUG_SEARCHES) from a seed, until
@@ -43,14 +43,14 @@ from hypothesis.stateful import run_state_machine_as_test
 from kcm.conformance.explore.config import campaign_settings
 from kcm.conformance.explore.derandomize import no_local_constants
 from kcm.conformance.explore.finding import ConformanceFailure
-from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch
+from kcm.conformance.explore.known_bugs import KNOWN_BUG_SEARCHES, KnownBugSearch, searches_of
 from kcm.conformance.explore.stateful import machine_class
 from kcm.spec import child_processes
 from kcm.spec.design_folder import DesignFolder
 from kcm.spec.tlc.modelcheck import Simulation, check_model, vocabulary_name
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug
+from kcm.spec.z3.bmc import BMC_BUGS, BmcBug
 
 SIMULATE: Final = "tlc-sim"
 BFS: Final = "tlc-bfs"
@@ -92,22 +92,20 @@ class Hunt:
     design: DesignFolder | None = None
 
     def steered_search(self) -> KnownBugSearch | None:
-        """The steered search of a known bug of this design, when the invariants hunted include its own."""
-        if self.design is not None:
-            return None
-        for bug in KNOWN_BUG_SEARCHES:
-            wanted = self.invariants is None or bug.invariant in {vocabulary_name(n).split("/")[0]
-                                                                  for n in self.invariants}
-            if bug.knobs == self.knobs and wanted:
-                return bug
-        return None
+        """The steered search of a known bug of this design, when the invariants hunted include its own: of
+        the bug this model reproduces, if it has one. A design of one's own has its manifest's known bugs."""
+        hunted = None if self.invariants is None else {vocabulary_name(n).split("/")[0] for n in self.invariants}
+        searches = KNOWN_BUG_SEARCHES if self.design is None else searches_of(self.design.bugs, self.design)
+        fitting = [search for search in searches if (self.design is not None or search.knobs == self.knobs)
+                   and (hunted is None or search.invariant in hunted)]
+        return next((s for s in fitting if s.bug.model == self.model), next(iter(fitting), None))
 
-    def known_bug(self) -> KnownBug | None:
+    def known_bug(self) -> BmcBug | None:
         """The known bug BMC has a story for on this model and design, when the invariants hunted include
         its invariant (none for a design of one's own: Z3 cannot read it)."""
         if self.design is not None:
             return None
-        for bug in KNOWN_BUGS:
+        for bug in BMC_BUGS:
             wanted = self.invariants is None or bug.invariant in {vocabulary_name(n) for n in self.invariants}
             if bug.model == self.model and bug.knobs == self.knobs and wanted:
                 return bug
@@ -150,7 +148,7 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
         bug = hunt.known_bug()
         if bug is None:
             raise ValueError(f"bmc: no known bug's story for model {hunt.model} under {hunt.knobs.describe()}")
-        found = bug.run() if not engine.depth else KnownBug(**{**bug.__dict__, "depth": engine.depth}).run()
+        found = bug.run(engine.depth or None)
         return Answer(engine, found.invariant, found.events, time.monotonic() - started, True, bound=found.depth)
     if engine.kind == STEERED:
         return _steered(hunt, engine, started)
@@ -173,7 +171,7 @@ def _steered(hunt: Hunt, engine: Engine, started: float) -> Answer:
     if search_ is None:
         raise ValueError(f"steered: no steered search of a known bug under {hunt.knobs.describe()}")
     machine = hypothesis.seed(engine.seed)(machine_class(search_.config(steer=True)))
-    run_settings = hypothesis.settings(campaign_settings("ci", 10**9, search_.steps, shrink=False),
+    run_settings = hypothesis.settings(campaign_settings("ci", 10**9, search_.search.steps, shrink=False),
                                        derandomize=False)
     try:
         # The same draws whatever modules the process has loaded (hypothesis's pool of their literals).

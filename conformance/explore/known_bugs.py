@@ -1,5 +1,6 @@
-"""The known-bug catalogue: each design flaw that search alone must find (its knobs, the invariant it
-breaks, the machine that finds it) with the budget it is given."""
+"""The conformance searches of the known bugs: each design flaw that search alone must find (its design's knobs,
+the invariant it breaks, the machine that finds it) with the budget it is given. The rows come from the one
+catalogue of known bugs, the designs' manifests (kcm.spec.designs.KNOWN_BUGS, `[[bugs.searches]]`)."""
 
 from __future__ import annotations
 
@@ -7,45 +8,44 @@ from dataclasses import dataclass
 from typing import Final
 
 from kcm.conformance.explore.config import MachineConfig
+from kcm.spec.design_folder import BugSearch, DesignFolder, KnownBug
+from kcm.spec.designs import KNOWN_BUGS
 from kcm.spec.vocabulary import Knobs
 
 
 @dataclass(frozen=True)
 class KnownBugSearch:
-    """A design flaw that search alone must find, with the budget it is given."""
+    """One search of a known bug: the bug, and the search's machine and budget; the design folder whose strategy
+    the cluster runs, for a design of one's own."""
 
-    name: str
-    knobs: Knobs
-    invariant: str
-    machine: str
-    examples: int
-    steps: int = 40  # the rules of one example at most
-    slow_links: bool = True
+    bug: KnownBug
+    search: BugSearch
+    design: DesignFolder | None = None
+
+    @property
+    def name(self) -> str:
+        return self.search.name
+
+    @property
+    def knobs(self) -> Knobs:
+        return self.bug.knobs
+
+    @property
+    def invariant(self) -> str:
+        """The vocabulary invariant the search watches: a reading (HighWatermarkMonotonic/AcrossLeaders) is
+        checked as the whole invariant."""
+        return self.bug.invariant.partition("/")[0]
 
     def config(self, steer: bool = True) -> MachineConfig:
-        return MachineConfig(self.knobs, machine=self.machine, step_check=False,
-                             targets=frozenset({self.invariant}), steer=steer, slow_links=self.slow_links)
+        return MachineConfig(self.knobs, machine=self.search.machine, step_check=False,
+                             targets=frozenset({self.invariant}), steer=steer, slow_links=self.search.slow_links,
+                             design=self.design)
 
 
-KNOWN_BUG_SEARCHES: Final = (
-    KnownBugSearch("unclean-protocol", Knobs(unclean_election=True), "NoCommittedDataLoss", "protocol", 4000),
-    KnownBugSearch("unclean-cluster", Knobs(unclean_election=True), "NoCommittedDataLoss", "cluster", 3000),
-    KnownBugSearch("hw-protocol", Knobs(truncation="hw"), "NoCommittedDataLoss", "protocol", 4000),
-    KnownBugSearch("fencing-off-protocol", Knobs(controller_epoch_fencing=False), "StaleControllerFenced",
-                   "protocol", 4000),
-    # The budgets below are what the search needs since requests carry the broker epoch (KIP-380, the default
-    # era): 8,000 and 6,000 examples no longer reached these two; 20,000 and 15,000 find them (measured
-    # 2026-11-26: after 91 s and 153 s, one core).
-    KnownBugSearch("kafka2334-kip279-protocol", Knobs(truncation="kip279"), "HighWatermarkMonotonic", "protocol",
-                   20000),
-    # Fast leader changes alone, the KIP-279 case: with slow links the search meets the stale follower first,
-    # which KIP-101 lacks the fencing for as well (the KIP-320 case, the next search).
-    KnownBugSearch("kip279-case-kip101-replication", Knobs(truncation="kip101"), "ReplicaLogsAgree", "replication",
-                   15000, slow_links=False),
-    KnownBugSearch("kip320-case-kip279-replication", Knobs(truncation="kip279"), "ReplicaLogsAgree", "replication",
-                   5000),
-    # A failover's LeaderAndIsr repeats the leader's epoch with the ISR the new controller loaded; without the
-    # check, a leader that has since added a follower back takes the older ISR and commits without it.
-    KnownBugSearch("leader-epoch-check-off-replication", Knobs(leader_epoch_check=False), "NoCommittedDataLoss",
-                   "replication", 2000),
-)
+def searches_of(bugs: tuple[KnownBug, ...], design: DesignFolder | None = None) -> tuple[KnownBugSearch, ...]:
+    """The searches of the bugs; a design of one's own (not knobs alone) runs its strategy in each."""
+    own = None if design is None or design.knobs_only else design
+    return tuple(KnownBugSearch(bug, search, own) for bug in bugs for search in bug.searches)
+
+
+KNOWN_BUG_SEARCHES: Final = searches_of(KNOWN_BUGS)

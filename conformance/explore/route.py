@@ -49,7 +49,7 @@ def portfolio(hunt: Hunt, cores: int) -> list[Engine]:
     measurements."""
     bug = hunt.known_bug()
     # BMC's answer must be a behaviour of the specification: a review cell or a hunt reports it as one.
-    shallow = bug is not None and bug.depth <= BMC_SHALLOW and not bug.not_a_behaviour
+    shallow = bug is not None and bug.story.depth <= BMC_SHALLOW and not bug.story.not_a_behaviour
     unsimulated = bug is not None and hunt.model in UNSIMULATED
     simulations = max(cores - 2, 0) if shallow else 0 if unsimulated else cores - 1
     return [Engine(BMC if shallow else BFS),

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kcm.spec.design_folder import BmcStory, KnownBug
+from kcm.spec.designs import KNOWN_BUGS
 from kcm.spec.trace.format import Event, empty_state, make_event
 from kcm.spec.vocabulary import HW_ACROSS_LEADERS, HW_PER_LEADER, INVARIANTS, NO_LEADER, VARIABLES, Knobs
 from kcm.spec.z3.actions import Effect, Relations, next_relation
@@ -528,13 +530,14 @@ def _config(knobs: Knobs, max_depth: int, brokers: int, capacity: int) -> Config
                   width=bits_for(max_depth, capacity))
 
 
-def depth_query(bug: KnownBug, depth: int) -> list[Expr]:
+def depth_query(bug: BmcBug, depth: int) -> list[Expr]:
     """What BMC asks of the solver at `depth` of a known bug's search: the unrolling to `depth` and the
     bug's invariant broken at its last state or step. Satisfiable exactly when a counterexample of that
-    depth exists, so `bug.depth - 1` gives the refutation a shortest counterexample needs."""
-    cfg = _config(bug.knobs, bug.depth, bug.brokers, bug.capacity)
-    unrolling = Unrolling(cfg, actions=None if bug.actions is None else frozenset(bug.actions),
-                          controller=bug.controller)
+    depth exists, so the story's depth - 1 gives the refutation a shortest counterexample needs."""
+    told = bug.story
+    cfg = _config(bug.knobs, told.depth, told.brokers, told.capacity)
+    unrolling = Unrolling(cfg, actions=None if told.actions is None else frozenset(told.actions),
+                          controller=told.controller)
     for _ in range(depth):
         unrolling.extend()
     broken = unrolling.violations([bug.invariant])
@@ -574,63 +577,34 @@ def _name_violation(result: BmcResult, unrolling: Unrolling, model: Any, broken:
 
 
 @dataclass(frozen=True)
-class KnownBug:
-    """A known bug as BMC reaches it: the design's knob settings, the invariant it breaks, the TLA+ reproduction
-    model of spec/ (MC<model>) that shows it under TLC, and the bounds of the search. Where searching the
-    whole model would take too long, the search has the reproduction model's actions and initial
-    controller: its `ReproNext` and `InitStable`, renamed to the Z3 model's preference order (brokers by
-    id)."""
+class BmcBug:
+    """A known bug of a design (the one catalogue: kcm.spec.designs.KNOWN_BUGS) as BMC reaches it: by its
+    story, on the bounds of its reproduction model."""
 
-    label: str
-    settings: tuple[str, ...]
-    invariant: str
+    bug: KnownBug
     model: str
-    depth: int
-    brokers: int = 2
-    capacity: int = 2
-    actions: tuple[str, ...] | None = None
-    controller: int = 1
-    deep: bool = False  # a search of three brokers that takes seconds to minutes: not in `--quick` runs
-    # Why BMC's counterexample is not a behaviour of the TLA+ specification (TLC trace validation refuses it),
-    # where the Z3 model still allows a step the specification does not; "" when it is one.
-    not_a_behaviour: str = ""
+    story: BmcStory
+
+    @property
+    def label(self) -> str:
+        return self.bug.label
 
     @property
     def knobs(self) -> Knobs:
-        return Knobs().with_settings(list(self.settings))
+        return self.bug.knobs
 
-    def run(self, on_depth: Callable[[int, float], None] | None = None) -> BmcResult:
-        return run_bmc(self.knobs, self.depth, brokers=self.brokers, on_depth=on_depth,
-                       capacity=self.capacity, invariants=[self.invariant], actions=self.actions,
-                       controller=self.controller)
+    @property
+    def invariant(self) -> str:
+        return self.bug.invariant
+
+    def run(self, depth: int | None = None, on_depth: Callable[[int, float], None] | None = None) -> BmcResult:
+        """The search to the story's depth, or to `depth`."""
+        told = self.story
+        return run_bmc(self.knobs, depth or told.depth, brokers=told.brokers, on_depth=on_depth,
+                       capacity=told.capacity, invariants=[self.invariant], actions=told.actions,
+                       controller=told.controller)
 
 
-# The reproduction models allow one controller election, the one that made the initial controller
-# (MaxControllerEpoch = 1): ControllerElect never fires in them.
-_KAFKA1211_STORY: Final = ("Produce", "Fetch", "FetchResponse", "BrokerCrash", "BrokerRestart", "ControllerResign",
-                           "BrokerChange", "LeaderAndIsr")
-_REPLICATION_STORY: Final = ("Produce", "Fetch", "FetchResponse", "OffsetsForLeaderEpochResponse", "BrokerCrash",
-                             "BrokerRestart", "BrokerChange", "LeaderAndIsr")
-KNOWN_BUGS: Final = (
-    KnownBug("KAFKA-1211: truncation to the HW", ("truncation=hw",), "NoCommittedDataLoss", "kafka1211", 8,
-             brokers=3, capacity=1, actions=_KAFKA1211_STORY, deep=True),
-    # MCkip101 and MCkip279 assign <<2, 3, 1>> with broker 1 as controller: the last broker in preference
-    # order controls, and the leader is another broker.
-    KnownBug("the KIP-279 case: logs diverge", ("truncation=kip101",), "ReplicaLogsAgree", "kip101", 15,
-             brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
-    KnownBug("the KIP-320 case: a stale follower", ("truncation=kip279",), "ReplicaLogsAgree", "kip279", 16,
-             brokers=3, capacity=1, actions=_REPLICATION_STORY, controller=3, deep=True),
-    KnownBug("KAFKA-2334: the HW goes back", ("truncation=kip279",), HW_ACROSS_LEADERS, "kafka2334", 8),
-    KnownBug("unclean election", ("unclean_election=true",), "NoCommittedDataLoss", "unclean", 4),
-    KnownBug("zombie controller", ("controller_epoch_fencing=false",), "StaleControllerFenced", "zombie", 4,
-             not_a_behaviour="the Z3 model lets a deposed controller handle a broker change queued after its "
-                             "session expired"),
-    # MCstaleepoch produces no records: with them, committed data is lost first.
-    # MCstaleepoch also allows a session expiry; the story leaves it out: the solver then answers either with
-    # a crash or with an expiry of broker 1, and one expiry story it returned once (inside the test suite,
-    # not reproduced alone) diverged in replay at ControllerElect (leader 2 in the trace, 1 in the
-    # implementation). The crash story is the bug's, and replays.
-    KnownBug("no leader-epoch check", ("leader_epoch_check=false",), "LeaderEpochMonotonic", "staleepoch", 4,
-             actions=("BrokerCrash", "BrokerRestart", "ControllerElect", "ControllerResign", "BrokerChange",
-                      "LeaderAndIsr")),
-)
+# A manifest's story names its reproduction model (kcm.spec.design_folder refuses one that does not).
+BMC_BUGS: Final = tuple(BmcBug(bug, bug.model, bug.bmc) for bug in KNOWN_BUGS
+                        if bug.bmc is not None and bug.model is not None)

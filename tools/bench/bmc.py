@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kcm.spec.z3.bmc import KNOWN_BUGS, KnownBug, depth_query, dimacs
+from kcm.spec.z3.bmc import BMC_BUGS, BmcBug, depth_query, dimacs
 from kcm.spec.z3.solver import z3
 from kcm.tools.bench._common import (
     Figure,
@@ -50,33 +50,33 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
-def deep_bugs(model: str | None) -> list[KnownBug]:
-    bugs = [bug for bug in KNOWN_BUGS if bug.deep and (model is None or bug.model == model)]
+def deep_bugs(model: str | None) -> list[BmcBug]:
+    bugs = [bug for bug in BMC_BUGS if bug.story.deep and (model is None or bug.model == model)]
     if not bugs:
-        known = ", ".join(bug.model for bug in KNOWN_BUGS if bug.deep)
+        known = ", ".join(bug.model for bug in BMC_BUGS if bug.story.deep)
         raise SystemExit(f"bench bmc: --model {model!r} is not a deep known bug's model (known: {known})")
     return bugs
 
 
-def write_queries(bug: KnownBug, folder: Path) -> list[Path]:
+def write_queries(bug: BmcBug, folder: Path) -> list[Path]:
     """The refutation one step short of the counterexample and the satisfiable query at its depth."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for depth, verdict in ((bug.depth - 1, "unsat"), (bug.depth, "sat")):
+    for depth, verdict in ((bug.story.depth - 1, "unsat"), (bug.story.depth, "sat")):
         path = folder / f"{bug.model}-depth{depth}-{verdict}.cnf"
         path.write_text(dimacs(depth_query(bug, depth)))
         written.append(path)
     return written
 
 
-def search(bug: KnownBug, seed: int) -> tuple[float, float, list[float]]:
+def search(bug: BmcBug, seed: int) -> tuple[float, float, list[float]]:
     """Wall seconds, CPU seconds and the seconds of each depth of the search with this solver seed."""
     z3.set_param("smt.random_seed", seed)
     z3.set_param("sat.random_seed", seed)
     cpu, wall = time.process_time(), time.perf_counter()
     result = bug.run()
-    if result.invariant != bug.invariant or result.depth != bug.depth:
-        raise SystemExit(f"bench bmc: {bug.label}: expected {bug.invariant} at depth {bug.depth}, "
+    if result.invariant != bug.invariant or result.depth != bug.story.depth:
+        raise SystemExit(f"bench bmc: {bug.label}: expected {bug.invariant} at depth {bug.story.depth}, "
                          f"got {result.invariant} at depth {result.depth}")
     return time.perf_counter() - wall, time.process_time() - cpu, result.per_depth
 
@@ -95,9 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         tlc_s, note = tlc_seconds(bug.model)
         if tlc_s is None:
             raise SystemExit(f"bench bmc: TLC on {bug.model}: {note}")
-        rows = table(f"{bug.label} (depth {bug.depth}); baseline TLC on MC{bug.model}: {tlc_s:.1f} s, {note}",
-                     ["seed", "search s", "CPU s", "vs TLC", f"depths 1-{bug.depth - 2} s",
-                      f"refute {bug.depth - 1} s", f"find {bug.depth} s", "last two vs TLC"])
+        rows = table(f"{bug.label} (depth {bug.story.depth}); baseline TLC on MC{bug.model}: {tlc_s:.1f} s, {note}",
+                     ["seed", "search s", "CPU s", "vs TLC", f"depths 1-{bug.story.depth - 2} s",
+                      f"refute {bug.story.depth - 1} s", f"find {bug.story.depth} s", "last two vs TLC"])
         totals = []
         for seed in args.seeds:
             wall, cpu, per_depth = search(bug, seed)

@@ -57,8 +57,8 @@ def _search(search: KnownBugSearch, steer: bool) -> tuple[Tally, float, bool]:
     """One search as the `long` test runs it: the tally, its CPU seconds, and whether it found the bug."""
     tally = Tally()
     cpu = time.process_time()
-    budget = search.examples * (1 if steer else 2)
-    found = run_machine(search.config(steer), campaign_settings("ci", budget, search.steps), tally)
+    budget = search.search.examples * (1 if steer else 2)
+    found = run_machine(search.config(steer), campaign_settings("ci", budget, search.search.steps), tally)
     hit = found is not None and found.invariant.split("/")[0] == search.invariant
     return tally, time.process_time() - cpu, hit
 

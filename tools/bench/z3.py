@@ -29,7 +29,7 @@ from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event
 from kcm.spec.verdicts import HOLDS
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.bmc import KNOWN_BUGS, run_bmc
+from kcm.spec.z3.bmc import BMC_BUGS, run_bmc
 from kcm.spec.z3.induction import TARGETS, Induction
 from kcm.spec.z3.proofs import run_proofs
 from kcm.spec.z3.solver import z3
@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bmc_table = table("time to the shortest counterexample", ["design", "Z3 BMC", "depth", "s", "TLC", "s",
                                                               "Z3 vs TLC"], text_columns=2)
     # --quick leaves out the searches of three brokers (KAFKA-1211, the KIP-279 and KIP-320 cases).
-    bugs = [bug for bug in KNOWN_BUGS if not (args.quick and bug.deep)]
+    bugs = [bug for bug in BMC_BUGS if not (args.quick and bug.story.deep)]
     for bug in bugs:
         found = bug.run()
         tlc_s, note = (None, "skipped") if args.no_tlc else tlc_seconds(bug.model)

@@ -66,5 +66,7 @@ def combined(parts: list[str]) -> str:
     """The verdict of a run of separate parts each asked for (`kcm verify`'s engines, each part's verdict by
     `worst`): a part that observed nothing makes the run unobserved, for a run that was asked to check
     something and did not must not pass, unless another part found a counterexample or could not decide; a
-    run of no parts is unobserved."""
-    return max(parts, key=_rank, default=UNOBSERVED)
+    run of no parts is unobserved. A part that cannot read the design (`unsupported`, shown in its rows) is left
+    out, unless no part could: a run that read the design nowhere is unsupported."""
+    read = [part for part in parts if part != UNSUPPORTED] or parts
+    return max(read, key=_rank, default=UNOBSERVED)

@@ -12,6 +12,7 @@ import pytest
 from kcm.conformance.explore.hunt import Hunt
 from kcm.impl.design import Design, load_strategy, overridden_points
 from kcm.spec.design_folder import DesignError, read_design
+from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNOBSERVED, UNSUPPORTED, VIOLATED, combined, severity
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
 
@@ -230,3 +231,39 @@ def test_a_design_s_own_known_bug_is_searched_with_its_strategy() -> None:
     assert search is not None and search.name == "eager-isr-join-replication"
     assert search.config().design is eager and search.invariant == "NoCommittedDataLoss"
     assert Hunt("deep", Knobs(), ("ReplicaLogsAgree",), design=eager).steered_search() is None
+
+
+def test_an_engine_that_cannot_read_a_design_is_shown_and_left_out_of_the_run() -> None:
+    assert combined([UNSUPPORTED, HOLDS, AS_EXPECTED]) == HOLDS
+    assert combined([VIOLATED, UNSUPPORTED]) == VIOLATED
+    assert combined([UNSUPPORTED, UNOBSERVED]) == UNOBSERVED
+    assert combined([UNSUPPORTED, UNSUPPORTED]) == UNSUPPORTED and severity(UNSUPPORTED) == 2
+
+
+def test_verify_runs_the_designs_strategy_and_says_unsupported_where_an_engine_cannot_read_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["verify", "--design", str(EAGER), "--only", "simulation", "--only", "z3", "--only", "pipeline",
+                 "--seeds", "2", "--steps", "500", "--progress", "none", "--json", "--out", str(tmp_path / "v")])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 1 and document["result"] == VIOLATED and document["design"]["name"] == "eager-isr-join"
+    said = {(row["engine"], row["verdict"]) for row in document["stages"]}
+    assert {("simulation", VIOLATED), ("z3", UNSUPPORTED), ("pipeline", UNSUPPORTED)} <= said
+    z3 = next(row for row in document["stages"] if row["engine"] == "z3")
+    assert z3["check"] == "design eager-isr-join" and "isr-expansion" in z3["detail"]
+
+
+def test_verify_of_a_design_no_engine_run_can_read_does_not_pass(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--design", str(EAGER), "--only", "z3", "--progress", "none",
+                 "--out", str(tmp_path / "v")]) == 2
+    assert capsys.readouterr().err == ("kcm: error: no engine run could read the design eager-isr-join (every row "
+                                       "unsupported): the run does not pass\n")
+
+
+@pytest.mark.tlc
+def test_verify_checks_the_ci_model_under_the_designs_hooks_and_its_review_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["verify", "--design", str(EAGER), "--only", "tlc", "--progress", "none", "--json",
+                 "--out", str(tmp_path / "v")])
+    rows = {row["check"]: row["verdict"] for row in json.loads(capsys.readouterr().out)["stages"]}
+    assert (code, rows) == (0, {"model ci": HOLDS, "review eager-isr-join (deep)": AS_EXPECTED})

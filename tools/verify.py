@@ -27,7 +27,8 @@ from kcm.conformance.explore.campaign import CampaignResult
 from kcm.conformance.verify.engines import ON_REQUEST, STAGES, run
 from kcm.conformance.verify.stages import StageRow, VerifyContext, engine_verdicts, verdict
 from kcm.spec.atomic_output import check_writable, claimed_in_place
-from kcm.spec.verdicts import UNOBSERVED, severity
+from kcm.spec.verdicts import UNOBSERVED, UNSUPPORTED, severity
+from kcm.tools.design_option import add_design_option, chosen_design, described
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, count
 from kcm.tools.outputs import default_out
 from kcm.tools.progress import Reporter, add_option
@@ -53,6 +54,9 @@ def register(subparsers: Any) -> None:
                         help=f"run only this engine (repeatable): {', '.join([*STAGES, *ON_REQUEST])}")
     parser.add_argument("--skip", action="append", choices=[*STAGES, *ON_REQUEST], default=[], metavar="ENGINE",
                         help="leave this engine out (repeatable)")
+    add_design_option(parser, "every engine checks it on its base design's knobs, or says unsupported where it "
+                              "cannot read it (Z3, the Spark generator, the ZooKeeper campaign); TLC checks its "
+                              "review rows")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help=f"folder for the counterexamples the run finds (default {default_out('verify')}/)")
@@ -62,7 +66,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    knobs, config = cluster_config(args)
+    design = chosen_design(args)
+    knobs, config = cluster_config(args, None if design is None else design.base)
     stream = sys.stderr if args.json else sys.stdout
     # Piped output keeps the table's columns whole instead of wrapping them to 80 characters.
     console = Console(stderr=args.json, width=None if stream.isatty() else 160)
@@ -73,14 +78,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.html:
         check_writable(args.html)  # the page comes after minutes of work: a place it cannot go is said now
     with claimed_in_place(args.out or default_out("verify")) as out, Reporter(args.progress) as reporter:
-        ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full, out=out, zk=args.zk or "")
+        ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full, out=out, zk=args.zk or "",
+                            design=design)
         rows = run(ctx, engines)
     seconds = time.perf_counter() - started
     report(console, ctx, rows, args.json, seconds)
     if args.html:
         kinds.verify_page(summary(ctx, rows, seconds), Path(args.html), kinds.first_violation_timeline(ctx))
-    idle = [engine for engine, found in engine_verdicts(rows).items() if found == UNOBSERVED]
-    if idle or not rows:
+    found = engine_verdicts(rows)
+    idle = [engine for engine, said in found.items() if said == UNOBSERVED]
+    if ctx.design is not None and found and all(said == UNSUPPORTED for said in found.values()):
+        print(f"kcm: error: no engine run could read the design {ctx.design.name} (every row unsupported): the run "
+              "does not pass", file=sys.stderr)
+    elif idle or not rows:
         # Exit 2 alone would read as a tool failure in a CI log: the line says nothing was checked.
         print(f"kcm: error: nothing checked by {', '.join(idle) or 'any engine'} (every row unobserved): "
               "the run does not pass", file=sys.stderr)
@@ -92,7 +102,7 @@ def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: 
     if as_json:
         print(json.dumps(summary(ctx, rows, seconds), indent=2))
         return
-    table = Table(title=f"kcm verify ({ctx.knobs.describe()}{', full' if ctx.full else ''})")
+    table = Table(title=f"kcm verify ({described(ctx.knobs, ctx.design)}{', full' if ctx.full else ''})")
     # Names and verdicts are never cut: on a narrow terminal the details wrap instead.
     table.add_column("engine", no_wrap=True)
     table.add_column("check", overflow="fold")
@@ -110,13 +120,15 @@ def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: 
         console.print(f"counterexamples: {len(traces)} in {ctx.out}/ (kcm report TRACE draws one; --html the whole "
                       "run)", highlight=False, soft_wrap=True)
     if campaign is not None:
-        _print_campaign_footer(console, campaign, ctx.config.calm_every)
+        _print_campaign_footer(console, campaign, ctx)
 
 
 def summary(ctx: VerifyContext, rows: list[StageRow], seconds: float) -> dict[str, Any]:
     """The run as JSON: what --json prints and the HTML report shows."""
     document: dict[str, Any] = {"knobs": ctx.knobs.to_dict(), "result": verdict(rows), "full": ctx.full,
                                 "seconds": round(seconds, 1), "stages": [asdict(row) for row in rows]}
+    if ctx.design is not None:
+        document["design"] = {"name": ctx.design.name, "path": str(ctx.design.path)}
     if ctx.campaigns:
         document.update(_campaign_json(ctx.campaigns[0]))
     return document
@@ -136,7 +148,7 @@ def _campaign_json(result: CampaignResult) -> dict[str, Any]:
     }
 
 
-def _print_campaign_footer(console: Console, result: CampaignResult, calm_every: int) -> None:
+def _print_campaign_footer(console: Console, result: CampaignResult, ctx: VerifyContext) -> None:
     broken = sum(1 for s in result.seeds if s.violations)
     console.print(f"seeds: {len(result.seeds)}  steps: {result.steps:,}  seeds with a violation: {broken}")
     first = result.first_violation()
@@ -145,7 +157,8 @@ def _print_campaign_footer(console: Console, result: CampaignResult, calm_every:
     seed, violation = first
     console.print(f"[red]{violation.invariant}[/red] at seed {seed.seed}, step {violation.seq}: {violation.message}")
     # One line however narrow the terminal: a command cut in the middle cannot be pasted.
-    console.print(f"reproduce: kcm sim --seed {seed.seed} --steps {seed.steps} --calm-every {calm_every} "
-                  + " ".join(f"--set {k}={v}" for k, v in result.knobs.to_dict().items())
+    design = f"--design {ctx.design.path} " if ctx.design is not None else ""
+    console.print(f"reproduce: kcm sim --seed {seed.seed} --steps {seed.steps} --calm-every {ctx.config.calm_every} "
+                  + design + " ".join(f"--set {k}={v}" for k, v in result.knobs.to_dict().items())
                   + " --out trace.jsonl && kcm check-trace trace.jsonl", soft_wrap=True, markup=False)
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kcm.conformance.check.invariants import InvariantChecker, Violation, per_invariant
+from kcm.impl.design import Design
 from kcm.impl.sim.simulator import SimConfig, Simulator
 from kcm.spec.trace.format import Event
 from kcm.spec.verdicts import VIOLATED, held
@@ -49,8 +50,9 @@ class CampaignResult:
 
 
 def run_seed(seed: int, knobs: Knobs, config: SimConfig, steps: int, keep_events: bool = False,
-             stop_at_violation: bool = True) -> SeedResult:
-    """Simulates one seed with every event checked; stops at the first violation unless told not to."""
+             stop_at_violation: bool = True, design: Design | None = None) -> SeedResult:
+    """Simulates one seed with every event checked; stops at the first violation unless told not to. `design`:
+    the strategy of a design of one's own (default: the built-in design the knobs name)."""
     checker = InvariantChecker(knobs.truncation)
     result = SeedResult(seed, 0, [])
 
@@ -59,7 +61,7 @@ def run_seed(seed: int, knobs: Knobs, config: SimConfig, steps: int, keep_events
             result.events.append(event)
         result.violations.extend(checker.step(event))
 
-    sim = Simulator(seed, knobs, config, sink)
+    sim = Simulator(seed, knobs, config, sink, design=design)
     sim.bootstrap()
     chunk = 50 if stop_at_violation else steps
     while result.steps < steps and not (stop_at_violation and result.violations):
@@ -74,11 +76,12 @@ def run_campaign(
     steps: int,
     config: SimConfig | None = None,
     on_seed: Callable[[SeedResult], None] | None = None,
+    design: Design | None = None,
 ) -> CampaignResult:
     config = config or SimConfig()
     result = CampaignResult(knobs)
     for seed in seeds:
-        outcome = run_seed(seed, knobs, config, steps)
+        outcome = run_seed(seed, knobs, config, steps, design=design)
         result.seeds.append(outcome)
         result.checks.update(outcome.checks)
         if on_seed is not None:

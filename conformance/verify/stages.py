@@ -12,10 +12,11 @@ from pathlib import Path
 from kcm.conformance.explore.campaign import CampaignResult
 from kcm.conformance.reporter import Reporter
 from kcm.impl.sim.simulator import SimConfig
-from kcm.spec.verdicts import combined, worst
+from kcm.spec.design_folder import DesignFolder
+from kcm.spec.verdicts import UNSUPPORTED, combined, worst
 from kcm.spec.vocabulary import Knobs
 
-__all__ = ["Stage", "StageRow", "VerifyContext", "engine_verdicts", "verdict"]
+__all__ = ["Stage", "StageRow", "VerifyContext", "engine_verdicts", "unsupported_row", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,23 @@ class VerifyContext:
     campaigns: list[CampaignResult] = field(default_factory=list)
     # `--zk`: the ZooKeeper the cluster runs on ("host:port"), or "" for an ensemble the stage starts.
     zk: str = ""
+    # `--design`: a design folder of one's own, on its base design's knobs (`knobs`); each engine reads it or
+    # says `unsupported` (unsupported_row).
+    design: DesignFolder | None = None
+
+    @property
+    def own_design(self) -> DesignFolder | None:
+        """The design, when it has rules of its own for an engine to read (not knob settings alone)."""
+        return None if self.design is None or self.design.knobs_only else self.design
 
 
 Stage = Callable[[VerifyContext], list[StageRow]]
+
+
+def unsupported_row(engine: str, design: DesignFolder, why: str) -> StageRow:
+    """The row of an engine that cannot read a design of one's own: it checks nothing of the design rather than
+    the default design's rules under the design's name."""
+    return StageRow(engine, f"design {design.name}", UNSUPPORTED, why, 0.0)
 
 
 def engine_verdicts(rows: list[StageRow]) -> dict[str, str]:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kcm.conformance.design_readings import readings
 from kcm.conformance.reporter import Reporter
-from kcm.conformance.verify.stages import StageRow, VerifyContext
-from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED, worst
+from kcm.conformance.verify.stages import StageRow, VerifyContext, unsupported_row
+from kcm.spec.verdicts import HOLDS, UNKNOWN, UNSUPPORTED, VIOLATED, worst
 from kcm.spec.vocabulary import Knobs
 
 
@@ -80,6 +81,9 @@ def data_rows(reporter: Reporter, brokers: int, knobs: Knobs, full: bool = False
 def stage(ctx: VerifyContext) -> list[StageRow]:
     """The Z3 rows of `kcm verify`: the universal proofs and the induction, one summary row each, timed whole
     (the induction's search for strengthening lemmas included)."""
+    if ctx.own_design is not None:
+        return [unsupported_row("z3", ctx.own_design, readings(ctx.own_design).z3.removeprefix(f"{UNSUPPORTED}: ")
+                                + ": Z3 reads these points as knobs only")]
     started = time.perf_counter()
     proofs = proof_rows(ctx.reporter, 8, ctx.knobs)
     proved = time.perf_counter()

@@ -29,7 +29,7 @@ from kcm.conformance.explore.zk_campaign import (
     run_campaign,
     zookeeper_stores,
 )
-from kcm.conformance.verify.stages import StageRow, VerifyContext
+from kcm.conformance.verify.stages import StageRow, VerifyContext, unsupported_row
 from kcm.impl.zookeeper.ensemble import Ensemble, EnsembleError, ZooKeeperMissing
 from kcm.impl.zookeeper.store import ConnectionLostError
 from kcm.spec.verdicts import AS_EXPECTED, UNEXPECTED, UNKNOWN, VIOLATED, held
@@ -45,6 +45,8 @@ _ZOMBIE = "StaleControllerFenced"
 
 
 def stage(ctx: VerifyContext) -> list[StageRow]:
+    if ctx.own_design is not None:
+        return [unsupported_row(ENGINE, ctx.own_design, "the ZooKeeper campaign runs built-in designs only (knobs)")]
     started = time.perf_counter()
     # On a ZooKeeper kcm did not start, no server is killed.
     faults = tuple(k for k in FAULTS if not (ctx.zk and k in SERVER_FAULTS))

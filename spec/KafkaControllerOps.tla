@@ -151,7 +151,7 @@ OpsStartup(W, brokers, K) ==
 OpsAborted(c, Wf, adminWrite) ==
     /\ (adminWrite \/ \E p \in Partitions : Wf[p].wrote)
     /\ acting_controller_epoch[c] # controller_epoch
-    /\ ControllerEpochFencing
+    /\ FencesControllerWrites
 
 OpsCtxOf(c, K, Wf) ==
     /\ ctl_shutting' = [ctl_shutting EXCEPT ![c] = K.shutting]
@@ -179,7 +179,7 @@ OpsCommitX(c, K, Wf, forget, preferredDone, dropDel, consumed, extraMsgs, kind) 
             /\ ctl_ineligible' = [ctl_ineligible EXCEPT ![c] = {}]
             /\ ctl_msgs' = ctl_msgs \ consumed
             /\ UNCHANGED <<store_vars, h_flags, admin_vars>>
-       ELSE /\ ApplyEventFrom(c, K, Wf, deposed /\ ~ControllerEpochFencing /\ (adminWrite \/ \E p \in Partitions : Wf[p].wrote),
+       ELSE /\ ApplyEventFrom(c, K, Wf, deposed /\ ~FencesControllerWrites /\ (adminWrite \/ \E p \in Partitions : Wf[p].wrote),
                               ctl_msgs \ consumed, extraMsgs)
             /\ IF kind \in EventKinds THEN TakeEvent(c, kind) ELSE UNCHANGED zombie_events
             /\ OpsCtxOf(c, K, Wf)
@@ -459,7 +459,7 @@ StopReplicaResponse(c) ==
 
 (* StopReplica(b) -- actor broker:b.
    When: a StopReplica request for b is in flight.
-   Does: with BrokerEpoch, a request addressed to an earlier registration of b is refused whole (b
+   Does: with BrokerEpochFencing, a request addressed to an earlier registration of b is refused whole (b
    answers STALE_BROKER_EPOCH, 2.2.0 KafkaApis.scala handleStopReplicaRequest).  The controller-epoch fence as for LeaderAndIsr; if accepted the replica stops (no role)
    or, with delete, is removed with its log and checkpoint.  b answers StopReplicaResponse (with
    STALE_CONTROLLER_EPOCH if fenced). *)
@@ -470,7 +470,7 @@ StopReplica(b) ==
     /\ alive[b]
     /\ LET p == m.p
            refused == StaleBrokerEpoch(b, m)
-           fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
+           fenced == RefusesControllerEpoch(m.ce, broker_controller_epoch[b])
            reply == [CtlMsg("StopReplicaResponse", b, m.src, m.ce, p, NoNode, <<>>, m.delete)
                        EXCEPT !.err = IF refused THEN "STALE_BROKER_EPOCH"
                                       ELSE IF fenced THEN "STALE_CONTROLLER_EPOCH" ELSE ""]

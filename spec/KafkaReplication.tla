@@ -59,7 +59,10 @@ CONSTANTS
 CONSTANTS
     OfflineLeader(_, _, _),     \* (assignment, ISR, electable brokers) -> the leader after a failure, or NoLeader
     RefusesLeaderEpoch(_, _),   \* (a LeaderAndIsr entry's leader epoch, the broker's, -1 for none) -> refused?
-    AcceptsWrite(_)             \* (the size of the ISR the leader knows) -> does it take a produce (acks = -1)?
+    AcceptsWrite(_),            \* (the size of the ISR the leader knows) -> does it take a produce (acks = -1)?
+    RefusesControllerEpoch(_, _), \* (a request's controller epoch, the newest the broker has seen) -> refused?
+    FencesControllerWrites,     \* BOOLEAN: a controller's store writes check the controller epoch node
+    BrokerEpochFencing          \* BOOLEAN: KIP-380, requests carry the broker epoch and bounces are seen
 
 (***************************************************************************************)
 (* Variables.                                                                           *)
@@ -484,6 +487,18 @@ DefaultRefusesLeaderEpoch(epoch, known) == LeaderEpochCheck /\ known # -1 /\ epo
 \* Design.accepts_write: a produce with acks = -1 needs an ISR of at least MinIsr members.
 DefaultAcceptsWrite(isrSize) == isrSize >= MinIsr
 
+\* Design.refuses_controller_epoch: with ControllerEpochFencing, a request of a controller epoch older than the
+\* newest the broker has seen is refused.
+DefaultRefusesControllerEpoch(epoch, seen) == ControllerEpochFencing /\ epoch < seen
+
+\* Design.fences_controller_writes: with ControllerEpochFencing, a controller's store writes are conditional on
+\* the controller epoch node it was elected with (a deposed controller's write fails).
+DefaultFencesControllerWrites == ControllerEpochFencing
+
+\* Design.broker_epoch_fencing: with BrokerEpoch (KIP-380, Kafka 2.2), controller requests carry the broker epoch,
+\* a broker refuses one addressed to an earlier registration, and the controller sees a bounced broker.
+DefaultBrokerEpochFencing == BrokerEpoch
+
 \* PartitionStateMachine._decide: [leader (NoLeader = none), isr, recipients] for a strategy, on node n.
 Decide(W, n, strategy, target, K) ==
     LET electable == Electable(K)
@@ -596,13 +611,13 @@ ControllerRequests == {"LeaderAndIsr", "UpdateMetadata", "StopReplica"}
 (* broker dead first (removeBroker drops its queue); and 2.1.0's BrokerChange compares broker ids  *)
 (* only, so a broker that restarted in between is not seen at all.                                 *)
 Addressed(m, K) == [m EXCEPT !.be = K.live[m.dst]]
-StaleBrokerEpoch(b, m) == BrokerEpoch /\ m.be < broker_epoch[b]
+StaleBrokerEpoch(b, m) == BrokerEpochFencing /\ m.be < broker_epoch[b]
 \* A controller request is queued for b while b is up; before 2.2 also while it is down (retried).  With
 \* KIP-380 a request to a broker that is down could only reach its next incarnation, which refuses it.
-Queued(b) == alive[b] \/ ~BrokerEpoch
+Queued(b) == alive[b] \/ ~BrokerEpochFencing
 \* What a broker's crash takes off the network: everything to or from it, but before 2.2 the
 \* controllers' requests to it, which their send threads retry.
-SurvivesCrash(b, m) == m.src # b /\ (m.dst # b \/ (~BrokerEpoch /\ m.type \in ControllerRequests))
+SurvivesCrash(b, m) == m.src # b /\ (m.dst # b \/ (~BrokerEpochFencing /\ m.type \in ControllerRequests))
 \* Controller c's queue to the brokers it finds dead while they are down (ControllerChannelManager.
 \* removeBroker); only requests kept across a crash before 2.2 can be there.
 RemovedQueues(c, dead) == {m \in ctl_msgs : m.src = c /\ m.dst \in dead /\ ~alive[m.dst] /\ m.type \in ControllerRequests}
@@ -610,7 +625,7 @@ RemovedQueues(c, dead) == {m \in ctl_msgs : m.src = c /\ m.dst \in dead /\ ~aliv
 NewBrokers(old, live) == {b \in Brokers : old[b] = 0 /\ live[b] # 0}
 DeadBrokers(old, live) == {b \in Brokers : old[b] # 0 /\ live[b] = 0}
 BouncedBrokers(old, live) ==
-    IF BrokerEpoch THEN {b \in Brokers : old[b] # 0 /\ live[b] # 0 /\ old[b] # live[b]} ELSE {}
+    IF BrokerEpochFencing THEN {b \in Brokers : old[b] # 0 /\ live[b] # 0 /\ old[b] # live[b]} ELSE {}
 \* The context while bounced brokers fail: without them (2.2.0 KafkaController.scala BrokerChange:
 \* removeLiveBrokersAndEpochs, onBrokerFailure, then addLiveBrokersAndEpochs, onBrokerStartup).
 Without(K, bounced) == [K EXCEPT !.live = [b \in Brokers |-> IF b \in bounced THEN 0 ELSE K.live[b]]]
@@ -662,11 +677,11 @@ ResignVars(c) ==
 
 \* The event's first store write failed the controller-epoch check: nothing happened, c resigned.
 Aborted(c, Wf) ==
-    (\E p \in Partitions : Wf[p].wrote) /\ acting_controller_epoch[c] # controller_epoch /\ ControllerEpochFencing
+    (\E p \in Partitions : Wf[p].wrote) /\ acting_controller_epoch[c] # controller_epoch /\ FencesControllerWrites
 
 \* StaleControllerFenced (2): a deposed controller's write succeeded (only without fencing).
 DeposedWrite(c, Wf) ==
-    (\E p \in Partitions : Wf[p].wrote) /\ acting_controller_epoch[c] # controller_epoch /\ ~ControllerEpochFencing
+    (\E p \in Partitions : Wf[p].wrote) /\ acting_controller_epoch[c] # controller_epoch /\ ~FencesControllerWrites
 
 \* The history flags after an event with results Wf.
 EventFlags(Wf, staleWrite) ==
@@ -779,11 +794,11 @@ EventCtx(c) == Ctx(registered, {}, acting_controller_epoch[c])
    When: c acts as controller (possibly deposed: its session expired and it has not yet taken the
    Reregister event) and the registered brokers differ from its context's live brokers.
    Does: new brokers start up (their replicas Online: LeaderAndIsr), bounced brokers fail and start
-   up (with BrokerEpoch only: before 2.2 a bounced broker goes unseen), dead brokers fail (c drops
+   up (with BrokerEpochFencing only: before 2.2 a bounced broker goes unseen), dead brokers fail (c drops
    its queue of requests to them): partitions they led go Offline and get an offline election (first live
    ISR replica in assignment order; with UncleanElection the first live replica, ISR reset to it),
    their replicas go Offline and leave the ISR (epoch + 1).  Every write is a CAS on the partition
-   version and, with ControllerEpochFencing, conditional on the controller epoch: a deposed
+   version and, with FencesControllerWrites, conditional on the controller epoch: a deposed
    controller's write fails and it resigns. *)
 BrokerChangeWork(c, K) ==
     LET old == ctl_live[c]
@@ -980,8 +995,8 @@ AdvancedHw(b, lg, hwv, isrSet, fleo) ==
 
 (* LeaderAndIsr(b, m) -- actor broker:b.
    When: a LeaderAndIsr request m for b is in flight and b is up.
-   Does: with BrokerEpoch, a request addressed to an earlier registration of b is refused whole and
-   changes nothing (StaleBrokerEpoch).  With ControllerEpochFencing, a request from a controller epoch older than the newest b has
+   Does: with BrokerEpochFencing, a request addressed to an earlier registration of b is refused whole and
+   changes nothing (StaleBrokerEpoch).  With RefusesControllerEpoch, a request from a controller epoch older than the newest b has
    seen is rejected whole.  Otherwise b records the epoch; the partition is applied only if b is an
    assigned replica, the request names a leader (Kafka's makeFollowers skips a partition whose leader
    is unavailable) and (with LeaderEpochCheck) the request's leader epoch is newer than the one b
@@ -996,7 +1011,7 @@ HandleLeaderAndIsr(b, m) ==
     /\ ctl_msgs' = ctl_msgs \ {m}
     /\ LET p == m.p
            refused == StaleBrokerEpoch(b, m)
-           fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
+           fenced == RefusesControllerEpoch(m.ce, broker_controller_epoch[b])
            stale == role[b][p] # "absent" /\ RefusesLeaderEpoch(m.le, local_leader_epoch[b][p])
            apply == ~refused /\ ~fenced /\ b \in Range(m.replicas) /\ ~stale /\ m.leader # NoLeader
            lg == log[b][p]
@@ -1039,7 +1054,7 @@ HandleUpdateMetadata(b, m) ==
     /\ alive[b]
     /\ ctl_msgs' = ctl_msgs \ {m}
     /\ LET refused == StaleBrokerEpoch(b, m)
-           fenced == ControllerEpochFencing /\ m.ce < broker_controller_epoch[b]
+           fenced == RefusesControllerEpoch(m.ce, broker_controller_epoch[b])
        IN /\ broker_controller_epoch' = IF refused \/ fenced THEN broker_controller_epoch
                                         ELSE [broker_controller_epoch EXCEPT ![b] = Max(@, m.ce)]
           /\ h_flags' = [h_flags EXCEPT !.stale = @ \/ (~refused /\ ~fenced /\ m.ce < broker_controller_epoch[b])]

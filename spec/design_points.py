@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from kcm.spec.vocabulary import CORE_HOOKS, ERA_HOOKS, KNOB_CONSTANTS
+from kcm.spec.vocabulary import CORE_HOOKS, ERA_HOOKS
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,9 @@ DESIGN_POINTS: Final[tuple[DesignPoint, ...]] = (
         "a broker refuses a request of an older controller epoch, and a controller's store writes check the "
         "controller epoch node",
         ("controller_epoch_fencing",),
-        (KNOB_CONSTANTS["controller_epoch_fencing"],),
+        ("RefusesControllerEpoch", "FencesControllerWrites"),
         ("refuses_controller_epoch", "fences_controller_writes"),
-        "knob controller_epoch_fencing"),
+        "knob controller_epoch_fencing", tla_hooks=True),
     DesignPoint(
         "leader-epoch-check",
         "a broker refuses a LeaderAndIsr entry whose leader epoch is not newer than its own",
@@ -106,9 +106,9 @@ DESIGN_POINTS: Final[tuple[DesignPoint, ...]] = (
         "KIP-380: controller requests carry the broker epoch, a broker refuses one addressed to an earlier "
         "registration, and the controller sees a bounced broker",
         ("broker_epoch",),
-        (KNOB_CONSTANTS["broker_epoch"],),
+        ("BrokerEpochFencing",),
         ("broker_epoch_fencing",),
-        "knob broker_epoch"),
+        "knob broker_epoch", tla_hooks=True),
     DesignPoint(
         "min-isr",
         "a produce with acks=all is refused while the ISR is smaller than min_isr",

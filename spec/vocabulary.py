@@ -66,7 +66,10 @@ ERA_HOOKS: Final[tuple[str, ...]] = (
 # to one of its own.
 CORE_HOOKS: Final[dict[str, str]] = {"OfflineLeader": "DefaultOfflineLeader",
                                      "RefusesLeaderEpoch": "DefaultRefusesLeaderEpoch",
-                                     "AcceptsWrite": "DefaultAcceptsWrite"}
+                                     "AcceptsWrite": "DefaultAcceptsWrite",
+                                     "RefusesControllerEpoch": "DefaultRefusesControllerEpoch",
+                                     "FencesControllerWrites": "DefaultFencesControllerWrites",
+                                     "BrokerEpochFencing": "DefaultBrokerEpochFencing"}
 ERA_MODULES: Final[dict[str, tuple[str, str]]] = {
     "hw": ("TruncationHW", "HW_"),
     "kip101": ("TruncationKIP101", "KIP101_"),

@@ -185,7 +185,8 @@ def test_a_new_design_restates_its_base_and_runs_as_it(tmp_path: Path, capsys: p
     design = read_design(folder)
     assert design.base == Knobs(truncation="hw") and sorted(design.hooks) == sorted(
         ["TruncateOnBecomeFollower", "FenceCurrentLeaderEpoch", "EpochEndAnswer", "TruncationOffset",
-         "InSyncForExpansion", "ExposesHw", "OfflineLeader", "RefusesLeaderEpoch", "AcceptsWrite"])
+         "InSyncForExpansion", "ExposesHw", "OfflineLeader", "RefusesLeaderEpoch", "AcceptsWrite",
+         "RefusesControllerEpoch", "FencesControllerWrites", "BrokerEpochFencing"])
     assert type(load_strategy(design)).__name__ == "Restated"
     own, built_in = tmp_path / "own.jsonl", tmp_path / "built-in.jsonl"
     assert main(["sim", "--design", str(folder), "--seed", "3", "--steps", "1500", "--progress", "none",

@@ -37,6 +37,20 @@ class Readings:
     problems: list[str] = field(default_factory=list)
 
 
+def unread_by_tlc(design: DesignFolder) -> tuple[str, ...]:
+    """The design points the strategy changes and TLC cannot check as the design has them: a point whose TLA+
+    reading is no hook a module can define (an action, an operator of the core), or a hook point the module
+    leaves to the base design. TLC's rows of such a design are `unsupported`: they would check the base rule."""
+    if design.strategy is None:
+        return ()
+    try:
+        changed = overridden_points(load_strategy(design))
+    except DesignError:
+        return ()  # the strategy that does not load is the implementation's problem (readings says so)
+    return tuple(name for name in changed
+                 if not design_point(name).tla_hooks or name not in design.changed_points)
+
+
 def readings(design: DesignFolder) -> Readings:
     found = Readings(design.name)
     _tla(design, found)
@@ -65,6 +79,9 @@ def _tla(design: DesignFolder, found: Readings) -> None:
     if design.strategy is not None and design.tla_module is None:
         found.problems.append("tla: the strategy changes rules the TLA+ model does not (no tla.module): TLC would "
                               "check the base design's")
+    elif unread := unread_by_tlc(design):
+        found.problems.append(f"tla: {UNSUPPORTED}: the strategy changes {', '.join(unread)}, which the TLA+ module "
+                              "does not (no hook of the module's): TLC would check the base design's rule there")
 
 
 def _impl(design: DesignFolder, found: Readings) -> None:

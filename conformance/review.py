@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from kcm.conformance.design_readings import unread_by_tlc
 from kcm.conformance.explore.hunt import Hunt
 from kcm.conformance.explore.route import hunt_races
 from kcm.conformance.reporter import Reporter
@@ -38,7 +39,7 @@ from kcm.spec.tlc.modelcheck import (
 )
 from kcm.spec.tlc.runner import TlcError, TlcProgress
 from kcm.spec.trace.format import Event, TraceError
-from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, UNOBSERVED, VIOLATED, worst
+from kcm.spec.verdicts import AS_EXPECTED, HOLDS, UNEXPECTED, UNKNOWN, UNOBSERVED, UNSUPPORTED, VIOLATED, worst
 
 # Seconds an unsafe row's hunt may take per phase (the search, then its shortening); the seven take about
 # eight together on two cores (docs/hunt.md).
@@ -48,7 +49,9 @@ HUNT_BUDGET: Final = 600.0
 @dataclass
 class Cell:
     invariant: str
-    result: str  # holds | violated | unobserved | unknown (kcm.spec.verdicts; unknown: TLC failed, the error says why)
+    # holds | violated | unobserved | unknown | unsupported (kcm.spec.verdicts; unknown: TLC failed, unsupported: TLC
+    # cannot read the design there; the error says why)
+    result: str
     distinct_states: int = 0
     seconds: float = 0.0
     reading: str | None = None
@@ -81,7 +84,7 @@ class Cell:
             return f"**violated**{reading} ({steps} steps{by}, {where})"
         if self.result == UNOBSERVED:
             return "unobserved (no state explored)"
-        return f"unknown: {self.error}"
+        return f"{self.result}: {self.error}"
 
 
 @dataclass
@@ -100,7 +103,8 @@ class RowResult:
 
     @property
     def errors(self) -> list[str]:
-        return [cell.error for cell in self.cells.values() if cell.error]
+        """Why TLC could not decide cells (an unsupported cell's reason is not an error)."""
+        return [cell.error for cell in self.cells.values() if cell.error and cell.result != UNSUPPORTED]
 
     @property
     def as_expected(self) -> bool:
@@ -118,9 +122,11 @@ class RowResult:
     def verdict(self) -> str:
         if self.errors:
             return UNKNOWN
-        # A row whose cells explored no state compared nothing with its documentation.
-        if worst([cell.result for cell in self.cells.values()]) == UNOBSERVED:
-            return UNOBSERVED
+        # A row whose cells explored no state compared nothing with its documentation; one TLC cannot read
+        # checked nothing of it.
+        found = worst([cell.result for cell in self.cells.values()])
+        if found in (UNOBSERVED, UNSUPPORTED):
+            return found
         return AS_EXPECTED if self.as_expected else UNEXPECTED
 
     def to_json(self) -> dict[str, Any]:
@@ -141,6 +147,9 @@ def review_row(variant: Variant, out: Path, heap_mb: int | None = None,
                on_progress: Progress | None = None, quick: bool = False, cores: int = 1) -> RowResult:
     """A row: an unsafe design's quick row by kcm hunt's route (`hunted_row`) with `cores` engines, any other
     by TLC (`tlc_row`)."""
+    if variant.design is not None and (unread := unread_by_tlc(variant.design)):
+        why = f"TLC cannot read {', '.join(unread)} as the design's strategy has it (no hook of its module)"
+        return RowResult(variant, {name: Cell(name, UNSUPPORTED, error=why) for name in COLUMNS}, quick=quick)
     # Hunt's engines include Z3, which reads no design of one's own: a design's quick row is TLC's alone.
     if quick and variant.expected and variant.design is None:
         return hunted_row(variant, out, heap_mb, on_progress, cores)

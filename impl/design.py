@@ -166,11 +166,13 @@ def overridden_points(design: Design) -> tuple[str, ...]:
 
 
 def strategy_source(class_name: str, base: Knobs) -> str:
-    """A new design's strategy module: every design point's method, each calling the base design's rule, under
-    the point it decides; edit the rules the design changes and delete the others."""
+    """A new design's strategy module: the method of every design point TLC can read as a design has it (a hook),
+    each calling the base design's rule, under the point it decides; edit the rules the design changes and delete
+    the others. A point without a hook is left out: a strategy that changes it is unsupported by TLC."""
     methods = []
+    unhooked = [point.name for point in DESIGN_POINTS if point.python and not point.tla_hooks]
     for point in DESIGN_POINTS:
-        if not point.python:
+        if not point.python or not point.tla_hooks:
             continue
         methods.append(textwrap.fill(f"-- {point.name}: {point.meaning}.", 112, initial_indent="    # ",
                                      subsequent_indent="    # ") + "\n")
@@ -182,8 +184,12 @@ def strategy_source(class_name: str, base: Knobs) -> str:
             methods.append(textwrap.fill(doc, 112, initial_indent="    # ", subsequent_indent="    # ") + "\n"
                            f"    def {method}{str(signature).replace(chr(39), '')}:\n"
                            f"        return super().{method}({arguments})\n")
-    return (f'"""The implementation\'s side of the design, on {base.describe()}: every design point\'s rule, '
-            f'restated.\n\nChange the rules the design changes; delete the others."""\n\n'
+    about = textwrap.fill(f"The implementation's side of the design, on {base.describe()}: the rule of every "
+                          "design point a TLA+ hook decides, restated.", 112)
+    left_out = textwrap.fill(f"Change the rules the design changes; delete the others. Left out: "
+                             f"{', '.join(unhooked)}, which no hook decides (a strategy that changes them is "
+                             "unsupported by TLC).", 112)
+    return (f'"""{about}\n\n{left_out}"""\n\n'
             "from __future__ import annotations\n\n"
             "from collections.abc import Collection, Sequence\n\n"
             "from kcm.impl.design import Design\n"

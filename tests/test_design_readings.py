@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from kcm.conformance.design_readings import readings
+from kcm.conformance.design_readings import readings, unread_by_tlc
 from kcm.conformance.explore.stateful import MACHINES
+from kcm.conformance.review import review_row
 from kcm.spec.design_folder import SCHEMA_PATH, read_design
-from kcm.spec.designs import BUILT_IN_DESIGNS, KNOWN_BUGS, VARIANTS, built_in_design
+from kcm.spec.designs import BUILT_IN_DESIGNS, KNOWN_BUGS, VARIANTS, built_in_design, design_rows
 from kcm.spec.verdicts import UNSUPPORTED
+from kcm.tools.cli import main
 
 DESIGNS = Path(__file__).parent / "data" / "designs"
 
@@ -87,3 +89,42 @@ def test_a_made_up_design_that_lacks_a_reading_is_named_for_it(tmp_path: Path, o
                                                                  drop: str | None, problem: str) -> None:
     found = readings(read_design(_made_up(tmp_path, old, new, drop)))
     assert any(p.startswith(problem) for p in found.problems), found.problems
+
+
+# A strategy that also changes the HW rule, which no TLA+ hook decides: TLC would check the base design's rule.
+HW_TOO = '''
+
+    def high_watermark(self, own_end: int, isr_ends: Collection[int]) -> int:
+        return own_end
+'''
+
+
+def _hw_too(tmp_path: Path) -> Path:
+    folder = _made_up(tmp_path, "", "")
+    strategy = folder / "strategy.py"
+    strategy.write_text("from collections.abc import Collection\n" + strategy.read_text() + HW_TOO)
+    return folder
+
+
+def test_a_strategy_that_changes_a_point_tlc_cannot_read_is_unsupported_by_tlc(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    design = read_design(_hw_too(tmp_path))
+    assert unread_by_tlc(design) == ("hw-advancement",)
+    assert any(p.startswith(f"tla: {UNSUPPORTED}: the strategy changes hw-advancement") for p in
+               readings(design).problems)
+    # Its review rows say so rather than run TLC on the base rule; kcm check and hunt refuse it.
+    row = review_row(design_rows(design)[0], tmp_path / "review", quick=True)
+    assert row.verdict == UNSUPPORTED and not row.errors and row.runs == 0
+    assert main(["check", "--design", str(design.path), "--progress", "none"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{UNSUPPORTED}: the strategy changes hw-advancement" in err
+
+
+def test_design_check_lists_each_engine_s_reading_and_what_it_lacks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["design", "check", str(DESIGNS / "eager-isr-join")]) == 0
+    out = capsys.readouterr().out
+    assert "impl      EagerIsrJoin (isr-expansion)" in out and "searches  eager-isr-join-replication" in out
+    assert main(["design", "check", str(_hw_too(tmp_path))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the strategy changes hw-advancement" in err

@@ -33,7 +33,7 @@ from kcm.spec.tlc.modelcheck import (
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
 from kcm.spec.verdicts import VIOLATED, severity, worst
-from kcm.tools.design_option import add_design_option, chosen_design, described
+from kcm.tools.design_option import add_design_option, chosen_design, described, refuse_unread_by_tlc
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
@@ -75,6 +75,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.properties:
         raise UsageError("--property needs --liveness")
     design = chosen_design(args)
+    refuse_unread_by_tlc(design)
     args.model = args.model or ("ci" if design is None else design.models[0])
     knobs = model_knobs(args.model)
     if design is not None:

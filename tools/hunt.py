@@ -40,7 +40,7 @@ from kcm.spec.tlc.runner import TlcSetupError, find_tools
 from kcm.spec.trace.format import Event, TraceError
 from kcm.spec.verdicts import VIOLATED
 from kcm.spec.vocabulary import Knobs
-from kcm.tools.design_option import add_design_option, chosen_design, described
+from kcm.tools.design_option import add_design_option, chosen_design, described, refuse_unread_by_tlc
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
@@ -93,6 +93,7 @@ def _hunt(args: argparse.Namespace) -> Hunt:
     if not args.budget > 0:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget:g}")
     design = chosen_design(args)
+    refuse_unread_by_tlc(design)
     knobs = (Knobs() if design is None else design.base).with_settings(args.settings)
     model = args.model or (model_for(knobs) if design is None else design.models[0])
     if model not in models():

@@ -22,7 +22,7 @@ class DesignPoint:
     name: str
     meaning: str
     knobs: tuple[str, ...]  # the knobs (kcm.spec.vocabulary.Knobs) that choose among the built-in rules
-    tla: tuple[str, ...]  # the core's hook operators, or the constants it branches on
+    tla: tuple[str, ...]  # the hook operators of the core or its era; without tla_hooks, the action or operator
     python: tuple[str, ...]  # methods of kcm.impl.design.Design
     z3: str | None  # how the Z3 encoding reads the point; None: it does not
     tla_hooks: bool = False  # the TLA+ reading is hook operators a design module may define

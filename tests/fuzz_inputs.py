@@ -175,7 +175,10 @@ def _splice_bytes(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
     # A carriage return between tokens is white space; a brace, or a byte-order mark (a character JSON takes in a
     # string), inside an argument's string is a string: each may leave a valid line.
     bad = junk not in (b"\r", b"{", b"}", b"\xef\xbb\xbf")
-    return [*lines[:i], line[:at] + junk + line[at:], *lines[i + 1:]], bad, f"{junk!r} at byte {at} of line {i + 1}"
+    # A line end splits the line in two, each a line of the file: a later mutation that rewrites the one it picks
+    # (parsed and written again) must not take the break away with it, as it would from one list entry "\n{...}".
+    spliced = (line[:at] + junk + line[at:]).splitlines(keepends=True)
+    return [*lines[:i], *spliced, *lines[i + 1:]], bad, f"{junk!r} at byte {at} of line {i + 1}"
 
 
 def _blank_line(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:

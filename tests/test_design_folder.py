@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kcm.conformance.design_readings import readings
 from kcm.conformance.explore.hunt import Hunt
 from kcm.impl.design import Design, load_strategy, overridden_points
 from kcm.spec.design_folder import DesignError, read_design
@@ -188,6 +189,7 @@ def test_a_new_design_restates_its_base_and_runs_as_it(tmp_path: Path, capsys: p
          "InSyncForExpansion", "ExposesHw", "OfflineLeader", "RefusesLeaderEpoch", "AcceptsWrite",
          "RefusesControllerEpoch", "FencesControllerWrites", "BrokerEpochFencing"])
     assert type(load_strategy(design)).__name__ == "Restated"
+    assert readings(design).problems == []  # every engine reads it, or says unsupported
     own, built_in = tmp_path / "own.jsonl", tmp_path / "built-in.jsonl"
     assert main(["sim", "--design", str(folder), "--seed", "3", "--steps", "1500", "--progress", "none",
                  "--out", str(own)]) == 0

@@ -18,6 +18,7 @@ import gzip
 import io
 import itertools
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,7 +178,7 @@ def _splice_bytes(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
     bad = junk not in (b"\r", b"{", b"}", b"\xef\xbb\xbf")
     # A line end splits the line in two, each a line of the file: a later mutation that rewrites the one it picks
     # (parsed and written again) must not take the break away with it, as it would from one list entry "\n{...}".
-    spliced = (line[:at] + junk + line[at:]).splitlines(keepends=True)
+    spliced = re.split(b"(?<=\n)(?=.)", line[:at] + junk + line[at:], flags=re.S)  # at "\n" alone, as a reader
     return [*lines[:i], *spliced, *lines[i + 1:]], bad, f"{junk!r} at byte {at} of line {i + 1}"
 
 

@@ -23,7 +23,8 @@ Cost: most cases run in this process through `kcm.tools.cli.main(argv)` (about 5
 interpreter start-up), in a fresh folder with fds 1 and 2 captured; a sample runs as real `python -m
 kcm.tools.cli` subprocesses (which also proves the exit path of a real process), and the pipeline ingests,
 which start Spark, only as subprocesses, only under `-m long`. The default suite runs about 200 cases,
-derandomized; `-m long` runs KCM_FUZZ_CASES cases (default 10,000) and prints the count per family.
+derandomized; `-m long` runs KCM_FUZZ_CASES cases (default 10,000), new ones each run unless
+KCM_FUZZ_DERANDOMIZE=1 (CI's), and prints the count per family.
 
     bash tools/dev test tests/test_fuzz_cli.py
     KCM_FUZZ_CASES=10000 bash tools/dev test -m long tests/test_fuzz_cli.py

@@ -274,10 +274,15 @@ def _drop_argument(lines: _Lines, draw: st.DrawFn) -> tuple[_Lines, bool, str]:
     """An argument left out: every argument is optional (a trace rebuilt from TLC or from logs has few), so
     the trace stays valid, and an engine that needs one must say so in a line."""
     found = _event_at(draw, lines)
-    if found is None or not found[1]["args"]:
+    if found is None:
         return _splice_bytes(lines, draw)
     i, event = found
-    name = draw(st.sampled_from(sorted(event["args"])))
+    # Init's brokers stay: they are what the other lines' actors are held to (a trace that names none may have any
+    # broker act), so leaving them out would make another mutation's verdict (an actor broker:999) depend on it.
+    names = sorted(name for name in event["args"] if not (event.get("action") == "Init" and name == "brokers"))
+    if not names:
+        return _splice_bytes(lines, draw)
+    name = draw(st.sampled_from(names))
     del event["args"][name]
     return [*lines[:i], _json_line(event), *lines[i + 1:]], False, f"args.{name} left out on line {i + 1}"
 

@@ -170,6 +170,12 @@ def test_review_rows_of_a_design_are_as_expected(tmp_path: Path, capsys: pytest.
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [(r["label"], r["verdict"]) for r in rows] == [("eager-isr-join (deep)", "as expected")]
     assert rows[0]["cells"]["NoCommittedDataLoss"]["result"] == "violated"
+    # The safe design: its ci row holds on every invariant, exhaustively.
+    assert main(["review", "--design", str(STRICT), "--quick", "--json", "--progress", "none",
+                 "--out", str(tmp_path / "strict")]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["label"], r["verdict"]) for r in rows] == [("strict-isr-join (ci)", "as expected")]
+    assert {cell["result"] for cell in rows[0]["cells"].values()} == {"holds"}
 
 
 def _new(tmp_path: Path, base: str) -> Path:

@@ -23,11 +23,12 @@ ROOT = Path(__file__).resolve().parent
 TREE = Path("build") / "mypyc-src"
 FOLDERS = ("impl", "conformance", "spec", "tools")
 COMPILED = (
-    # The ZooKeeper adapter waits on sockets and kazoo's threads: nothing to gain from compiling it.
+    # The ZooKeeper and Kafka adapters wait on sockets, processes and kazoo's threads: nothing to gain from
+    # compiling them.
     *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "impl").rglob("*.py"))
       # impl/design.py stays interpreted: a design's strategy subclasses its Design, and an interpreted class
       # cannot subclass a compiled one.
-      if p.name not in ("__init__.py", "design.py") and "zookeeper" not in p.parts),
+      if p.name not in ("__init__.py", "design.py") and not {"zookeeper", "kafka"} & set(p.parts)),
     "conformance/check/invariants.py",
     "conformance/pipeline/stream.py",
     "spec/trace/format.py",

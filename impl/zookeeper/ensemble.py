@@ -297,13 +297,13 @@ def _allocate(count: int) -> list[_Server]:
     """Free loopback ports: each bound to port 0 at once, so the kernel hands out distinct ones. A standalone
     server needs only its client port; ensemble members also need a quorum and an election port."""
     per_server = 1 if count == 1 else 3
-    ports = _free_ports(count * per_server)
+    ports = free_ports(count * per_server)
     if count == 1:
         return [_Server(0, ports[0], 0, 0)]
     return [_Server(i, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i in range(count)]
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     with ExitStack() as stack:
         sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
         for sock in sockets:

@@ -75,6 +75,7 @@ def _build_parser() -> Parser:
         conform,
         design,
         hunt,
+        kafka,
         mutate,
         pipeline,
         prove,
@@ -90,7 +91,7 @@ def _build_parser() -> Parser:
 
     # In the order `kcm --help` lists them.
     commands = (sim, check_trace, check, hunt, verify, prove, validate, review, design, conform, trace, replay,
-                mutate, pipeline, report, zk)
+                mutate, pipeline, report, zk, kafka)
     parser = Parser(prog="kcm", description="Verification workbench for the Kafka controller.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in commands:

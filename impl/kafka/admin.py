@@ -22,8 +22,13 @@ from kcm.impl.kafka import release as releases
 from kcm.impl.kafka.cluster import KafkaCluster
 from kcm.spec import child_processes
 
-_TOOL_JVM: Final = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                    "-Dlog4j.configuration=file:/dev/null")
+_TOOL_JVM: Final = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+# The tools' own logging: warnings and errors to stderr, apart from what they print for kcm to read.
+_TOOL_LOG4J: Final = ("log4j.rootLogger=WARN, stderr\n"
+                      "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+                      "log4j.appender.stderr.Target=System.err\n"
+                      "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
+                      "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
 _TOOL_TIMEOUT: Final = 120.0
 
 
@@ -147,10 +152,9 @@ class Admin:
         return bytes(data)
 
     def tool(self, main: str, *args: str, check: bool = True, timeout: float = _TOOL_TIMEOUT) -> str:
-        command = [releases.java(), *_TOOL_JVM, main, *args]
-        process = self._spawn(main, *args, stdout=subprocess.PIPE)
+        process = self._spawn(main, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            out, _ = process.communicate(timeout=timeout)
+            out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             child_processes.end(process.pid)
             raise AdminError(f"{main.rsplit('.', 1)[-1]} did not finish in {timeout:.0f} s") from None
@@ -158,14 +162,22 @@ class Admin:
             child_processes.release(process.pid)
         text = out.decode(errors="replace")
         if check and process.returncode != 0:
-            last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
-            raise AdminError(f"{' '.join(command[-len(args) - 1:])[:160]}: exit {process.returncode}: {last[:200]}")
+            said = (text + err.decode(errors="replace")).splitlines()
+            last = next((line for line in said if "Exception" in line or "Error" in line),
+                        next((line for line in reversed(said) if line.strip()), ""))
+            raise AdminError(f"{main.rsplit('.', 1)[-1]} {' '.join(args)[:120]}: exit {process.returncode}: "
+                             f"{last.strip()[:200]}")
         return text
 
-    def _spawn(self, main: str, *args: str, stdout: int | IO[Any]) -> subprocess.Popen[bytes]:
+    def _spawn(self, main: str, *args: str, stdout: int | IO[Any],
+               stderr: int | IO[Any] = subprocess.STDOUT) -> subprocess.Popen[bytes]:
         env = {**os.environ, "CLASSPATH": releases.classpath(self.release.version)}
-        return child_processes.spawn([releases.java(), *_TOOL_JVM, main, *args], stdin=subprocess.DEVNULL,
-                                     stdout=stdout, stderr=subprocess.STDOUT, env=env)
+        log4j = self.cluster.directory / "tools-log4j.properties"
+        if not log4j.is_file():
+            log4j.write_text(_TOOL_LOG4J)
+        return child_processes.spawn(
+            [releases.java(), *_TOOL_JVM, f"-Dlog4j.configuration=file:{log4j.resolve()}", main, *args],
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env)
 
     def _zk(self) -> _ZooKeeper:
         return _ZooKeeper(self.cluster.zk_hosts)

@@ -1,0 +1,1 @@
+"""Apache Kafka itself judged by kcm: fault campaigns on a real cluster, their logs checked against the model."""

@@ -37,12 +37,13 @@ def reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Ch
 
 @pytest.fixture(scope="session", autouse=True)
 def no_zookeeper_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every ZooKeeper server a test of this session started (all under the session's temporary folder) is
-    stopped by the end of the session: an error at teardown names any left running."""
+    """Every ZooKeeper server and Kafka broker a test of this session started (all under the session's
+    temporary folder) is stopped by the end of the session: an error at teardown names any left running."""
     base = str(tmp_path_factory.getbasetemp())
     yield
-    left = [line for line in _command_lines() if "QuorumPeerMain" in line and base in line]
-    assert not left, "ZooKeeper servers left running by the tests:\n" + "\n".join(left)
+    left = [line for line in _command_lines() if ("QuorumPeerMain" in line or "kafka.Kafka" in line)
+            and base in line]
+    assert not left, "ZooKeeper servers or Kafka brokers left running by the tests:\n" + "\n".join(left)
 
 
 def _command_lines() -> list[str]:

@@ -5,7 +5,8 @@
   on a ZooKeeper kcm starts under DIR (or the one given), left running until `stop`; prints the bootstrap
   servers. `status` lists the brokers, `stop` ends every process `start` began.
 * `campaign [--runs N] [--faults F,...] [--faults-per-run K] [--set knob=value ...] [--release R] [--out DIR]`:
-  the fault campaign of kcm.conformance.kafka.campaign, then its judgement (kcm.conformance.kafka.judge).
+  the fault campaign of kcm.conformance.kafka.campaign, then its judgement (kcm.conformance.kafka.judge);
+  `judge [--out DIR]` judges a campaign's recorded runs again.
 
 Exit codes: 0 done (campaign: everything held), 1 a violation (an invariant broken, or an acknowledged record
 lost), 2 a user error (Java or Maven missing, a release kcm does not run, no cluster in DIR, a broker that would
@@ -35,7 +36,7 @@ _FAILURES = (releases.KafkaMissing, KafkaError, ZooKeeperMissing, EnsembleError,
 
 def register(subparsers: Any) -> None:
     kafka = subparsers.add_parser("kafka", help="run Apache Kafka (ZooKeeper mode) and judge it under faults")
-    kafka.add_argument("action", choices=("fetch", "start", "stop", "status", "campaign"))
+    kafka.add_argument("action", choices=("fetch", "start", "stop", "status", "campaign", "judge"))
     kafka.add_argument("--release", default=releases.DEFAULT_RELEASE, choices=tuple(releases.RELEASES),
                        help=f"the Kafka release (default {releases.DEFAULT_RELEASE}; oldest "
                             f"{releases.OLDEST_RELEASE})")
@@ -74,6 +75,7 @@ def _directory(args: argparse.Namespace) -> Path:
 
 def _fetch(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    releases.java()  # Maven and the brokers both run on it
     jars = releases.classpath(args.release)
     print(f"Kafka {args.release}: {len(jars.split(':'))} jars resolved ({time.monotonic() - started:.1f} s), "
           f"classpath in {releases.cache_dir() / (args.release + '.classpath')}")
@@ -109,7 +111,7 @@ def _status(args: argparse.Namespace) -> int:
     if any(s.mode == "running" for s in statuses):
         try:
             controller = Admin(cluster).controller()
-        except Exception:  # noqa: BLE001 - a ZooKeeper that is down leaves the column empty, not the table
+        except Exception:  # a ZooKeeper that is down leaves the column empty, not the table
             controller = None
     rows = [("broker", "port", "pid", "mode", "controller")]
     rows += [(str(s.broker_id), str(s.port), "-" if s.pid is None else str(s.pid), s.mode,
@@ -123,7 +125,6 @@ def _status(args: argparse.Namespace) -> int:
 
 def _campaign(args: argparse.Namespace) -> int:
     from kcm.conformance.kafka.campaign import CampaignError, plan_from_settings, run_campaign
-    from kcm.conformance.kafka.judge import judge
 
     settings = {}
     for setting in args.settings:
@@ -148,9 +149,30 @@ def _campaign(args: argparse.Namespace) -> int:
         print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
     runs = run_campaign(plan, out, say)
+    return _judged(runs, out, args.json, started, say)
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from kcm.conformance.kafka.campaign import CampaignError, recorded_runs
+
+    out: Path = args.out if args.out is not None else default_out("kafka-campaign")
+    try:
+        runs = recorded_runs(out)
+    except CampaignError as error:
+        raise UsageError(str(error)) from None
+
+    def say(line: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
+
+    return _judged(runs, out, args.json, time.monotonic(), say)
+
+
+def _judged(runs: Any, out: Path, as_json: bool, started: float, say: Any) -> int:
+    from kcm.conformance.kafka.judge import judge
+
     say("judging the logs (pipeline ingest, check, Z3 step validation)")
     judgement = judge(runs, out)
-    if args.json:
+    if as_json:
         print(json.dumps(judgement.to_json(), indent=2))
     else:
         _print_judgement(judgement, time.monotonic() - started, out)
@@ -189,4 +211,5 @@ def _print_judgement(judgement: Any, seconds: float, out: Path) -> None:
     print(f"verdict: {judgement.verdict} (runs and logs in {out}, the judgement in {out / 'judgement.json'})")
 
 
-_ACTIONS = {"fetch": _fetch, "start": _start, "stop": _stop, "status": _status, "campaign": _campaign}
+_ACTIONS = {"fetch": _fetch, "start": _start, "stop": _stop, "status": _status, "campaign": _campaign,
+            "judge": _judge}

@@ -142,6 +142,26 @@ class RunRecord:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRecord:
+        return cls(**{**data, "faults": [FaultRecord(**f) for f in data.get("faults", [])]})
+
+
+RUN_FILE: Final = "run.json"
+
+
+def recorded_runs(out: Path) -> list[RunRecord]:
+    """The runs a campaign wrote under `out`, in order, for judging again (a parser fixed since, say)."""
+    records = []
+    for path in sorted(out.glob(f"run-*/{RUN_FILE}")):
+        try:
+            records.append(RunRecord.from_json(json.loads(path.read_text())))
+        except (OSError, ValueError, TypeError) as error:
+            raise CampaignError(f"{path}: not a campaign run record ({error})") from None
+    if not records:
+        raise CampaignError(f"{out}: no campaign runs here (no run-*/{RUN_FILE})")
+    return records
+
 
 Progress = Callable[[str], None]
 
@@ -151,7 +171,7 @@ def run_campaign(plan: CampaignPlan, out: Path, progress: Progress = lambda _: N
     for index in range(plan.runs):
         seed = plan.first_seed + index
         record = _run(plan, seed, out / f"run-{seed:03d}", progress)
-        (Path(record.folder) / "run.json").write_text(json.dumps(record.to_json(), indent=2) + "\n")
+        (Path(record.folder) / RUN_FILE).write_text(json.dumps(record.to_json(), indent=2) + "\n")
         records.append(record)
     return records
 

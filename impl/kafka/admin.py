@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import tempfile
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
@@ -115,23 +116,18 @@ class Admin:
 
     def move_controller(self) -> None:
         """Controller failover as Kafka's own tests force it: /controller deleted, every broker races for it."""
-        with self._zk() as client:
-            try:
-                client.delete("/controller")
-            except NoNodeError:
-                pass
+        with self._zk() as client, suppress(NoNodeError):
+            client.delete("/controller")
 
     # Clients
 
     def producer(self, topic: str, out: Path, throughput: int, acks: str = "-1") -> subprocess.Popen[bytes]:
         """VerifiableProducer in the background, writing its JSON lines to `out`; it sends until stopped."""
-        handle = open(out, "wb")
-        try:
+        # The child keeps its own copy of the descriptor: ours closes at once.
+        with open(out, "wb") as handle:
             return self._spawn(self.release.producer, "--bootstrap-server", self.cluster.bootstrap, "--topic",
                                topic, "--acks", acks, "--throughput", str(throughput),
                                "--producer.config", str(_producer_config(out.parent)), stdout=handle)
-        finally:
-            handle.close()
 
     def read_topic(self, topic: str, timeout_ms: int = 15000) -> list[Record]:
         """Every record of the topic from its first offset, as ConsoleConsumer prints it."""
@@ -175,9 +171,10 @@ class Admin:
         log4j = self.cluster.directory / "tools-log4j.properties"
         if not log4j.is_file():
             log4j.write_text(_TOOL_LOG4J)
-        return child_processes.spawn(
+        process: subprocess.Popen[bytes] = child_processes.spawn(
             [releases.java(), *_TOOL_JVM, f"-Dlog4j.configuration=file:{log4j.resolve()}", main, *args],
             stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env)
+        return process
 
     def _zk(self) -> _ZooKeeper:
         return _ZooKeeper(self.cluster.zk_hosts)

@@ -50,17 +50,23 @@ class Release:
         return ".".join(self.version.split(".")[:2])
 
 
-_TOOLS_3: Final = dict(topics="org.apache.kafka.tools.TopicCommand",
-                       reassign="org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-                       elect="org.apache.kafka.tools.LeaderElectionCommand",
-                       consumer="org.apache.kafka.tools.consumer.ConsoleConsumer")
-_TOOLS_2: Final = dict(topics="kafka.admin.TopicCommand", reassign="kafka.admin.ReassignPartitionsCommand",
-                       elect="kafka.admin.LeaderElectionCommand", consumer="kafka.tools.ConsoleConsumer")
+def _in_tools_jar(version: str) -> Release:
+    return Release(version, topics="org.apache.kafka.tools.TopicCommand",
+                   reassign="org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+                   elect="org.apache.kafka.tools.LeaderElectionCommand",
+                   consumer="org.apache.kafka.tools.consumer.ConsoleConsumer")
+
+
+def _in_broker_jar(version: str, reassign_through_zookeeper: bool = False) -> Release:
+    return Release(version, topics="kafka.admin.TopicCommand", reassign="kafka.admin.ReassignPartitionsCommand",
+                   elect="kafka.admin.LeaderElectionCommand", consumer="kafka.tools.ConsoleConsumer",
+                   reassign_through_zookeeper=reassign_through_zookeeper)
+
 
 RELEASES: Final = {
-    "3.9.2": Release("3.9.2", **_TOOLS_3),
-    "2.8.2": Release("2.8.2", **_TOOLS_2),
-    "2.4.1": Release("2.4.1", **_TOOLS_2, reassign_through_zookeeper=True),
+    "3.9.2": _in_tools_jar("3.9.2"),
+    "2.8.2": _in_broker_jar("2.8.2"),
+    "2.4.1": _in_broker_jar("2.4.1", reassign_through_zookeeper=True),
 }
 DEFAULT_RELEASE: Final = "3.9.2"
 OLDEST_RELEASE: Final = "2.4.1"

@@ -6,7 +6,8 @@
   servers. `status` lists the brokers, `stop` ends every process `start` began.
 * `campaign [--runs N] [--faults F,...] [--faults-per-run K] [--set knob=value ...] [--release R] [--out DIR]`:
   the fault campaign of kcm.conformance.kafka.campaign, then its judgement (kcm.conformance.kafka.judge);
-  `judge [--out DIR]` judges a campaign's recorded runs again.
+  `judge [--out DIR]` judges a campaign's recorded runs again; `diff [--out DIR] [--run RUN]` replays each run
+  on kcm's implementation and compares the two (kcm.conformance.kafka.differential).
 
 Exit codes: 0 done (campaign: everything held), 1 a violation (an invariant broken, or an acknowledged record
 lost), 2 a user error (Java or Maven missing, a release kcm does not run, no cluster in DIR, a broker that would
@@ -36,7 +37,7 @@ _FAILURES = (releases.KafkaMissing, KafkaError, ZooKeeperMissing, EnsembleError,
 
 def register(subparsers: Any) -> None:
     kafka = subparsers.add_parser("kafka", help="run Apache Kafka (ZooKeeper mode) and judge it under faults")
-    kafka.add_argument("action", choices=("fetch", "start", "stop", "status", "campaign", "judge"))
+    kafka.add_argument("action", choices=("fetch", "start", "stop", "status", "campaign", "judge", "diff"))
     kafka.add_argument("--release", default=releases.DEFAULT_RELEASE, choices=tuple(releases.RELEASES),
                        help=f"the Kafka release (default {releases.DEFAULT_RELEASE}; oldest "
                             f"{releases.OLDEST_RELEASE})")
@@ -56,7 +57,8 @@ def register(subparsers: Any) -> None:
                        help="campaign: unclean_election=true|false, min_isr=N (the data topic's settings)")
     kafka.add_argument("--out", type=Path, default=None,
                        help=f"campaign: where the runs and the judgement go (default {default_out('kafka-campaign')})")
-    kafka.add_argument("--json", action="store_true", help="campaign: the judgement as one JSON object")
+    kafka.add_argument("--json", action="store_true", help="campaign, judge, diff: one JSON document")
+    kafka.add_argument("--run", default=None, help="diff: one run of the campaign (run-NNN; default every one)")
     kafka.set_defaults(handler=cmd_kafka)
 
 
@@ -211,5 +213,48 @@ def _print_judgement(judgement: Any, seconds: float, out: Path) -> None:
     print(f"verdict: {judgement.verdict} (runs and logs in {out}, the judgement in {out / 'judgement.json'})")
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from kcm.conformance.kafka.campaign import CampaignError, recorded_runs
+    from kcm.conformance.kafka.differential import compare
+
+    out: Path = args.out if args.out is not None else default_out("kafka-campaign")
+    try:
+        runs = [r for r in recorded_runs(out) if args.run is None or r.name == args.run]
+    except CampaignError as error:
+        raise UsageError(str(error)) from None
+    if not runs:
+        raise UsageError(f"--run {args.run}: no such run in {out}")
+    comparisons = [compare(run) for run in runs]
+    (out / "diff.json").write_text(json.dumps([c.to_json() for c in comparisons], indent=2) + "\n")
+    if args.json:
+        print(json.dumps([c.to_json() for c in comparisons], indent=2))
+    else:
+        for comparison in comparisons:
+            _print_comparison(comparison)
+        print(f"(all of it in {out / 'diff.json'})")
+    return EXIT_OK
+
+
+def _print_comparison(comparison: Any) -> None:
+    print(f"{comparison.run}: {len(comparison.differences)} differences in (leader, leader epoch, ISR, "
+          "controller epoch)")
+    for partition, sequence in sorted(comparison.kafka.leadership.items()):
+        ours = comparison.kcm.leadership.get(partition, [])
+        print(f"  {partition}: Kafka wrote {len(sequence)}, kcm {len(ours)}")
+    for difference in comparison.differences:
+        print(f"  {difference.partition} {difference.kind}: Kafka {_shown(difference.kafka)} | "
+              f"kcm {_shown(difference.kcm)}")
+    for machine, counts in comparison.transition_differences().items():
+        for transition, (kafka, kcm) in counts.items():
+            print(f"  {machine.split('_')[0]} {transition}: Kafka {kafka}, kcm {kcm}")
+    for skipped in comparison.not_replayed:
+        print(f"  not replayed: {skipped}")
+
+
+def _shown(entries: Any) -> str:
+    return " ".join(f"({leader},{epoch},{list(isr)},c{controller})" for leader, epoch, isr, controller in entries) \
+        or "-"
+
+
 _ACTIONS = {"fetch": _fetch, "start": _start, "stop": _stop, "status": _status, "campaign": _campaign,
-            "judge": _judge}
+            "judge": _judge, "diff": _diff}

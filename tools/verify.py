@@ -6,7 +6,8 @@ module of that package. A stage returns rows for the summary table; the run's ve
 (kcm.spec.verdicts). By default TLC checks the safe design's ci model exhaustively and each unsafe review
 row for the invariants it is documented to break; `--full` fills the whole review matrix (docs/verify.md).
 `--zk` adds the cluster on ZooKeeper (kcm.conformance.verify.zookeeper), which needs a ZooKeeper and so runs
-only when asked for (docs/zookeeper.md). This module parses the arguments, prints the table and the summary,
+only when asked for (docs/zookeeper.md); `--kafka` adds Apache Kafka itself under faults
+(kcm.conformance.verify.kafka, docs/kafka.md). This module parses the arguments, prints the table and the summary,
 and writes the page of `--html`.
 """
 
@@ -50,6 +51,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--zk", nargs="?", const="", default=None, metavar="HOST:PORT",
                         help="add the cluster on ZooKeeper (engine zookeeper): a fault campaign on a 3-server "
                              "ensemble kcm starts and stops, or on the ZooKeeper at HOST:PORT (no server faults)")
+    parser.add_argument("--kafka", action="store_true",
+                        help="add Apache Kafka itself (engine kafka): one fault-campaign run on a 3-broker 3.9.2 "
+                             "cluster kcm starts and stops, its logs judged (kcm kafka campaign)")
     parser.add_argument("--only", action="append", choices=[*STAGES, *ON_REQUEST], metavar="ENGINE",
                         help=f"run only this engine (repeatable): {', '.join([*STAGES, *ON_REQUEST])}")
     parser.add_argument("--skip", action="append", choices=[*STAGES, *ON_REQUEST], default=[], metavar="ENGINE",
@@ -71,7 +75,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     stream = sys.stderr if args.json else sys.stdout
     # Piped output keeps the table's columns whole instead of wrapping them to 80 characters.
     console = Console(stderr=args.json, width=None if stream.isatty() else 160)
-    asked = [*(args.only or STAGES), *(["zookeeper"] if args.zk is not None else [])]
+    asked = [*(args.only or STAGES), *(["zookeeper"] if args.zk is not None else []),
+             *(["kafka"] if args.kafka else [])]
     engines = [e for e in dict.fromkeys(asked) if e not in args.skip]
     started = time.perf_counter()
     # The counterexample folder is held for the whole run: a second verify into it is refused at once.

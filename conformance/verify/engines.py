@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from kcm.conformance.verify import conformance, pipeline, simulation, tlc, z3, zookeeper
+from kcm.conformance.verify import conformance, kafka, pipeline, simulation, tlc, z3, zookeeper
 from kcm.conformance.verify.stages import Stage, StageRow, VerifyContext, verdict
 from kcm.spec.verdicts import UNOBSERVED
 
@@ -17,8 +17,9 @@ STAGES: dict[str, Stage] = {
     "conformance": conformance.stage,
     "pipeline": pipeline.stage,
 }
-# Engines that run only when asked for (`--zk`, or `--only`), after the others: they need a ZooKeeper.
-ON_REQUEST: dict[str, Stage] = {"zookeeper": zookeeper.stage}
+# Engines that run only when asked for (`--zk`, `--kafka`, or `--only`), after the others: they need a
+# ZooKeeper, or Kafka's brokers.
+ON_REQUEST: dict[str, Stage] = {"zookeeper": zookeeper.stage, "kafka": kafka.stage}
 
 
 def run(ctx: VerifyContext, engines: list[str]) -> list[StageRow]:

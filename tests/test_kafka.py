@@ -5,7 +5,6 @@ stopped with nothing left running, a fault campaign judged, and the unclean-elec
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

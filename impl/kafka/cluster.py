@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -285,7 +286,7 @@ class KafkaCluster:
         while _count_started(log) < broker.starts:
             if not self._alive(broker):
                 raise KafkaError(f"Kafka broker {broker.broker_id} exited while starting: "
-                                 f"{_last_error(log) or 'see ' + str(log)}")
+                                 f"{_last_error(log) or 'no error logged'} (see {log})")
             if time.monotonic() >= deadline:
                 raise KafkaError(f"Kafka broker {broker.broker_id} not started after {_START_TIMEOUT:.0f} s: "
                                  f"see {log}")
@@ -371,9 +372,17 @@ def _count_started(log: Path) -> int:
 
 
 def _last_error(log: Path) -> str:
+    """The last ERROR or FATAL line, with the first exception of the stack trace that follows it (the cause:
+    `Socket server failed to bind to 127.0.0.1:PORT: Address already in use.`)."""
     try:
         lines = log.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         return ""
-    errors = [line for line in lines if " ERROR " in line or " FATAL " in line]
-    return errors[-1][:300] if errors else ""
+    errors = [i for i, line in enumerate(lines) if " ERROR " in line or " FATAL " in line]
+    if not errors:
+        return ""
+    first = errors[0] if len(errors) > 1 and "Exiting Kafka" in lines[errors[-1]] else errors[-1]
+    causes = [found.group(1) for line in lines[first + 1:]
+              if (found := re.match(r"^(?:Caused by: )?[\w.$]+(?:Exception|Error): (.+)$", line))]
+    said = lines[first].split("] ", 1)[-1]
+    return (f"{said}: {causes[0]}" if causes else said)[:300]

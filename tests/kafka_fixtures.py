@@ -169,7 +169,8 @@ _MAKES = {
                         "`partition_state`; `assignment` from the assigned replicas; the `leader`, `leader_epoch`, "
                         "`isr`, `partition_version` of a LeaderAndIsr; a first leader with epoch 0",
     fm.REPLICA_STATE: "`controller:N`, action as above: `replica_state`",
-    fm.FAILED_CHANGE: "`controller:N` with `args.failed`, no state",
+    fm.FAILED_CHANGE: "`controller:N` with `args.failed` and the reason its exception gives; a refusal of the state "
+                      "machine's table also as `args.invalid_transitions`; no state",
     fm.SEND_LEADER_AND_ISR: "`controller:N` BrokerChange: the `leader`, `leader_epoch`, `isr`, `partition_version` and "
                             "`assignment` sent",
     fm.SEND_OTHER: "`controller:N` BrokerChange with `args.request`, no state",
@@ -182,8 +183,9 @@ _MAKES = {
     fm.REJECTED: "`broker:N` LeaderAndIsr (StopReplica), `applied: false`, no state",
     fm.BECOME: "`broker:N` LeaderAndIsr, `applied: true`: `role`, `local_leader_epoch`, `broker_controller_epoch`",
     fm.COMPLETED: "`broker:N` LeaderAndIsr, `args.completed`, no state",
-    fm.LOCAL_LEADER: "`broker:N` LeaderAndIsr, `applied: true`: `role`, `local_leader_epoch`, `local_isr`",
-    fm.LOCAL_FOLLOWER: "`broker:N` LeaderAndIsr, `applied: true`: `role`, `local_leader_epoch`",
+    fm.LOCAL_LEADER: "`broker:N` LeaderAndIsr, `applied: true`: `role`, `local_leader_epoch`, `local_isr`, `hw`, "
+                     "`epoch_start_offset` (the offset it starts from)",
+    fm.LOCAL_FOLLOWER: "`broker:N` LeaderAndIsr, `applied: true`: `role`, `local_leader_epoch`, `hw`",
     fm.UPDATE_METADATA: "`broker:N` UpdateMetadata: `broker_controller_epoch`",
     fm.STALE_UPDATE_METADATA: "`broker:N` UpdateMetadata, `applied: false`: `broker_controller_epoch`",
     fm.STOP_REPLICA: "`broker:N` StopReplica, the partition in `args`",
@@ -198,6 +200,9 @@ _MAKES = {
                         "`local_leader_epoch` and `local_isr`",
     fm.SELECTED_LEADER: "`observer` BrokerChange (the line names no controller): the `leader`, `leader_epoch`, "
                         "`isr` written to ZooKeeper next",
+    fm.ISR_UPDATED: "`observer` IsrShrink (the leader's ISR change, written by the controller): `isr`, "
+                    "`partition_version`, from 3.3 `leader` and `leader_epoch`",
+    fm.ASSIGNMENT_UPDATED: "`controller:N` PartitionReassignment, the assignment written in `args.replicas`",
 }
 
 

@@ -175,8 +175,10 @@ def test_info_summaries_of_2_6_and_2_7(tmp_path: Path) -> None:
     assert parsed.quarantine == [] and len(parsed.events) == 8
     leader, follower = parsed.events[5], parsed.events[6]
     assert leader["state"] == {"role": {"2": {"t-0": "leader"}}, "local_leader_epoch": {"2": {"t-0": 3}},
-                               "local_isr": {"2": {"t-0": [2, 0]}}}
-    assert follower["state"] == {"role": {"0": {"t-0": "follower"}}, "local_leader_epoch": {"0": {"t-0": 3}}}
+                               "local_isr": {"2": {"t-0": [2, 0]}}, "hw": {"2": {"t-0": 0}},
+                               "epoch_start_offset": {"2": {"t-0": 0}}}
+    assert follower["state"] == {"role": {"0": {"t-0": "follower"}}, "local_leader_epoch": {"0": {"t-0": 3}},
+                                 "hw": {"0": {"t-0": 0}}}
 
 
 @pytest.mark.parametrize(
@@ -536,3 +538,81 @@ def test_no_input_crashes_the_parser(tmp_path: Path) -> None:
         path.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape") + rng.choice([b"", b"\n", b"\xff\n"]))
         parsed = parse_kafka_log(path)
         assert len(parsed.events) - 1 + len(parsed.skipped) + len(parsed.quarantine) == parsed.lines
+
+
+# -- real logs of Kafka 3.9.2 and 2.8.2 brokers that kcm ran under faults (excerpts, copied as printed) ---------
+
+_REAL_RUNS = ("kafka-3.9.2-state-change.log", "kafka-3.9.2-controller-broker-1.log",
+              "kafka-3.9.2-controller-broker-3.log", "kafka-2.8.2-controller.log")
+
+
+@pytest.mark.parametrize("name", _REAL_RUNS)
+def test_every_line_of_a_real_run_is_an_event_or_a_stated_skip(name: str) -> None:
+    parsed = parse_kafka_log(DATA / name)
+    assert parsed.quarantine == []
+    assert all(str(entry["reason"]).startswith("skipped on purpose: ") for entry in parsed.skipped)
+    assert len(parsed.events) == 1 + parsed.lines - len(parsed.skipped)
+    assert InvariantChecker().check_all(parsed.events).violations == []
+
+
+def _at(events: list[Event], name: str, line: int) -> Event:
+    return next(e for e in events if e["args"].get("log") == f"{name}:{line}")
+
+
+def test_the_starts_at_lines_are_events_whose_high_watermark_is_observed() -> None:
+    name = "kafka-3.9.2-state-change.log"
+    events = parse_kafka_log(DATA / name).events
+    follower = _at(events, name, 1)  # Follower t-0 starts at leader epoch 2 from offset 0 ... high watermark 0
+    assert follower["action"] == "LeaderAndIsr" and follower["state"]["hw"] == {"1": {"t-0": 0}}
+    assert "epoch_start_offset" not in follower["state"]  # a follower holds no epoch start
+    leader = _at(events, name, 14)  # Leader t-1 ... starts at leader epoch 3 from offset 1866 ... high watermark 1865
+    assert leader["state"]["hw"] == {"1": {"t-1": 1865}}
+    assert leader["state"]["epoch_start_offset"] == {"1": {"t-1": 1866}}
+    assert leader["state"]["local_isr"] == {"1": {"t-1": [2, 1]}}
+    report = InvariantChecker().check_all(events)
+    assert report.verdict("HighWatermarkMonotonic") == "holds"
+
+
+def test_a_failed_election_is_an_event_with_the_reason_its_exception_gives() -> None:
+    name = "kafka-3.9.2-state-change.log"
+    parsed = parse_kafka_log(DATA / name)
+    failed = _at(parsed.events, name, 20)
+    assert failed["args"]["failed"] == {
+        "partition": "__consumer_offsets-3", "src": "OfflinePartition", "dst": "OnlinePartition",
+        "reason": "no leader elected (ControlledShutdownPartitionLeaderElectionStrategy)"}
+    assert "invalid_transitions" not in failed["args"]
+    assert set(failed["state"]) <= {"acting_controller_epoch"}  # no state machine moved
+    assert {int(e["line"]) for e in parsed.skipped} >= set(range(21, 42))  # its stack trace
+
+
+def test_a_failed_zookeeper_write_of_an_isr_keeps_its_exception() -> None:
+    name = "kafka-3.9.2-controller-broker-3.log"
+    failed = _at(parse_kafka_log(DATA / name).events, name, 12)
+    assert failed["args"]["failed"]["reason"].startswith("org.apache.zookeeper.KeeperException$SessionExpired")
+
+
+@pytest.mark.parametrize(("src", "dst", "violated"), [("OnlinePartition", "NewPartition", False),
+                                                        ("OfflinePartition", "OnlinePartition", True)])
+def test_a_change_refused_by_the_table_is_held_to_the_models_table(tmp_path: Path, src: str, dst: str,
+                                                                     violated: bool) -> None:
+    """The exception is logInvalidTransition's (controller/PartitionStateMachine.scala, 3.9.2): a refusal of the
+    table the model's table agrees with holds; one of a change the model allows is a different table."""
+    line = Line(fm.FAILED_CHANGE, {"c": 1, "e": 4, "partition": "t-0", "src": src, "dst": dst})
+    exception = (f"java.lang.IllegalStateException: Partition t-0 should be in one of NonExistentPartition states "
+                 f"before moving to {dst} state. Instead it is in {src} state")
+    parsed = parse_kafka_log(_log(tmp_path, *render([line], "3.9"), exception))
+    event = parsed.events[-1]
+    assert event["args"]["invalid_transitions"] == [["partition", "t-0", src, dst]]
+    report = InvariantChecker().check_all(parsed.events)
+    assert (report.verdict("ValidPartitionTransitions") == "violated") is violated
+
+
+@pytest.mark.parametrize(("name", "line", "state"), [
+    ("kafka-3.9.2-controller-broker-1.log", 8,
+     {"leader": {"t-1": 3}, "leader_epoch": {"t-1": 5}, "isr": {"t-1": [1, 3, 2]}, "partition_version": {"t-1": 8}}),
+    ("kafka-2.8.2-controller.log", 8, {"isr": {"t-1": [3, 2, 1]}, "partition_version": {"t-1": 5}}),
+])
+def test_an_isr_the_controller_wrote_for_a_leader_is_the_stores(name: str, line: int, state: dict[str, Any]) -> None:
+    event = _at(parse_kafka_log(DATA / name).events, name, line)
+    assert event["actor"] == "observer" and event["args"]["alter_partition"] is True
+    assert event["state"] == state

@@ -87,6 +87,8 @@ STOP_REPLICA: Final = "stop_replica"
 STALE_STOP_REPLICA: Final = "stale_stop_replica"
 STOPPED_REPLICA: Final = "stopped_replica"
 SELECTED_LEADER: Final = "selected_leader"
+ISR_UPDATED: Final = "isr_updated"
+ASSIGNMENT_UPDATED: Final = "assignment_updated"
 CONTROLLER_ELECT: Final = "controller_elect"
 CONTROLLER_RESIGN: Final = "controller_resign"
 SKIP: Final = "skip"
@@ -103,11 +105,13 @@ _TOPIC_ID: Final = "topic ids are outside the model"
 _KRAFT: Final = "KRaft migration; kcm models ZooKeeper mode"
 _KRAFT_DELTA: Final = "a KRaft broker applying a metadata delta (ReplicaManager.applyDelta); kcm models ZooKeeper mode"
 _INFO_FROM_2_6: Final = "INFO from 2.6"
+_PRODUCER_IDS: Final = "producer id blocks (idempotent producers) are outside the model"
 
 _LEVELS: Final[dict[str, str]] = {
     STALE_LEADER_AND_ISR: "WARN", STALE_UPDATE_METADATA: "WARN", STALE_STOP_REPLICA: "WARN", REJECTED: "WARN",
     FAILED_CHANGE: "ERROR", LOCAL_LEADER: "INFO", LOCAL_FOLLOWER: "INFO", ISR_REMOVED: "INFO",
-    CONTROLLER_ELECT: "INFO", CONTROLLER_RESIGN: "INFO", SELECTED_LEADER: "INFO",
+    CONTROLLER_ELECT: "INFO", CONTROLLER_RESIGN: "INFO", SELECTED_LEADER: "INFO", ISR_UPDATED: "DEBUG",
+    ASSIGNMENT_UPDATED: "INFO",
 }
 
 C0: Final = "Controller {c} epoch {e} "  # the prefix written by hand up to 0.11
@@ -148,6 +152,7 @@ MC: Final = "server/MetadataCache.scala"
 ZMC: Final = "server/metadata/ZkMetadataCache.scala"
 PART: Final = "cluster/Partition.scala"
 PLS: Final = "controller/PartitionLeaderSelector.scala"
+PIM: Final = "coordinator/transaction/ProducerIdManager.scala"
 _L: Final = {"role": "leader"}
 _F: Final = {"role": "follower"}
 
@@ -492,6 +497,31 @@ FORMATS: tuple[Format, ...] = (
     Format("0.9", "0.11", "[Controller {c}]: Broker {c} resigned as the controller", CONTROLLER_RESIGN, KC,
            logger=CONTROLLER),
     Format("1.0", "3.9", "[Controller id={c}] Resigned", CONTROLLER_RESIGN, KC, logger=CONTROLLER),
+    # -- controller.log: the store written outside the state machines (KafkaController) ------------------------------
+    # processAlterIsr (2.7-3.1) / processAlterPartition (3.2-3.9), KIP-497: the ISR a leader asked for, written
+    # to the partition's node by the controller; the leader learns it from the response, the other brokers from
+    # UpdateMetadata, so no state-change.log line carries it.
+    Format("2.7", "3.2", "[Controller id={c}] ISR for partition {tp} updated to [{replicas}] and zkVersion updated to "
+           "[{v}]", ISR_UPDATED, KC, logger=CONTROLLER),
+    Format("3.3", "3.9", "[Controller id={c}] ISR for partition {tp} updated to {lai}.", ISR_UPDATED, KC,
+           logger=CONTROLLER),
+    # the ZooKeeper write of that ISR failed (WARN in 3.0); the exception on the next line says why
+    Format("2.7", "3.9", "[Controller id={c}] Failed to update ISR for partition {tp}", FAILED_CHANGE, KC,
+           logger=CONTROLLER, note="WARN in 3.0"),
+    # onReplicaElection (2.4-3.9): an election the controller started itself (not the admin client's) that
+    # failed; the exception on the next line says why (the state machine's own line, if any, is logged before)
+    Format("2.4", "3.9", "[Controller id={c}] Error completing replica leader election ({api}) for partition {tp}",
+           FAILED_CHANGE, KC, logger=CONTROLLER),
+    Format("2.4", "3.9", "[Controller id={c}] Error completing replica leader election ({api}) for partition {tp} "
+           "because controller has moved to another broker.", FAILED_CHANGE, KC, logger=CONTROLLER, level="INFO"),
+    # updateReplicaAssignmentForPartition (2.4-3.9): the reassignment's assignment written to the topic's node
+    Format("2.4", "3.9", "[Controller id={c}] Successfully updated assignment of partition {tp} to {assignment}",
+           ASSIGNMENT_UPDATED, KC, logger=CONTROLLER),
+    # ProducerIdManager.getNewProducerIdBlock, logging with the controller's logger from 3.0 (KIP-730)
+    Format("3.0", "3.9", "[Controller id={c}] There is no producerId block yet (Zk path version {v}), creating the "
+           "first block", SKIP, PIM, note=_PRODUCER_IDS, logger=CONTROLLER, level="DEBUG"),
+    Format("3.0", "3.9", "[Controller id={c}] Acquired new producerId block {blob} by writing to Zk with path version "
+           "{v}", SKIP, PIM, note=_PRODUCER_IDS, logger=CONTROLLER, level="INFO"),
     # -- controller.log: OfflinePartitionLeaderSelector.selectLeader, called by
     # PartitionStateMachine.electLeaderForPartition, which writes the selection to ZooKeeper right after (a
     # conditional write; on a version conflict it reads the node again and selects again, logging a new line)
@@ -516,6 +546,11 @@ _PREFERRED: Final = "preferred-leader bookkeeping; the elections it starts are l
 _CREATION_CB: Final = "a topic's creation; its partitions' states and assignment are logged in state-change.log"
 _MEMBERSHIP: Final = "broker membership; the changes it causes are logged in state-change.log"
 _SHUTDOWN: Final = "controlled shutdown bookkeeping; the changes it causes are logged in state-change.log"
+_LOST: Final = "a lost controller election: the winner logs its own in its controller.log"
+_STALE_ALTER: Final = ("an AlterPartition of an unknown broker or an earlier registration of it (KIP-380 broker "
+                       "epoch), refused; nothing written")
+_REASSIGNING: Final = "reassignment bookkeeping; the election or LeaderAndIsr it leads to is logged in state-change.log"
+_DELETION: Final = "a topic deletion's start; its partitions' and replicas' states are logged in state-change.log"
 _CONTROLLER_CHATTER: Final[tuple[tuple[str, str, str, str], ...]] = (
     ("1.1", "3.9", "Registering handlers", _HOUSEKEEPING),
     ("1.1", "3.9", "Deleting log dir event notifications", _HOUSEKEEPING),
@@ -540,8 +575,7 @@ _CONTROLLER_CHATTER: Final[tuple[tuple[str, str, str, str], ...]] = (
     ("0.8.2", "3.9", "Resuming preferred replica election for partitions: {rest}", _PREFERRED),
     ("2.4", "3.9", "Starting replica leader election ({rest}", _PREFERRED),
     ("0.8.2", "2.3", "Starting preferred replica leader election for partitions {rest}", _PREFERRED),
-    ("0.11", "3.9", "Starting topic deletion for topics {rest}",
-     "a topic deletion's start; its partitions' and replicas' states are logged in state-change.log"),
+    ("0.11", "3.9", "Starting topic deletion for topics {rest}", _DELETION),
     ("2.3", "3.9", "Processing automatic preferred replica leader election", _PREFERRED),
     ("0.11", "3.9", "Checking need to trigger auto leader balancing", _PREFERRED),
     ("1.1", "3.9", "Topics not in preferred replica for broker {rest}", _PREFERRED),
@@ -558,6 +592,35 @@ _CONTROLLER_CHATTER: Final[tuple[tuple[str, str, str, str], ...]] = (
     ("0.8.2", "3.9", "Shutting down broker {rest}", _SHUTDOWN),
     ("0.8.2", "3.9", "All shutting down brokers: {rest}", _SHUTDOWN),
     ("0.8.2", "3.9", "Live brokers: {rest}", _SHUTDOWN),
+    ("0.8.2", "3.9", "Removed {rest} from list of shutting down brokers.", _SHUTDOWN),
+    ("0.11", "3.9", "Broker {n} has been elected as the controller, so stopping the election process.", _LOST),
+    ("0.11", "3.9", "Broker {n} was elected as controller instead of broker {m}", _LOST),
+    ("2.2", "3.9", "Updated broker epochs cache: {rest}", _HOUSEKEEPING),
+    ("1.1", "3.9", "Unregister BrokerModifications handler for {rest}", _HOUSEKEEPING),
+    ("0.8.2", "3.9", "All leaders = {rest}", _LISTING),
+    ("0.8.2", "3.9", "Partition {tp} completed preferred replica leader election. New leader is {n}", _PREFERRED),
+    ("2.4", "3.9", "Waiting for any successful result for election type {rest}", _PREFERRED),
+    ("2.0", "3.9", "Partition {tp} failed to complete preferred replica leader election to {n}. Leader is still {m}",
+     _PREFERRED),
+    ("2.7", "3.9", "Updating ISRs for partitions: {rest}", "the start of an ISR update; each partition's is logged "
+                                                           "as 'ISR for partition ... updated to'"),
+    ("2.7", "3.1", "Ignoring AlterIsr due to unknown broker {n}", _STALE_ALTER),
+    ("2.7", "3.1", "Ignoring AlterIsr due to stale broker epoch {rest}", _STALE_ALTER),
+    ("3.2", "3.9", "Ignoring AlterPartition due to unknown broker {n}", _STALE_ALTER),
+    ("3.2", "3.9", "Ignoring AlterPartition due to stale broker epoch {rest}", _STALE_ALTER),
+    ("2.4", "3.9", "Updating assignment of partition {tp} from {rest}", "the start of an assignment update logged as "
+                                                                       "'Successfully updated assignment'"),
+    ("1.1", "3.9", "Leader {n} for partition {tp} being reassigned, is not in the new list of replicas {replicas}. "
+                   "Re-electing leader", _REASSIGNING),
+    ("1.1", "3.9", "Leader {n} for partition {tp} being reassigned, is already in the new list of replicas "
+                   "{replicas} and is alive", _REASSIGNING),
+    ("1.1", "3.9", "Leader {n} for partition {tp} being reassigned, is already in the new list of replicas "
+                   "{replicas} but is dead", _REASSIGNING),
+    ("0.11", "3.9", "Delete topics listener fired for topics {rest}", _DELETION),
+    ("2.3", "3.9", "Delete topic callback invoked on StopReplica response received from broker {rest}",
+     "a StopReplica response of a topic deletion; the replica states it leads to are logged in state-change.log"),
+    ("2.3", "3.9", "Controller moved to another broker when processing {rest}",
+     "an event dropped by a controller that lost /controller; its resignation is logged as 'Resigned'"),
 )
 # KafkaController's logIdent: "[Controller N]: " to 0.11, "[Controller id=N] " from 1.0.
 _CONTROLLER_IDENTS: Final = (("[Controller {c}]: ", "0.8.2", "0.11"), ("[Controller id={c}] ", "1.0", "3.9"))

@@ -131,6 +131,28 @@ def _candidates(message: str, ends: dict[int, int]) -> tuple[_Candidate, ...]:
     return rows
 
 
+REFUSED_BY_TABLE: Final = "refused by the state machine's table of valid previous states"
+NO_LEADER_ELECTED: Final = "no leader elected"
+# The exceptions a failed change is logged with (controller/PartitionStateMachine.scala and
+# ReplicaStateMachine.scala, 1.1-3.9): logInvalidTransition's, and doElectLeaderForPartitions' when the
+# election strategy finds no leader.
+_INVALID_TRANSITION: Final = re.compile(r"java\.lang\.IllegalStateException: (?:Partition|Replica) .* states before "
+                                        r"moving to \w+ state\. Instead it is in \w+ state")
+_NO_LEADER: Final = re.compile(r"kafka\.common\.StateChangeFailedException: Failed to elect leader for partition "
+                               r"\S+ under strategy (?P<strategy>.+)")
+
+
+def _failure_reason(exception: str | None) -> str:
+    if exception is None:
+        return "unknown (no exception logged with it)"
+    if _INVALID_TRANSITION.match(exception):
+        return REFUSED_BY_TABLE
+    found = _NO_LEADER.match(exception)
+    if found is not None:
+        return f"{NO_LEADER_ELECTED} ({found['strategy']})"
+    return exception
+
+
 def _controller_action(src: str, dst: str) -> str:
     """The controller event behind a change, as far as the change tells: a topic's creation (to or from a
     new state), its deletion, or (for every other change) a change of brokers."""
@@ -261,12 +283,23 @@ class _Parser:
 
     def _failed_change(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                        ops: list[Op]) -> tuple[str, str]:
-        """A change the controller tried and gave up: no state changed."""
-        failed: dict[str, Any] = {"partition": _partition(v)}
+        """A change the controller tried and gave up: no state changed. What it means is in the exception
+        Kafka logs with it (the line after it): `logInvalidTransition` of PartitionStateMachine.scala and
+        ReplicaStateMachine.scala (1.1-3.9) throws an IllegalStateException when the state machine's table of
+        valid previous states refuses the change, recorded as the model's refusals are (`invalid_transitions`),
+        so that the checker and Z3 hold the refusal to the model's table; any other exception (an election
+        that found no leader, a ZooKeeper error, a newer controller's write) is a change the table allows that
+        did not happen, kept with its reason."""
+        p = _partition(v)
+        failed: dict[str, Any] = {"partition": p}
         failed.update((k, v[k]) for k in ("src", "dst") if k in v)
         if "r" in v:
             failed["replica"] = int(v["r"])
+        failed["reason"] = _failure_reason(args.get("exception"))
         args["failed"] = failed
+        if failed["reason"] == REFUSED_BY_TABLE and "src" in v:
+            where = [p] if "r" not in v else [p, int(v["r"])]
+            args["invalid_transitions"] = [["partition" if "r" not in v else "replica", *where, v["src"], v["dst"]]]
         return f"controller:{v['c']}", _controller_action(v.get("src", ""), v.get("dst", ""))
 
     def _send_leader_and_isr(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
@@ -346,6 +379,26 @@ class _Parser:
         args["removed_from_isr"] = int(v["r"])
         self._store(ops, _partition(v), parse_rendering(v["lisr"]), int(v["e"]))
         return f"controller:{v['c']}", "BrokerChange"
+
+    def _isr_updated(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                     ops: list[Op]) -> tuple[str, str]:
+        """The ISR a leader asked for (AlterIsr / AlterPartition, KIP-497), written to the store by the
+        controller. The model's leader writes its ISR change itself, so the step is an observer's: the store's
+        ISR (with 3.3+'s rendering, its leader and epoch) and version as written."""
+        p = _partition(v)
+        fields = parse_rendering(v["lai"]) if "lai" in v else {"isr": _ints(v["replicas"]), "zk_version": int(v["v"])}
+        _need(fields, "isr", "zk_version")
+        args.update(partition=p, controller_id=int(v["c"]), alter_partition=True)
+        self._store(ops, p, fields, None)
+        return OBSERVER, "IsrShrink"
+
+    def _assignment_updated(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
+                            ops: list[Op]) -> tuple[str, str]:
+        """A reassignment's assignment written to the topic's node, kept as an argument: the ISR the
+        reassignment's elections write is logged in state-change.log, a run of its own, so a controller.log
+        run holding this assignment would judge it against an ISR it last saw before them."""
+        args.update(partition=_partition(v), replicas=parse_assignment(v["assignment"]), written=True)
+        return f"controller:{v['c']}", "PartitionReassignment"
 
     def _controller_elect(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                           ops: list[Op]) -> tuple[str, str]:
@@ -449,12 +502,19 @@ class _Parser:
         return f"broker:{b}", "LeaderAndIsr"
 
     def _local(self, v: dict[str, str], f: fm.Format, args: dict[str, Any], ops: list[Op]) -> tuple[str, str]:
-        """2.6+'s INFO line of Partition.makeLeader / makeFollower: the broker's own view after the change."""
+        """2.6+'s INFO line of Partition.makeLeader / makeFollower: the broker's own view after the change,
+        its HW among it. A leader's `from offset` is its log end, where the new epoch starts in its epoch
+        cache (makeLeader assigns it, cluster/Partition.scala); a follower's is its log end too, which the
+        model has no variable for, and a follower holds no epoch start (the implementation reports it only
+        for leaders)."""
         b, p = str(int(v["b"])), _partition(v)
-        role = "leader" if f.kind == fm.LOCAL_LEADER else "follower"
+        leader = f.kind == fm.LOCAL_LEADER
+        role = "leader" if leader else "follower"
         args.update(applied=True, role=role, partitions=[{"partition": p, "leader_epoch": int(v["le"])}])
         self._set(ops, ("role", b, p), role)
         self._set(ops, ("local_leader_epoch", b, p), int(v["le"]))
+        self._set(ops, ("hw", b, p), int(v["hw"]))
+        self._set(ops, ("epoch_start_offset", b, p), int(v["off"]) if leader else None)
         if "isrb" in v:
             self._set(ops, ("local_isr", b, p), _ints(v["isrb"]))
         if "leader" in v:
@@ -600,6 +660,7 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     fm.CONTROLLER_RESIGN: _Parser._controller_resign, fm.FETCHERS_STOPPED: _Parser._transition_step,
     fm.LOG_TRUNCATED: _Parser._transition_step, fm.FETCHER_STARTED: _Parser._transition_step,
     fm.STOPPED_REPLICA: _Parser._stopped_replica, fm.SELECTED_LEADER: _Parser._selected_leader,
+    fm.ISR_UPDATED: _Parser._isr_updated, fm.ASSIGNMENT_UPDATED: _Parser._assignment_updated,
 }
 
 
@@ -640,6 +701,7 @@ class _Record:
     variants: list[str]
     more: list[int] = field(default_factory=list)
     complete: bool = True
+    exception: str | None = None  # the head of the stack trace logged with it: what an ERROR line means
 
 
 def _unrecognised(message: str) -> str:
@@ -749,6 +811,8 @@ def _records(texts: list[str | None], layout: Layout, complete_last: bool, note:
         elif is_stack_trace(body):
             note(skipped, number, "skipped on purpose: stack trace" +
                  (f" of line {current.number}" if current is not None else ""))
+            if current is not None and current.exception is None:
+                current.exception = body.strip()
         elif layout.tail_free and current is not None and (current.more or [current.number])[-1] == number - 1 \
                 and not starts_record(layout, body):
             # A layout with nothing after %m: the message itself goes on on this line.
@@ -798,6 +862,8 @@ def _apply(parser: _Parser, record: _Record, name: str) -> tuple[str, str]:
         if matched.format.kind == fm.SKIP:
             return "skip", matched.format.note
         args: dict[str, Any] = {"log": f"{name}:{record.number}", "time": record.time}
+        if record.exception is not None:
+            args["exception"] = record.exception
         try:
             parser.message(matched, args)
         except LogLineError as err:

@@ -204,6 +204,10 @@ def _print_judgement(judgement: Any, seconds: float, out: Path) -> None:
         for record in run.lost[:3]:
             print(f"    {run.name}: partition {record['partition']} offset {record['offset']} value "
                   f"{record['value']!r} read back as {record['read']!r}")
+        for election in judgement.explained_losses.get(run.name, []):
+            print(f"    {run.name}: NoCommittedDataLoss broken by the unclean election at {election['log']} "
+                  f"({election['time']}): {election['partition']} leader {election['leader']} in epoch "
+                  f"{election['leader_epoch']}, not in the ISR {list(election['isr_before'])} before it")
     width = max(len(name) for name in judgement.verdicts) if judgement.verdicts else 0
     for name, verdict in sorted(judgement.verdicts.items()):
         print(f"  {name.ljust(width)}  {verdict}")

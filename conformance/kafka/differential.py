@@ -82,10 +82,10 @@ class Comparison:
 
 
 def compare(record: RunRecord) -> Comparison:
-    kafka_events = _kafka_events(record)
-    assignment = _assignment(kafka_events)
+    logged = kafka_events(record)
+    assignment = _assignment(logged)
     kcm_events, not_replayed = _replay(record, assignment)
-    kafka, ours = _side(kafka_events), _side(kcm_events)
+    kafka, ours = _side(logged), _side(kcm_events)
     differences = [d for p in sorted(set(kafka.leadership) | set(ours.leadership))
                    for d in _aligned(p, kafka.leadership.get(p, []), ours.leadership.get(p, []))]
     return Comparison(record.name, kafka, ours, differences, not_replayed)
@@ -94,14 +94,53 @@ def compare(record: RunRecord) -> Comparison:
 # Kafka's side: what its brokers logged
 
 
-def _kafka_events(record: RunRecord) -> list[Event]:
-    """The events of every broker's state-change.log, in the order of their times (a broker's own lines in
-    their order)."""
+def kafka_events(record: RunRecord) -> list[Event]:
+    """The events of every broker's state-change.log and controller.log (where 2.7+ controllers log the ISR
+    changes they write for leaders, KIP-497), in the order of their times (a file's own lines in their order),
+    each `args.log` naming its broker's folder too (`broker-2/state-change.log:118`)."""
     keyed: list[tuple[str, int, int, Event]] = []
-    for index, path in enumerate(sorted(Path(record.folder).glob("broker-*/state-change.log"))):
+    folder = Path(record.folder)
+    paths = sorted([*folder.glob("broker-*/state-change.log"), *folder.glob("broker-*/controller.log")])
+    for index, path in enumerate(paths):
         for position, event in enumerate(parse_kafka_log(path).events):
-            keyed.append((str(event.get("args", {}).get("time", "")), index, position, event))
+            args = event.setdefault("args", {})
+            args["log"] = f"{path.parent.name}/{args.get('log', path.name)}"
+            keyed.append((str(args.get("time", "")), index, position, event))
     return [event for *_, event in sorted(keyed, key=lambda k: k[:3])]
+
+
+@dataclass(frozen=True)
+class Election:
+    """A leader the controller chose from outside the ISR the store held just before: an unclean election."""
+
+    partition: str
+    leader: int
+    leader_epoch: int
+    isr_before: tuple[int, ...]
+    log: str  # file:line of the line that shows it
+    time: str
+
+
+def unclean_elections(events: Iterable[Event]) -> list[Election]:
+    """The elections of a live leader that was not in the partition's last ISR (Kafka's
+    `OfflinePartitionLeaderElectionStrategy(allowUnclean=true)` choosing a replica outside it,
+    controller/Election.scala), in the order the logs show them."""
+    found: list[Election] = []
+    isr: dict[str, tuple[int, ...]] = {}
+    leader: dict[str, int] = {}
+    for event in events:
+        state = event.get("state", {})
+        for partition, new_leader in state.get("leader", {}).items():
+            before = isr.get(partition)
+            if (new_leader != NO_LEADER and new_leader != leader.get(partition) and before is not None
+                    and new_leader not in before):
+                args = event.get("args", {})
+                found.append(Election(partition, int(new_leader), int(state.get("leader_epoch", {}).get(partition, -1)),
+                                      tuple(before), str(args.get("log", "")), str(args.get("time", ""))))
+            leader[partition] = new_leader
+        for partition, members in state.get("isr", {}).items():
+            isr[partition] = tuple(int(b) for b in members)
+    return found
 
 
 def _assignment(events: Iterable[Event]) -> dict[int, tuple[int, ...]]:

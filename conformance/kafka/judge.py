@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.conformance.kafka.campaign import RunRecord
+from kcm.conformance.kafka.campaign import DATA_TOPIC, RunRecord
+from kcm.conformance.kafka.differential import kafka_events, unclean_elections
 from kcm.spec.verdicts import HOLDS, UNKNOWN, UNOBSERVED, VIOLATED
 
 CLIENT_CHECK: Final = "AcknowledgedRecordsRead"
+# A record acknowledged with acks=all is committed: one not read back is committed data lost.
+LOSS: Final = "NoCommittedDataLoss"
 JUDGEMENT: Final = "judgement.json"
 
 
@@ -29,6 +32,8 @@ class Judgement:
     first_violations: list[dict[str, Any]]
     validation: dict[str, Any]  # Z3: runs explained of runs, steps, the unexplained steps
     quarantine: list[dict[str, Any]] = field(default_factory=list)
+    # Per run with lost records: the unclean elections of its partitions that lost them (the step to blame).
+    explained_losses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def client(self) -> str:
@@ -52,6 +57,7 @@ class Judgement:
             "verdict": self.verdict, "client": self.client, "ingest": self.ingest, "verdicts": self.verdicts,
             "first_violations": self.first_violations, "validation": self.validation,
             "faults": dict(sorted(self.faults().items())), "quarantine": self.quarantine[:50],
+            "explained_losses": self.explained_losses,
             "runs": [r.to_json() for r in self.runs],
         }
 
@@ -74,10 +80,19 @@ def judge(runs: Sequence[RunRecord], out: Path, master: str = "local[2]",
         spark.stop()
     summary = result.summary
     ingested = {**counts.to_json(), "skipped_by_reason": _folded(counts.skipped_by_reason)}
-    judgement = Judgement(list(runs), ingested, _verdicts(summary["verdicts"]),
-                          summary["first_violations"], summary["validation"], pl.read_quarantine(corpus))
+    verdicts = _verdicts(summary["verdicts"])
+    if any(r.lost_count for r in runs):
+        # The logs hold no records, so the checker leaves this unobserved; the client saw the loss.
+        verdicts[LOSS] = VIOLATED
+    judgement = Judgement(list(runs), ingested, verdicts, summary["first_violations"], summary["validation"],
+                          pl.read_quarantine(corpus), {r.name: _blamed(r) for r in runs if r.lost_count})
     (out / JUDGEMENT).write_text(json.dumps(judgement.to_json(), indent=2) + "\n")
     return judgement
+
+
+def _blamed(run: RunRecord) -> list[dict[str, Any]]:
+    lost = {f"{DATA_TOPIC}-{record['partition']}" for record in run.lost}
+    return [asdict(e) for e in unclean_elections(kafka_events(run)) if e.partition in lost]
 
 
 def _verdicts(by_run: dict[str, dict[str, int]]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from kcm.impl.kafka import release as releases
 from kcm.impl.kafka.admin import AdminError
 from kcm.impl.kafka.cluster import KafkaCluster, KafkaError
 from kcm.impl.zookeeper.ensemble import EnsembleError, ZooKeeperMissing
+from kcm.spec.atomic_output import check_writable
 from kcm.tools.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least
 from kcm.tools.outputs import check_folder, default_out
 
@@ -58,6 +59,8 @@ def register(subparsers: Any) -> None:
     kafka.add_argument("--out", type=Path, default=None,
                        help=f"campaign: where the runs and the judgement go (default {default_out('kafka-campaign')})")
     kafka.add_argument("--json", action="store_true", help="campaign, judge, diff: one JSON document")
+    kafka.add_argument("--html", default=None, metavar="PAGE",
+                       help="campaign, judge, diff: a report page (the judgement and the differential's pictures)")
     kafka.add_argument("--run", default=None, help="diff: one run of the campaign (run-NNN; default every one)")
     kafka.set_defaults(handler=cmd_kafka)
 
@@ -150,8 +153,10 @@ def _campaign(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
+    if args.html:
+        check_writable(args.html)  # the page comes after minutes of work: a place it cannot go is said now
     runs = run_campaign(plan, out, say)
-    return _judged(runs, out, args.json, started, say)
+    return _judged(runs, out, args.json, started, say, args.html)
 
 
 def _judge(args: argparse.Namespace) -> int:
@@ -166,14 +171,17 @@ def _judge(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
-    return _judged(runs, out, args.json, time.monotonic(), say)
+    return _judged(runs, out, args.json, time.monotonic(), say, args.html)
 
 
-def _judged(runs: Any, out: Path, as_json: bool, started: float, say: Any) -> int:
+def _judged(runs: Any, out: Path, as_json: bool, started: float, say: Any, html: str | None = None) -> int:
+    from kcm.conformance.kafka.differential import compare
     from kcm.conformance.kafka.judge import judge
 
     say("judging the logs (pipeline ingest, check, Z3 step validation)")
     judgement = judge(runs, out)
+    if html:
+        _page(judgement.to_json(), [compare(run).to_json() for run in runs], html, out)
     if as_json:
         print(json.dumps(judgement.to_json(), indent=2))
     else:
@@ -230,6 +238,14 @@ def _diff(args: argparse.Namespace) -> int:
         raise UsageError(f"--run {args.run}: no such run in {out}")
     comparisons = [compare(run) for run in runs]
     (out / "diff.json").write_text(json.dumps([c.to_json() for c in comparisons], indent=2) + "\n")
+    if args.html:
+        from kcm.conformance.kafka.judge import JUDGEMENT
+
+        try:
+            judgement = json.loads((out / JUDGEMENT).read_text())
+        except (OSError, ValueError):
+            raise UsageError(f"--html: {out / JUDGEMENT} missing or unreadable: run kcm kafka judge first") from None
+        _page(judgement, [c.to_json() for c in comparisons], args.html, out)
     if args.json:
         print(json.dumps([c.to_json() for c in comparisons], indent=2))
     else:
@@ -258,6 +274,12 @@ def _print_comparison(comparison: Any) -> None:
 def _shown(entries: Any) -> str:
     return " ".join(f"({leader},{epoch},{list(isr)},c{controller})" for leader, epoch, isr, controller in entries) \
         or "-"
+
+
+def _page(judgement: dict[str, Any], comparisons: list[dict[str, Any]], html: str, out: Path) -> None:
+    from kcm.tools.report.kinds import kafka_page
+
+    print(f"wrote {kafka_page(judgement, comparisons, Path(html), source=str(out))}", file=sys.stderr)
 
 
 _ACTIONS = {"fetch": _fetch, "start": _start, "stop": _stop, "status": _status, "campaign": _campaign,

@@ -116,6 +116,7 @@ class FaultRecord:
     role: str  # controller, leader, follower, cluster, zookeeper
     at: float  # seconds since the run started
     detail: str = ""
+    step: int = 0  # 0: the fault itself; 1, 2, ...: its later steps (leader-loss has several)
 
 
 @dataclass
@@ -184,9 +185,9 @@ class _Run:
         self.started = time.monotonic()
         self.topics = 0
 
-    def note(self, kind: str, broker: int | None, role: str, detail: str = "") -> None:
+    def note(self, kind: str, broker: int | None, role: str, detail: str = "", step: int = 0) -> None:
         at = round(time.monotonic() - self.started, 1)
-        self.record.faults.append(FaultRecord(kind, broker, role, at, detail))
+        self.record.faults.append(FaultRecord(kind, broker, role, at, detail, step))
         self.progress(f"{self.record.name}: {at:6.1f} s {kind} {'' if broker is None else f'broker {broker} '}"
                       f"({role}){' ' + detail if detail else ''}")
 
@@ -295,20 +296,20 @@ class _Run:
         followers = [b for b in self.cluster.broker_ids if b != leader]
         if leader < 0 or any(self.cluster.mode(b) != "running" for b in self.cluster.broker_ids):
             return
-        for follower in followers:
+        for step, follower in enumerate(followers):
             self.cluster.kill(follower)
             self.note("leader-loss", follower, "controller" if follower in roles["controller"] else "follower",
-                      "follower killed")
+                      "follower killed", step)
             time.sleep(_EXPIRED)
         time.sleep(3.0)  # the leader alone takes writes, if min.insync.replicas lets it
         self.cluster.kill(leader)
-        self.note("leader-loss", leader, "leader", "the last replica of the ISR killed")
+        self.note("leader-loss", leader, "leader", "the last replica of the ISR killed", len(followers))
         time.sleep(2.0)
         for follower in followers:
             self.cluster.restart(follower)
         time.sleep(_EXPIRED)
         self.cluster.restart(leader)
-        self.note("leader-loss", leader, "leader", "old leader restarted")
+        self.note("leader-loss", leader, "leader", "old leader restarted", len(followers) + 1)
         time.sleep(4.0)
 
     def calm(self) -> bool:
@@ -355,7 +356,7 @@ def _run(plan: CampaignPlan, seed: int, folder: Path, progress: Progress) -> Run
             producer.wait(timeout=30)
         _read_back(run.admin, folder, record)
     record.seconds = round(time.monotonic() - started, 1)
-    kinds = Counter(f.kind for f in record.faults)
+    kinds = Counter(f.kind for f in record.faults if f.step == 0)
     progress(f"{record.name}: {sum(kinds.values())} faults ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}),"
              f" {record.acked:,} acknowledged, {record.lost_count:,} lost, {record.seconds:.0f} s")
     return record

@@ -50,7 +50,7 @@ class Judgement:
         return HOLDS if HOLDS in self.verdicts.values() else UNOBSERVED
 
     def faults(self) -> Counter[str]:
-        return Counter(f.kind for r in self.runs for f in r.faults)
+        return Counter(f.kind for r in self.runs for f in r.faults if f.step == 0)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -217,3 +217,42 @@ def first_violation_timeline(ctx: VerifyContext) -> Timeline | None:
     again = run_seed(seed.seed, ctx.knobs, ctx.config, seed.steps, keep_events=True)
     return build(again.events, f"Seed {seed.seed}: {first[1].invariant}", anchor("seed", seed.seed),
                  truncation=ctx.knobs.truncation)
+
+
+def kafka_page(judgement: dict[str, Any], comparisons: list[dict[str, Any]], out: Path, source: str = "") -> Path:
+    """Over a Kafka campaign (`kcm kafka campaign`, `judge`, `diff`): the judgement, each lost record's blamed
+    election, and per run and partition the leadership each controller wrote, Kafka's above kcm's."""
+    strips = [{"run": c["run"], "partition": partition, "svg": _leadership_strip(sides["kafka"], sides["kcm"]),
+               "differences": sum(d["partition"] == partition for d in c["differences"]),
+               "not_replayed": c["not_replayed"]}
+              for c in comparisons for partition, sides in sorted(c["leadership"].items())]
+    return page.write(out, "kafka.html", kind="kafka", title="kcm kafka: Apache Kafka judged", source=source,
+                      judgement=judgement, strips=strips, comparisons=comparisons)
+
+
+_CELL, _ROW = 46, 34
+
+
+def _leadership_strip(kafka: list[list[Any]], ours: list[list[Any]]) -> Markup:
+    """Two rows of cells, one per write of (leader, leader epoch, ISR, controller epoch): coloured by leader
+    epoch, labelled with the leader (-1: none) and the ISR."""
+    from markupsafe import escape
+
+    from kcm.tools.report.timeline import epoch_colour
+
+    width = 70 + _CELL * max(len(kafka), len(ours), 1)
+    parts = [f'<svg class="leadership" width="{width}" height="{2 * _ROW + 8}" role="img" '
+             'xmlns="http://www.w3.org/2000/svg">']
+    for row, (name, entries) in enumerate((("Kafka", kafka), ("kcm", ours))):
+        y = 4 + row * _ROW
+        parts.append(f'<text x="0" y="{y + 20}" font-size="12">{name}</text>')
+        for index, (leader, epoch, isr, controller) in enumerate(entries):
+            x = 60 + index * _CELL
+            title = escape(f"leader {leader}, leader epoch {epoch}, ISR {list(isr)}, controller epoch {controller}")
+            fill = "#ddd" if leader < 0 else epoch_colour(int(epoch))
+            parts.append(f'<g><title>{title}</title><rect x="{x}" y="{y}" width="{_CELL - 4}" height="{_ROW - 6}" '
+                         f'rx="3" fill="{fill}" stroke="#555" stroke-width="0.5"/>'
+                         f'<text x="{x + 4}" y="{y + 12}" font-size="10">L{leader} e{epoch}</text>'
+                         f'<text x="{x + 4}" y="{y + 24}" font-size="9">{escape(",".join(map(str, isr)))}</text></g>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -24,6 +24,7 @@ from kcm.conformance.pipeline.kafka_log import (
 from kcm.conformance.pipeline.kafka_log import formats as fm
 from kcm.spec.trace.format import Event, TraceWriter, load_trace
 from kcm.spec.vocabulary import NO_LEADER
+from kcm.spec.z3.validate import Validator
 from kcm.tools.pipeline import main as pipeline_main
 
 
@@ -542,8 +543,8 @@ def test_no_input_crashes_the_parser(tmp_path: Path) -> None:
 
 # -- real logs of Kafka 3.9.2 and 2.8.2 brokers that kcm ran under faults (excerpts, copied as printed) ---------
 
-_REAL_RUNS = ("kafka-3.9.2-state-change.log", "kafka-3.9.2-controller-broker-1.log",
-              "kafka-3.9.2-controller-broker-3.log", "kafka-2.8.2-controller.log")
+_REAL_RUNS = ("kafka-3.9.2-state-change.log", "kafka-3.9.2-state-change-reelected.log", "kafka-2.8.2-controller.log",
+              "kafka-3.9.2-controller-broker-1.log", "kafka-3.9.2-controller-broker-3.log")
 
 
 @pytest.mark.parametrize("name", _REAL_RUNS)
@@ -616,3 +617,51 @@ def test_an_isr_the_controller_wrote_for_a_leader_is_the_stores(name: str, line:
     event = _at(parse_kafka_log(DATA / name).events, name, line)
     assert event["actor"] == "observer" and event["args"]["alter_partition"] is True
     assert event["state"] == state
+
+
+# -- a controller elected again: its machines loaded afresh ------------------------------------------------------
+
+_REELECTED = "kafka-3.9.2-state-change-reelected.log"  # broker 1 of a 3.9.2 run, lines 300-361, as printed
+
+
+def _transition_violations(path: Path) -> tuple[list[Event], set[tuple[str, str]]]:
+    events = parse_kafka_log(path).events
+    report = InvariantChecker().check_all(events)
+    return events, {(v.invariant, str(events[v.seq]["args"].get("log"))) for v in report.violations}
+
+
+def test_a_controller_elected_again_starts_from_the_context_it_loads() -> None:
+    """Controller 1 resigned in epoch 3 (u-0's replicas being deleted) and won epoch 4 (line 21): its new context
+    (ReplicaStateMachine.initializeReplicaState, Kafka 3.9.2) holds u-0's live replicas Online, which the startup
+    transitions then leave (line 24); no line prints the load, so the period's first line carries it."""
+    events, found = _transition_violations(DATA / _REELECTED)
+    assert found == set()
+    loaded = _at(events, _REELECTED, 21)
+    assert (loaded["actor"], loaded["action"]) == ("broker:1", "ControllerElect")
+    assert loaded["args"]["context_load"] == {"synthesized": True, "controller_epoch": 4, "line_action": "BrokerChange"}
+    assert ["replica", "u-0", "2", None, "OnlineReplica"] in loaded["args"]["transitions"]
+    assert loaded["state"]["replica_state"]["1"]["u-0"] == {"2": "OnlineReplica", "3": "OnlineReplica"}
+    assert loaded["state"]["acting_controller_epoch"] == {"1": 4}
+    assert Validator(events).run(stop_at_first=False).failures == []
+
+
+def test_without_a_new_controller_epoch_the_same_lines_break_the_table(tmp_path: Path) -> None:
+    """The excerpt's epoch 4 made epoch 3: one controller period, in which u-0's replica 2 was moved from
+    OnlineReplica while ReplicaDeletionSuccessful; and within epoch 4, a transition from a state the replica
+    was not in is still found."""
+    text = (DATA / _REELECTED).read_text()
+    one_period = _log(tmp_path, *text.replace("epoch=4]", "epoch=3]").splitlines(), name="one-period.log")
+    events, found = _transition_violations(one_period)
+    assert ("ValidReplicaTransitions", "one-period.log:24") in found
+    rejected = {f.seq for f in Validator(events).run(stop_at_first=False).failures}
+    assert _at(events, "one-period.log", 24)["seq"] in rejected
+    lines = text.splitlines()
+    bad = lines[23].replace("from OnlineReplica to OnlineReplica", "from ReplicaDeletionSuccessful to OfflineReplica")
+    within = _log(tmp_path, *lines, bad, name="within.log")
+    assert _transition_violations(within)[1] == {("ValidReplicaTransitions", f"within.log:{len(lines) + 1}")}
+
+
+def test_a_period_s_load_is_the_same_read_in_splits() -> None:
+    whole = parse_kafka_log(DATA / _REELECTED).events
+    for size in (64, 997, 4096):
+        assert parse_kafka_log(DATA / _REELECTED, split_size=size).events == whole

@@ -167,13 +167,56 @@ Leaf = tuple[str, ...]
 PendingKey = tuple[int, int, str]  # broker, correlation id, partition of a LeaderAndIsr request received
 # How a line changes a leaf of the state: SET writes it when it differs from the value the log showed last,
 # FORCE always (a transition is shown even when it repeats), RAISE when above it (a broker keeps the newest
-# controller epoch it has seen). Whether a leaf is written depends on the lines before, so a line records
-# its changes as ops and `written` decides them in line order: a file read in splits decides them once the
-# state at each split's start is known (split.py).
+# controller epoch it has seen), ACT as SET the epoch a controller acts in, which, when written, begins a
+# controller period (its machines loaded afresh, `Load`). Whether a leaf is written depends on the lines
+# before, so a line records its changes as ops and `written` decides them in line order: a file read in
+# splits decides them once the state at each split's start is known (split.py).
 SET: Final = 0
 FORCE: Final = 1
 RAISE: Final = 2
+ACT: Final = 3
 Op = tuple[int, Leaf, Any]
+# The states a controller's machines leave when absent: a partition or replica it has not loaded is in them.
+_ABSENT: Final = frozenset({"NonExistentPartition", "NonExistentReplica"})
+
+
+@dataclass
+class Period:
+    """A stretch of a controller's lines in one controller epoch within the lines read, and the state each of
+    its partitions and replicas leaves first in it. `opens` when no line read before it set the epoch the
+    controller acts in: whether it goes on from the lines before them is known only once those are
+    (split.py)."""
+
+    controller: str
+    epoch: int
+    opens: bool
+    first: dict[Leaf, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Load:
+    """The context a controller loads when it starts acting in a controller epoch, which no line prints
+    (KafkaController.onControllerFailover, Kafka 3.9.2: ReplicaStateMachine.initializeReplicaState and
+    PartitionStateMachine.initializePartitionState read every partition and replica from ZooKeeper before the
+    startup transitions are logged). What it loaded is what its lines of that epoch show each machine leaving
+    first; a state of the earlier period not loaded again is gone (None)."""
+
+    controller: str
+    epoch: int
+    states: dict[Leaf, str | None]
+
+    def transitions(self) -> list[list[Any]]:
+        """The loaded states as the model's context load records them: transitions from no state."""
+        return [[leaf[0].split("_")[0], *leaf[2:], None, state]
+                for leaf, state in sorted(self.states.items()) if state is not None]
+
+
+def load_of(controller: str, epoch: int, first: dict[Leaf, str], held: set[Leaf]) -> Load:
+    """The load that begins a period whose machines leave the states `first` first, after a period that
+    held the leaves `held`."""
+    states: dict[Leaf, str | None] = {leaf: None for leaf in held}
+    states.update((leaf, state) for leaf, state in first.items() if state not in _ABSENT)
+    return Load(controller, epoch, states)
 
 
 @dataclass(frozen=True)
@@ -227,13 +270,14 @@ class _Parser:
     file: str
     # Whether requests received before the lines read may be pending (a split after the first).
     open_start: bool = False
-    first_state: dict[Leaf, str] = field(default_factory=dict)
+    periods: list[Period] = field(default_factory=list)
     brokers: set[int] = field(default_factory=set)
     pending: dict[PendingKey, dict[str, Any]] = field(default_factory=dict)
     touched: set[PendingKey] = field(default_factory=set)  # the pending keys these lines put or took
     steps: list[Step] = field(default_factory=list)
     _match: Match | None = None
     _redo: Redo | None = None
+    _acting: dict[str, Period | None] = field(default_factory=dict)  # each controller's period (None: resigned)
 
     def message(self, m: Match, args: dict[str, Any]) -> None:
         handler = _HANDLERS[m.format.kind]
@@ -244,7 +288,7 @@ class _Parser:
             if name in v:
                 self.brokers.add(int(v[name]))
         if m.format.template in _EPOCH_PREFIXED:
-            self._set(ops, ("acting_controller_epoch", v["c"]), int(v["e"]))
+            self._act(ops, v["c"], int(v["e"]))
         try:
             actor, action = handler(self, v, m.format, args, ops)
         except LogLineError:
@@ -405,20 +449,32 @@ class _Parser:
         self._set(ops, ("controller",), int(v["c"]))
         self._set(ops, ("controller_epoch",), int(v["e"]))
         # The model's ControllerElect: the winner acts in the epoch it wrote (KafkaReplication.tla).
-        self._set(ops, ("acting_controller_epoch", v["c"]), int(v["e"]))
+        self._act(ops, v["c"], int(v["e"]))
         return f"broker:{v['c']}", "ControllerElect"
 
     def _controller_resign(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                            ops: list[Op]) -> tuple[str, str]:
         # The model's ControllerResign: a resigned controller acts in no epoch (0) until it wins again.
         self._set(ops, ("acting_controller_epoch", v["c"]), 0)
+        self._acting[v["c"]] = None
         return f"controller:{v['c']}", "ControllerResign"
+
+    def _act(self, ops: list[Op], c: str, epoch: int) -> None:
+        """Controller c acts in `epoch`: in a new period when it acted in another (or none) before."""
+        ops.append((ACT, ("acting_controller_epoch", c), epoch))
+        period = self._acting.get(c)
+        if period is None or period.epoch != epoch:
+            period = Period(c, epoch, opens=c not in self._acting)
+            self._acting[c] = period
+            self.periods.append(period)
 
     def _transition(self, ops: list[Op], c: str, key: tuple[str, ...], src: str, dst: str,
                     args: dict[str, Any]) -> None:
         var = "partition_state" if key[0] == "partition" else "replica_state"
         leaf = (var, c, *key[1:])
-        self.first_state.setdefault(leaf, src)
+        period = self._acting[c]
+        assert period is not None, "a transition line is prefixed with its controller's epoch (_EPOCH_PREFIXED)"
+        period.first.setdefault(leaf, src)
         args["transitions"] = [[*key, src, dst]]
         self._set(ops, leaf, dst, force=True)
 
@@ -599,7 +655,7 @@ class _Parser:
 def written(known: dict[Leaf, Any], op: Op) -> bool:
     """Whether the op writes its leaf, given the values the log showed last (`known`, updated)."""
     kind, leaf, value = op
-    if kind == SET:
+    if kind in (SET, ACT):
         if known.get(leaf) == value:
             return False
     elif kind == RAISE and not value > known.get(leaf, 0):
@@ -609,7 +665,8 @@ def written(known: dict[Leaf, Any], op: Op) -> bool:
 
 
 def init_event(run: str, file: str, brokers: set[int], first_state: dict[Leaf, str]) -> Event:
-    """The synthesized Init: a snapshot of what the log shows first."""
+    """The synthesized Init: a snapshot of what the log shows first (of each controller's machines, what its
+    first period shows them leaving first; a later period's are loaded where it begins, `Load`)."""
     init: dict[str, Any] = {"controller": NO_LEADER, "controller_epoch": 0}
     for b in sorted(brokers):
         _put(init, ("broker_controller_epoch", str(b)), 0)
@@ -621,21 +678,40 @@ def init_event(run: str, file: str, brokers: set[int], first_state: dict[Leaf, s
 
 
 def events_of(steps: list[Step], run: str, seq: int, known: dict[Leaf, Any],
-              fields: dict[PendingKey, dict[str, Any]], file: str) -> list[Event]:
+              fields: dict[PendingKey, dict[str, Any]], file: str, loads: list[Load]) -> list[Event]:
     """The events of the steps, numbered from `seq`, each with the leaves it writes given `known` (the state
-    at the steps' start, updated) and `fields` (the requests received before the steps, still pending)."""
+    at the steps' start, updated), `fields` (the requests received before the steps, still pending) and
+    `loads` (those of the periods the steps begin, in order)."""
     out: list[Event] = []
+    pending = iter(loads)
     for step in steps:
         if step.redo is not None and step.redo.key in fields:
             step = redo(step.redo, fields[step.redo.key], file)
         delta: dict[str, Any] = {}
+        load = None
         for op in step.ops:
             if written(known, op):
+                if op[0] == ACT:
+                    load = next(pending)
+                    for leaf, state in load.states.items():
+                        _put(delta, leaf, state)
                 _put(delta, op[1], op[2])
+        actor, action, args = step.actor, step.action, step.args
+        if load is not None and load.states:
+            actor, action, args = _loading(load, step)
         if step.event:
-            out.append(make_event(run, seq, step.actor, step.action, step.args, delta))
+            out.append(make_event(run, seq, actor, action, args, delta))
             seq += 1
     return out
+
+
+def _loading(load: Load, step: Step) -> tuple[str, str, dict[str, Any]]:
+    """The first line of a period, as the model's ControllerElect, whose failover it is part of (the winner
+    loads its context, then runs the startup transitions, KafkaReplication.tla): the load's transitions before
+    the line's own, and the line's action under `context_load`, marked as made up by the parser."""
+    args = {**step.args, "transitions": [*load.transitions(), *step.args.get("transitions", [])],
+            "context_load": {SYNTHESIZED: True, "controller_epoch": load.epoch, "line_action": step.action}}
+    return f"broker:{load.controller}", "ControllerElect", args
 
 
 def redo(again: Redo, fields: dict[str, Any], file: str) -> Step:
@@ -745,7 +821,7 @@ class SplitParse:
     quarantine: list[dict[str, Any]]
     skipped: list[dict[str, Any]]
     lines: int
-    first_state: dict[Leaf, str]
+    periods: list[Period]
     brokers: set[int]
     pending: dict[PendingKey, dict[str, Any]]
     touched: set[PendingKey]
@@ -773,7 +849,7 @@ def parse_lines(texts: list[str | None], layout: Layout, file: str, first: int =
     for record in _records(texts, layout, complete_last, note, quarantine, skipped, first):
         _parse_record(parser, record, name, note, quarantine, skipped)
     return SplitParse(parser.steps, sorted(quarantine, key=_line), sorted(skipped, key=_line), len(texts),
-                      parser.first_state, parser.brokers, parser.pending, parser.touched)
+                      parser.periods, parser.brokers, parser.pending, parser.touched)
 
 
 def _line(entry: dict[str, Any]) -> int:

@@ -11,10 +11,14 @@ exactly the events, skipped and quarantined lines of the file read whole.
   the driver, runs through the splits' summaries in file order to give each split the state at its start,
   and `finish` decides its ops from there. A broker's `become` line applies a request received before it,
   maybe in an earlier split: such a line is read again when `link` finds the request pending (`Redo`).
+- Controller periods: a controller's lines in one controller epoch may run over several splits, and so may the
+  states its machines were loaded with when it began acting in that epoch (`Load`: the first each shows
+  leaving in that epoch); `link` joins each split's periods to the one going on at its start and gives each
+  split the loads of the periods that begin in it (a controller's first period starts from the Init).
 - Run, seq and Init: the file (or a broker's rotation of it, its files one after the other, sources.py) is one
   run; `link` numbers each split's events after those of the splits
-  before it and builds the one synthesized Init from every split's brokers and first states, which the
-  first split's events start with.
+  before it and builds the one synthesized Init from every split's brokers and the states each controller's
+  first period shows its machines leaving first, which the first split's events start with.
 """
 
 from __future__ import annotations
@@ -32,14 +36,17 @@ from kcm.conformance.pipeline.kafka_log.parser import (
     MAX_WRAP,
     RAISE,
     Leaf,
+    Load,
     Op,
     ParsedLog,
     PendingKey,
+    Period,
     Redo,
     SplitParse,
     decode,
     events_of,
     init_event,
+    load_of,
     parse_lines,
     record_at,
     redo,
@@ -174,7 +181,7 @@ class Summary:
     """What a split does to the parser's state, for the splits after it: the last value each leaf was given
     by a SET or FORCE op and the highest RAISE after it (of its steps before the first that may be read
     again), then the ops of that step and those after it; the requests it leaves pending and the pending
-    keys it put or took; its brokers and first states; and how many events it has."""
+    keys it put or took; its brokers and controller periods; and how many events it has."""
 
     events: int
     sets: dict[Leaf, Op]
@@ -183,7 +190,7 @@ class Summary:
     pending: dict[PendingKey, dict[str, Any]]
     touched: set[PendingKey]
     brokers: set[int]
-    first_state: dict[Leaf, str]
+    periods: list[Period]
 
 
 def summarize(parse: SplitParse) -> Summary:
@@ -203,18 +210,19 @@ def summarize(parse: SplitParse) -> Summary:
                 raises.pop(leaf, None)
     return Summary(sum(1 for step in steps if step.event), sets, raises,
                    [(step.ops, step.redo) for step in steps[cut:]], parse.pending, parse.touched, parse.brokers,
-                   parse.first_state)
+                   parse.periods)
 
 
 @dataclass
 class Link:
     """What a split needs of the splits before it: the seq of its first event, the state at its start (of the
-    leaves it changes), the requests pending there that its `become` lines apply, and (the first split's)
-    the synthesized Init."""
+    leaves it changes), the requests pending there that its `become` lines apply, the loads of the controller
+    periods it begins, and (the first split's) the synthesized Init."""
 
     seq: int
     known: dict[Leaf, Any]
     fields: dict[PendingKey, dict[str, Any]]
+    loads: list[Load]
     init: Event | None = None
 
 
@@ -222,7 +230,10 @@ def link(summaries: list[Summary], run: str, file: str) -> list[Link]:
     known: dict[Leaf, Any] = {}
     pending: dict[PendingKey, dict[str, Any]] = {}
     brokers: set[int] = set()
-    first_state: dict[Leaf, str] = {}
+    # Each split's periods that begin there, each with the period of its controller before it (if any): their
+    # loads are known once every split has added what its lines of the period show first.
+    begun: list[list[tuple[Period, Period | None]]] = []
+    going: dict[str, Period] = {}
     links: list[Link] = []
     seq = 1
     for summary in summaries:
@@ -230,7 +241,18 @@ def link(summaries: list[Summary], run: str, file: str) -> list[Link]:
         tail = [redo(r, fields[r.key], file).ops if r is not None and r.key in fields else ops
                 for ops, r in summary.tail]
         leaves = {*summary.sets, *summary.raises, *(op[1] for ops in tail for op in ops)}
-        links.append(Link(seq, {leaf: known[leaf] for leaf in leaves if leaf in known}, fields))
+        begun.append([])
+        for period in summary.periods:
+            on = going.get(period.controller)
+            if period.opens and on is not None and known.get(("acting_controller_epoch", period.controller)) == \
+                    period.epoch:
+                for leaf, state in period.first.items():
+                    on.first.setdefault(leaf, state)
+                continue
+            fresh = Period(period.controller, period.epoch, False, dict(period.first))
+            begun[-1].append((fresh, on))
+            going[period.controller] = fresh
+        links.append(Link(seq, {leaf: known[leaf] for leaf in leaves if leaf in known}, fields, []))
         for op in summary.sets.values():
             written(known, op)
         for leaf, value in summary.raises.items():
@@ -241,9 +263,16 @@ def link(summaries: list[Summary], run: str, file: str) -> list[Link]:
         pending = {key: value for key, value in pending.items() if key not in summary.touched}
         pending.update(summary.pending)
         brokers |= summary.brokers
-        for leaf, state in summary.first_state.items():
-            first_state.setdefault(leaf, state)
         seq += summary.events
+    # A controller's first period starts from the Init, the later ones from their loads.
+    first_state: dict[Leaf, str] = {}
+    for place, periods in zip(links, begun, strict=True):
+        for period, before in periods:
+            if before is None:
+                first_state.update(period.first)
+                place.loads.append(load_of(period.controller, period.epoch, {}, set()))
+            else:
+                place.loads.append(load_of(period.controller, period.epoch, period.first, set(before.first)))
     if links:
         links[0].init = init_event(run, file, brokers, first_state)
     return links
@@ -253,7 +282,7 @@ def finish(parse: SplitParse, place: Link, run: str, file: str) -> list[Event]:
     """The split's events, the Init first in the first split."""
     head = [place.init] if place.init is not None else []
     with collector_paused():
-        return head + events_of(parse.steps, run, place.seq, dict(place.known), place.fields, file)
+        return head + events_of(parse.steps, run, place.seq, dict(place.known), place.fields, file, place.loads)
 
 
 def parse_kafka_log(path: str | Path, run: str | None = None, pattern: str | None = None,

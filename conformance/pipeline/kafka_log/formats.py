@@ -102,10 +102,14 @@ _SHUTTING_DOWN: Final = "a shutting-down broker adds no fetcher; the become-foll
 _SELECTION: Final = ("how the offline partition's leader is chosen; the choice is logged as 'Selected new leader "
                      "and ISR'")
 _TOPIC_ID: Final = "topic ids are outside the model"
+_RECOVERY: Final = ("a leader's recovery state after an unclean election (KIP-704) is outside the model; the "
+                    "election is the controller's line")
 _KRAFT: Final = "KRaft migration; kcm models ZooKeeper mode"
 _KRAFT_DELTA: Final = "a KRaft broker applying a metadata delta (ReplicaManager.applyDelta); kcm models ZooKeeper mode"
 _INFO_FROM_2_6: Final = "INFO from 2.6"
 _PRODUCER_IDS: Final = "producer id blocks (idempotent producers) are outside the model"
+_REASSIGNING: Final = "reassignment bookkeeping; the election or LeaderAndIsr it leads to is logged in state-change.log"
+_UNCLEAN_SETTING: Final = "a topic's unclean-election setting; the elections it allows are logged in state-change.log"
 
 _LEVELS: Final[dict[str, str]] = {
     STALE_LEADER_AND_ISR: "WARN", STALE_UPDATE_METADATA: "WARN", STALE_STOP_REPLICA: "WARN", REJECTED: "WARN",
@@ -409,6 +413,11 @@ FORMATS: tuple[Format, ...] = (
            "state {blob} since it is already the leader with leader epoch {le}.{any}", SKIP, PART, note=_ALREADY),
     Format("3.3", "3.9", B1 + "Skipped the become-follower state change for {tp} with topic id {topicid} and partition "
            "state {blob} since it is already a follower with leader epoch {le}.", SKIP, PART, note=_ALREADY),
+    # makeLeader (KIP-704): a partition elected uncleanly arrives RECOVERING and is marked RECOVERED at once
+    Format("3.2", "3.2", B1 + "The topic partition {tp} was marked as RECOVERING. Leader log recovery is not "
+           "implemented. Marking the topic partition as RECOVERED.", SKIP, PART, note=_RECOVERY),
+    Format("3.3", "3.9", B1 + "The topic partition {tp} was marked as RECOVERING. Marking the topic partition as "
+           "RECOVERED.", SKIP, PART, note=_RECOVERY),
     Format("0.8.2", "0.11", B0 + "received LeaderAndIsrRequest with correlation id {cid} from controller {c} epoch {e} "
            "for partition {tap} but cannot become follower since the new leader {leader} is unavailable.", SKIP, RM,
            note=_ERROR),
@@ -522,6 +531,22 @@ FORMATS: tuple[Format, ...] = (
            "first block", SKIP, PIM, note=_PRODUCER_IDS, logger=CONTROLLER, level="DEBUG"),
     Format("3.0", "3.9", "[Controller id={c}] Acquired new producerId block {blob} by writing to Zk with path version "
            "{v}", SKIP, PIM, note=_PRODUCER_IDS, logger=CONTROLLER, level="INFO"),
+    Format("3.0", "3.9", "[Controller id={c}] Read current producerId block {blob}, Zk path version {v}", SKIP, PIM,
+           note=_PRODUCER_IDS, logger=CONTROLLER, level="DEBUG"),
+    # updateLeaderEpoch (2.4-3.9), step A3 of a reassignment: the leader epoch bumped with leader and ISR kept;
+    # the LeaderAndIsr requests that follow carry the new epoch, and state-change.log logs them
+    Format("2.4", "3.9", "[Controller id={c}] Updating leader epoch for partition {tp}", SKIP, KC, note=_REASSIGNING,
+           logger=CONTROLLER, level="DEBUG"),
+    Format("2.4", "3.9", "[Controller id={c}] Updated leader epoch for partition {tp} to {le}{any}", SKIP, KC,
+           note=_REASSIGNING, logger=CONTROLLER),
+    # onPartitionReassignmentIsrChange (2.4-3.9): the reassignment resumes, its next steps logged on their own lines
+    Format("2.4", "3.9", "[Controller id={c}] Target replicas {blob} have all caught up with the leader for "
+           "reassigning partition {tp}", SKIP, KC, note=_REASSIGNING, logger=CONTROLLER),
+    # processTopicUncleanLeaderElectionEnable (2.4-3.9): a topic's setting, which the elections it allows show
+    Format("2.4", "3.9", "[Controller id={c}] Unclean leader election has been enabled for topic {node}", SKIP, KC,
+           note=_UNCLEAN_SETTING, logger=CONTROLLER),
+    Format("2.4", "3.9", "[Controller id={c}] Unclean leader election has been enabled by default", SKIP, KC,
+           note=_UNCLEAN_SETTING, logger=CONTROLLER),
     # -- controller.log: OfflinePartitionLeaderSelector.selectLeader, called by
     # PartitionStateMachine.electLeaderForPartition, which writes the selection to ZooKeeper right after (a
     # conditional write; on a version conflict it reads the node again and selects again, logging a new line)
@@ -549,7 +574,6 @@ _SHUTDOWN: Final = "controlled shutdown bookkeeping; the changes it causes are l
 _LOST: Final = "a lost controller election: the winner logs its own in its controller.log"
 _STALE_ALTER: Final = ("an AlterPartition of an unknown broker or an earlier registration of it (KIP-380 broker "
                        "epoch), refused; nothing written")
-_REASSIGNING: Final = "reassignment bookkeeping; the election or LeaderAndIsr it leads to is logged in state-change.log"
 _DELETION: Final = "a topic deletion's start; its partitions' and replicas' states are logged in state-change.log"
 _CONTROLLER_CHATTER: Final[tuple[tuple[str, str, str, str], ...]] = (
     ("1.1", "3.9", "Registering handlers", _HOUSEKEEPING),

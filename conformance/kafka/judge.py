@@ -82,8 +82,10 @@ def judge(runs: Sequence[RunRecord], out: Path, master: str = "local[2]",
     ingested = {**counts.to_json(), "skipped_by_reason": _folded(counts.skipped_by_reason)}
     verdicts = _verdicts(summary["verdicts"])
     if any(r.lost_count for r in runs):
-        # The logs hold no records, so the checker leaves this unobserved; the client saw the loss.
+        # The logs hold no records, so the checker leaves this unobserved; the client sees what was lost.
         verdicts[LOSS] = VIOLATED
+    elif any(r.acked for r in runs):
+        verdicts[LOSS] = HOLDS
     judgement = Judgement(list(runs), ingested, verdicts, summary["first_violations"], summary["validation"],
                           pl.read_quarantine(corpus), {r.name: _blamed(r) for r in runs if r.lost_count})
     (out / JUDGEMENT).write_text(json.dumps(judgement.to_json(), indent=2) + "\n")

@@ -29,7 +29,7 @@ from kcm.impl.kafka import release as releases
 from kcm.impl.kafka.admin import AdminError
 from kcm.impl.kafka.cluster import KafkaCluster, KafkaError
 from kcm.impl.zookeeper.ensemble import EnsembleError, ZooKeeperMissing
-from kcm.spec.atomic_output import check_writable
+from kcm.spec.atomic_output import check_writable, write_output
 from kcm.tools.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least
 from kcm.tools.outputs import check_folder, default_out
 
@@ -150,13 +150,10 @@ def _campaign(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
 
-    def say(line: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
-
     if args.html:
         check_writable(args.html)  # the page comes after minutes of work: a place it cannot go is said now
-    runs = run_campaign(plan, out, say)
-    return _judged(runs, out, args.json, started, say, args.html)
+    runs = run_campaign(plan, out, _say)
+    return _judged(runs, out, args.json, started, _say, args.html)
 
 
 def _judge(args: argparse.Namespace) -> int:
@@ -168,10 +165,7 @@ def _judge(args: argparse.Namespace) -> int:
     except CampaignError as error:
         raise UsageError(str(error)) from None
 
-    def say(line: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
-
-    return _judged(runs, out, args.json, time.monotonic(), say, args.html)
+    return _judged(runs, out, args.json, time.monotonic(), _say, args.html)
 
 
 def _judged(runs: Any, out: Path, as_json: bool, started: float, say: Any, html: str | None = None) -> int:
@@ -237,7 +231,7 @@ def _diff(args: argparse.Namespace) -> int:
     if not runs:
         raise UsageError(f"--run {args.run}: no such run in {out}")
     comparisons = [compare(run) for run in runs]
-    (out / "diff.json").write_text(json.dumps([c.to_json() for c in comparisons], indent=2) + "\n")
+    write_output(out / "diff.json", json.dumps([c.to_json() for c in comparisons], indent=2) + "\n")
     if args.html:
         from kcm.conformance.kafka.judge import JUDGEMENT
 
@@ -280,6 +274,10 @@ def _page(judgement: dict[str, Any], comparisons: list[dict[str, Any]], html: st
     from kcm.tools.report.kinds import kafka_page
 
     print(f"wrote {kafka_page(judgement, comparisons, Path(html), source=str(out))}", file=sys.stderr)
+
+
+def _say(line: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
 
 _ACTIONS = {"fetch": _fetch, "start": _start, "stop": _stop, "status": _status, "campaign": _campaign,

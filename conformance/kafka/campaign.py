@@ -37,6 +37,7 @@ from typing import Any, Final
 from kcm.impl.kafka import release as releases
 from kcm.impl.kafka.admin import Admin, AdminError, Record, read_producer_log
 from kcm.impl.kafka.cluster import SESSION_TIMEOUT_MS, KafkaCluster
+from kcm.spec.atomic_output import write_output
 
 FAULTS: Final = ("kill", "pause", "shutdown", "failover", "preferred", "reassign", "topic", "zk-kill",
                  "leader-loss")
@@ -172,7 +173,7 @@ def run_campaign(plan: CampaignPlan, out: Path, progress: Progress = lambda _: N
     for index in range(plan.runs):
         seed = plan.first_seed + index
         record = _run(plan, seed, out / f"run-{seed:03d}", progress)
-        (Path(record.folder) / RUN_FILE).write_text(json.dumps(record.to_json(), indent=2) + "\n")
+        write_output(Path(record.folder) / RUN_FILE, json.dumps(record.to_json(), indent=2) + "\n")
         records.append(record)
     return records
 

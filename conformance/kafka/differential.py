@@ -17,7 +17,6 @@ keeps the order in which replicas joined it, which no invariant reads.
 from __future__ import annotations
 
 import difflib
-import json
 import random
 import re
 from collections import Counter
@@ -328,8 +327,3 @@ def _aligned(partition: str, kafka: list[Leadership], ours: list[Leadership]) ->
     return [Difference(partition, tag, kafka[i1:i2], ours[j1:j2])
             for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
-
-def write(comparison: Comparison, out: Path) -> Path:
-    path = out / "diff.json"
-    path.write_text(json.dumps(comparison.to_json(), indent=2) + "\n")
-    return path

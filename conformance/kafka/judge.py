@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from kcm.conformance.kafka.campaign import DATA_TOPIC, RunRecord
 from kcm.conformance.kafka.differential import kafka_events, unclean_elections
+from kcm.spec.atomic_output import write_output
 from kcm.spec.verdicts import HOLDS, UNKNOWN, UNOBSERVED, VIOLATED
 
 CLIENT_CHECK: Final = "AcknowledgedRecordsRead"
@@ -88,7 +89,7 @@ def judge(runs: Sequence[RunRecord], out: Path, master: str = "local[2]",
         verdicts[LOSS] = HOLDS
     judgement = Judgement(list(runs), ingested, verdicts, summary["first_violations"], summary["validation"],
                           pl.read_quarantine(corpus), {r.name: _blamed(r) for r in runs if r.lost_count})
-    (out / JUDGEMENT).write_text(json.dumps(judgement.to_json(), indent=2) + "\n")
+    write_output(out / JUDGEMENT, json.dumps(judgement.to_json(), indent=2) + "\n")
     return judgement
 
 

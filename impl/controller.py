@@ -265,10 +265,18 @@ class Controller:
         ctx.topics_to_delete = set(self.store.children(zk_paths.DELETE_TOPICS, watch=self.session)) & set(ctx.topics)
         self._initialize_states()
         batch.add_update_metadata(set(ctx.live_brokers), set(ctx.assignment))
-        online = [(p, r) for p, r in ctx.partitions_on(set(ctx.live_brokers)) if not ctx.is_deleting(p)]
-        rsm.handle(online, R.OnlineReplica)
+        # Kafka's ReplicaStateMachine.startup (2.3.0, 3.9.2) moves every replica, a topic being deleted too:
+        # those on live brokers to OnlineReplica, the others to OfflineReplica, which takes them out of the ISR.
+        live = set(ctx.live_brokers)
+        rsm.handle(ctx.partitions_on(live), R.OnlineReplica)
+        rsm.handle([(p, r) for p, rs in ctx.assignment.items() for r in rs if r not in live], R.OfflineReplica)
         psm.trigger_online_state_change()
         self._on_reassignment_request(batch)
+        # fetchTopicDeletionsInProgress (KafkaController.scala, 2.3.0): a topic with a replica on a dead
+        # broker waits, ineligible, for that broker to come back.
+        ctx.deletion_ineligible.update(
+            t for t in ctx.topics_to_delete if any(r not in live for _, r in deletion.replicas_of(t))
+        )
         deletion.enqueue(set(ctx.topics_to_delete))
         self._on_preferred_election_request(batch)
         self._on_isr_change_notification(batch)
@@ -281,12 +289,9 @@ class Controller:
         for partition, replicas in ctx.assignment.items():
             states = ctx.replica_states.setdefault(partition, {})
             for replica in replicas:
-                if replica in live:
-                    state = R.OnlineReplica
-                elif ctx.is_deleting(partition):
-                    state = R.ReplicaDeletionIneligible
-                else:
-                    state = R.OfflineReplica
+                # initializeReplicaState: a replica on a dead broker is loaded ReplicaDeletionIneligible, deleted
+                # topic or not; the failover then moves it to OfflineReplica.
+                state = R.OnlineReplica if replica in live else R.ReplicaDeletionIneligible
                 states[replica] = state
                 ctx.transitions.append(["replica", partition, str(replica), None, state._value_])
             leadership = ctx.leadership.get(partition)

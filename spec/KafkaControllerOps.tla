@@ -198,8 +198,9 @@ OpsCtx(c, live, shutting) == Ctx(live, shutting, acting_controller_epoch[c])
 (***************************************************************************************)
 
 (* OpsControllerElect(b) / failover -- actor broker:b.  As ControllerElect, and the failover also
-   loads the topics to delete (their dead replicas ReplicaDeletionIneligible), resumes a requested
-   reassignment, resumes deletions and runs a requested preferred election. *)
+   loads the topics to delete (one with a replica on a dead broker ineligible: Kafka 2.3.0
+   KafkaController.scala, fetchTopicDeletionsInProgress), resumes a requested reassignment, resumes
+   deletions and runs a requested preferred election. *)
 OpsFailoverWork(K) ==
     LET One(p) ==
             IF assignment[p] = <<>>
@@ -207,11 +208,8 @@ OpsFailoverWork(K) ==
                                         !.rs = [r \in Brokers |-> "NonExistentReplica"]]
             ELSE LET del == p \in delete_req
                      L == LoadWork(p, K)
-                     W0 == [L EXCEPT !.del = del,
-                                     !.rs = [r \in Brokers |-> IF del /\ L.rs[r] = "OfflineReplica"
-                                                               THEN "ReplicaDeletionIneligible" ELSE L.rs[r]]]
-                     W1 == IF del THEN W0 ELSE RsmAll(W0, SetOf(W0.asg) \cap LiveOf(K), "OnlineReplica", K)
-                     W2 == TriggerOnline(Seal(W1), K)
+                     W0 == [L EXCEPT !.del = del, !.inel = del /\ ~(SetOf(L.asg) \subseteq LiveOf(K))]
+                     W2 == TriggerOnline(Seal(LoadStartup(W0, K)), K)
                      req == reassign_req[p]
                      W3 == IF req = <<>> \/ del \/ req = W2.asg THEN W2 ELSE Reassign([W2 EXCEPT !.tgt = req], K)
                      W4 == DeletionResume(W3, K)

@@ -725,8 +725,10 @@ CommitEvent(c, K, Wf, kind) == CommitEventFrom(c, K, Wf, kind, {})
 (***************************************************************************************)
 
 \* Context load on failover (_initialize_states): states read off the store, not reached by
-\* transitions; then every live replica Online -> Online and an election for every New or
-\* Offline partition (controller.py _failover).
+\* transitions, a replica on a dead broker ReplicaDeletionIneligible (Kafka 2.3.0 and 3.9.2
+\* ReplicaStateMachine.scala, initializeReplicaState); then every replica on a live broker
+\* Online -> Online, every other one -> OfflineReplica, out of the ISR (startup), and an election for
+\* every New or Offline partition (controller.py _failover).
 LoadWork(p, K) ==
     LET n == StoreNode(p)
         asg == assignment[p]
@@ -734,18 +736,22 @@ LoadWork(p, K) ==
     IN [node |-> n, cache |-> n,
         ps |-> IF ~HasNode(n) THEN "NewPartition" ELSE IF n.leader \in liveSet THEN "OnlinePartition" ELSE "OfflinePartition",
         rs |-> [r \in Brokers |-> IF r \notin Range(asg) THEN "NonExistentReplica"
-                                  ELSE IF r \in liveSet THEN "OnlineReplica" ELSE "OfflineReplica"],
+                                  ELSE IF r \in liveSet THEN "OnlineReplica" ELSE "ReplicaDeletionIneligible"],
         asg |-> asg, del |-> FALSE, inel |-> FALSE, tgt |-> <<>>,
         lai |-> [x \in Brokers |-> NoLai], sealed |-> {}, stop |-> [x \in Brokers |-> {}],
         wrote |-> FALSE, asgw |-> FALSE, badp |-> FALSE, badr |-> FALSE, refused |-> FALSE]
+
+\* ReplicaStateMachine.startup after the load: every assigned replica, of a topic being deleted too.
+LoadStartup(W, K) ==
+    RsmAll(RsmAll(W, Range(W.asg) \cap LiveOf(K), "OnlineReplica", K),
+           Range(W.asg) \ LiveOf(K), "OfflineReplica", K)
 
 FailoverWork(K) ==
     LET One(p) ==
             IF assignment[p] = <<>>
             THEN [Work(CtlId, p) EXCEPT !.cache = NoNode, !.ps = "NonExistentPartition",
                                         !.rs = [r \in Brokers |-> "NonExistentReplica"]]
-            ELSE LET W0 == LoadWork(p, K)
-                 IN TriggerOnline(Seal(RsmAll(W0, Range(W0.asg) \cap LiveOf(K), "OnlineReplica", K)), K)
+            ELSE TriggerOnline(Seal(LoadStartup(LoadWork(p, K), K)), K)
     IN TLCEval([p \in Partitions |-> One(p)])
 
 \* Become controller with epoch controller_epoch + 1 and run the failover (with fresh context).

@@ -63,11 +63,9 @@ def reassignment_keeping_its_leader(run: str) -> list[Event]:
 
 
 def stale_isr_cache(run: str) -> list[Event]:
-    """docs/invariants.md, "A hazard of the safe design": broker 1 leads t0-0 (assignment 2,1) alone; its
-    session expires and broker 2, elected controller, caches the partition with ISR [1]; broker 1 registers
-    again and adds broker 2 to the ISR in the store; it takes a record (acks=1), crashes and restarts; the
-    controller's startup of broker 1 sends the cached leadership (epoch 1, ISR [1]) before the election
-    from the store's ISR makes broker 2 leader of epoch 2."""
+    """docs/invariants.md, "A history the failover closes": broker 1 leads t0-0 (assignment 2,1) alone; its
+    session expires and broker 2 is elected controller; broker 1 registers again, broker 2 fetches from it,
+    broker 1 takes a record (acks=1), crashes and restarts, and the controller starts it up."""
     events: list[Event] = []
     cluster = Cluster(broker_ids(2), Knobs(), events.append)
     cluster.stabilize()
@@ -79,10 +77,10 @@ def stale_isr_cache(run: str) -> list[Event]:
     cluster.process_controller_event(1)  # broker 2 starts as a follower, outside the ISR
     _drain(cluster)
     cluster.expire_session(1)
-    cluster.process_controller_event(2)  # broker 2 elected: leader 1 unregistered, ISR [1] cached
+    cluster.process_controller_event(2)  # broker 2 elected: leader 1 unregistered, taken out of the leadership
     cluster.process_controller_event(1)  # broker 1 registers again and resigns
     cluster.send_fetch(2, "t0-0")
-    _drain(cluster)  # the fetch puts broker 2 in the store's ISR: [1, 2]
+    _drain(cluster)  # broker 1, leading epoch 1 locally, tries to put broker 2 in the store's ISR
     cluster.produce(1, "t0-0", acks=1)
     cluster.crash(1)
     cluster.restart(1)

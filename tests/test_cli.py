@@ -33,13 +33,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_sim_then_check_trace_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = tmp_path / "t.jsonl"
     code, out, _ = run(capsys, "sim", "--seed", "5", "--steps", "800", "--calm-every", "400", "--out", str(trace))
-    assert code == 0 and "wrote 1862 events" in out
+    assert code == 0 and "wrote 1396 events" in out
     code, out, _ = run(capsys, "check-trace", str(trace))
     assert code == 0
     assert "all invariants hold" in out
     code, out, _ = run(capsys, "check-trace", str(trace), "--json")
     report = json.loads(out)
-    assert code == 0 and report["events"] == 1862
+    assert code == 0 and report["events"] == 1396
     assert set(report["verdicts"].values()) == {"holds"}
 
 

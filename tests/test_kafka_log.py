@@ -665,3 +665,26 @@ def test_a_period_s_load_is_the_same_read_in_splits() -> None:
     whole = parse_kafka_log(DATA / _REELECTED).events
     for size in (64, 997, 4096):
         assert parse_kafka_log(DATA / _REELECTED, split_size=size).events == whole
+
+
+def test_a_removal_from_an_isr_that_lacked_the_replica_writes_nothing() -> None:
+    """Line 2 removes replica 3 from u-0's ISR [3] (the last member: kept, a new version written under epoch 3);
+    line 62, in epoch 4, removes replica 2, which the ISR does not hold: Kafka prints the node as read, under
+    its own epoch 4 (doRemoveReplicasFromIsr, 3.9.2), and wrote nothing. Read whole or in splits (the line's
+    version test then needs the state at its split's start), the node keeps controller epoch 3."""
+    for size in (None, 64, 997, 4096):
+        events = (parse_kafka_log(DATA / _REELECTED) if size is None else
+                  parse_kafka_log(DATA / _REELECTED, split_size=size)).events
+        wrote = _at(events, _REELECTED, 2)["state"]
+        assert wrote["partition_controller_epoch"] == {"u-0": 3} and wrote["partition_version"] == {"u-0": 2}
+        assert _at(events, _REELECTED, 62)["state"] == {}
+        assert events[-1]["seq"] == len(events) - 1
+
+
+def test_a_removal_that_wrote_a_new_version_stamps_the_node_with_its_epoch(tmp_path: Path) -> None:
+    text = (DATA / _REELECTED).read_text().splitlines()
+    wrote = text[61].replace("ZkVersion:2,", "ZkVersion:3,")
+    path = _log(tmp_path, *text[:61], wrote, name="wrote.log")
+    for events in (parse_kafka_log(path).events, parse_kafka_log(path, split_size=64).events):
+        assert _at(events, "wrote.log", 62)["state"] == {"partition_controller_epoch": {"u-0": 4},
+                                                          "partition_version": {"u-0": 3}}

@@ -32,7 +32,7 @@ NAMED_TARGET = 0.90
 # edited edge, and the invariant the checker names.
 TABLE_MUTANTS = {
     "partition-table-drops-offline-to-online": (11, 200, "ValidPartitionTransitions"),
-    "replica-table-allows-deleted-to-ineligible": (24, 500, "ValidReplicaTransitions"),
+    "replica-table-allows-deleted-to-ineligible": (13, 800, "ValidReplicaTransitions"),
     "replica-table-drops-ineligible-to-offline": (11, 1400, "ValidReplicaTransitions"),
 }
 

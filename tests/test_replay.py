@@ -56,7 +56,7 @@ def test_the_budget_of_returns_is_per_divergence(monkeypatch: pytest.MonkeyPatch
         return backjump(self, choices, action)
 
     monkeypatch.setattr(Replayer, "_backjump", counted)
-    report = replay(simulate(4, 2000))
+    report = replay(simulate(5, 2000))
     assert report.divergence is None and report.verdict == "conforms"
     assert returns > 1
 

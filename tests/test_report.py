@@ -91,7 +91,7 @@ def review_folder(folder: Path) -> Path:
     """A review folder as `kcm review --out` writes it, with simulated counterexamples in place of TLC's."""
     folder.mkdir(parents=True, exist_ok=True)
     broken = {"unclean_election=true": violating_trace(folder),
-              "controller_epoch_fencing=false": violating_trace(folder, "controller_epoch_fencing=false", 1, 500)}
+              "controller_epoch_fencing=false": violating_trace(folder, "controller_epoch_fencing=false", 5, 200)}
     rows = []
     for variant in VARIANTS:
         if variant.expected and variant.label not in broken:

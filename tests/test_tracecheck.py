@@ -74,7 +74,7 @@ def test_operator_commands_select_the_specification_with_operations() -> None:
 
 
 def test_deleting_a_topic_is_one_model_step_per_partition_it_has() -> None:
-    events = simulate(35, 50, OPERATIONS)
+    events = simulate(176, 80, OPERATIONS)
     delete = next(i for i, e in enumerate(events) if e["action"] == "DeleteTopic")
     assert events[delete]["args"]["topic"] == "t0"
     # t0 has two partitions; t1 (created before the deletion) is not touched.

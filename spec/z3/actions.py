@@ -63,6 +63,18 @@ ERR_OUT_OF_RANGE: Final = 1
 ERR_OTHER: Final = 2
 
 
+@dataclass(frozen=True)
+class NodeWrite:
+    """The partition's state node after a write of a step's sequence (`when` it writes; the node as before
+    otherwise)."""
+
+    when: Expr
+    leader: Expr
+    epoch: Expr
+    isr: dict[int, Expr]
+    version: Expr
+
+
 @dataclass
 class Effect:
     action: str
@@ -145,23 +157,37 @@ class Relations:
     def _write_node(self, e: Effect, leader: Expr, epoch: Expr, isr: dict[int, Expr], pce: Expr,
                     version: Expr, when: Expr = TRUE) -> None:
         """A write of the partition's state node (controller decision or the leader's ISR change)."""
+        self._write_nodes(e, [NodeWrite(when, leader, epoch, isr, version)], pce)
+
+    def _write_nodes(self, e: Effect, writes: Sequence[NodeWrite], pce: Expr, gate: Expr = TRUE) -> None:
+        """Writes of the state node one after another in one step, each with what it writes `when` it does;
+        none unless `gate`."""
         s = self.s
-        e.updates["node"] = ite(when, TRUE, s["node"])
-        e.updates["leader"] = ite(when, leader, s["leader"])
-        e.updates["leader_epoch"] = ite(when, epoch, s["leader_epoch"])
-        e.updates["partition_controller_epoch"] = ite(when, pce, s["partition_controller_epoch"])
-        e.updates["partition_version"] = ite(when, version, s["partition_version"])
+        node, leader, epoch, version = s["node"], s["leader"], s["leader_epoch"], s["partition_version"]
+        written_by = s["partition_controller_epoch"]
+        isr = {r: s.isr(r) for r in self.ids}
+        ghosts = {name: s[f"g.{name}"] for name in ("epoch_leader", "ver_epoch", "ver_leader", "ver_ce",
+                                                      *[f"ver_isr.{r}" for r in self.ids])} if self.cfg.ghosts else {}
+        for w in writes:
+            when = and_(gate, w.when)
+            node, leader, epoch, version = ite(when, TRUE, node), ite(when, w.leader, leader), \
+                ite(when, w.epoch, epoch), ite(when, w.version, version)
+            written_by = ite(when, pce, written_by)
+            isr = {r: ite(when, w.isr[r], isr[r]) for r in self.ids}
+            if ghosts:
+                old = select(ghosts["epoch_leader"], w.epoch)
+                claim = ite(old == UNSET, w.leader, old)  # the first broker ever named leader of the epoch
+                values = {"epoch_leader": (w.epoch, claim), "ver_epoch": (w.version, w.epoch),
+                          "ver_leader": (w.version, w.leader), "ver_ce": (w.version, pce),
+                          **{f"ver_isr.{r}": (w.version, w.isr[r]) for r in self.ids}}
+                for name, (index, value) in values.items():
+                    ghosts[name] = ite(when, store(ghosts[name], index, value), ghosts[name])
+        e.updates.update({"node": node, "leader": leader, "leader_epoch": epoch, "partition_version": version,
+                          "partition_controller_epoch": written_by})
         for r in self.ids:
-            e.updates[f"isr.{r}"] = ite(when, isr[r], s.isr(r))
-        if self.cfg.ghosts:
-            old = select(s["g.epoch_leader"], epoch)
-            claim = ite(old == UNSET, leader, old)  # the first broker ever named leader of the epoch
-            e.updates["g.epoch_leader"] = ite(when, store(s["g.epoch_leader"], epoch, claim), s["g.epoch_leader"])
-            for name, value in (("ver_epoch", epoch), ("ver_leader", leader), ("ver_ce", pce)):
-                e.updates[f"g.{name}"] = ite(when, store(s[f"g.{name}"], version, value), s[f"g.{name}"])
-            for r in self.ids:
-                e.updates[f"g.ver_isr.{r}"] = ite(when, store(s[f"g.ver_isr.{r}"], version, isr[r]),
-                                                  s[f"g.ver_isr.{r}"])
+            e.updates[f"isr.{r}"] = isr[r]
+        for name, value in ghosts.items():
+            e.updates[f"g.{name}"] = value
 
     def _forget(self, e: Effect, b: int, when: Expr = TRUE) -> None:
         """What a broker forgets about its replica when it crashes (`forget_volatile_state`)."""
@@ -242,32 +268,50 @@ class Relations:
 
     # -- the controller ----------------------------------------------------------------------------------
 
-    def _offline_decision(self, live: dict[int, Expr]) -> tuple[Expr, Expr, dict[int, Expr]]:
-        """What a controller writes for the partition when brokers fail: an offline election if the
-        leader is gone (`PartitionStateMachine`), and the failed replicas leave the ISR, the last member
-        excepted (`ReplicaStateMachine._remove_from_isr`). Returns (write?, leader, ISR)."""
+    def _offline_writes(self, live: dict[int, Expr], elect_first: bool) -> list[NodeWrite]:
+        """What a controller writes for the partition when it finds brokers failed, write by write: an
+        offline election if the leader is gone (`PartitionStateMachine`, a write only if it elects), and
+        each failed replica in the ISR, in id order, taken out of it, the last member excepted, and out of
+        the leadership (`ReplicaStateMachine._remove_from_isr`: a write each, with a new leader epoch). A
+        broker change elects first (`Failure`); a failover removes first (`LoadStartup`, then the
+        partition state machine's startup)."""
         s = self.s
         ids = self.ids
-        inp = ElectionInput(
-            assignment=[(self.num(r), s.assigned(r)) for r in ids],
-            isr={r: s.isr(r) for r in ids},
-            isr_position={r: self.num(r) for r in ids},
-            live=live,
-            shutting_down={r: FALSE for r in ids},
-            target=[],
-            leader_epoch=s["leader_epoch"],
-        )
-        outcome = offline_election(inp, self.knobs.unclean_election, self.cfg.rules)
-        leader = s["leader"]
-        need_election = or_(leader == NO_LEADER, not_(or_all(and_(leader == r, live[r]) for r in ids)))
-        elected = and_(need_election, outcome.leader != NO_LEADER)
-        live_isr = {r: and_(s.isr(r), live[r]) for r in ids}
-        any_live = or_all(live_isr.values())
-        last = {r: and_(s.isr(r), *[not_(s.isr(q)) for q in ids if q > r]) for r in ids}
-        isr = {r: ite(elected, outcome.isr[r], ite(any_live, live_isr[r], last[r])) for r in ids}
-        new_leader = ite(elected, outcome.leader, ite(need_election, NO_LEADER, leader))
-        write = and_(s["node"], or_(new_leader != leader, or_all(isr[r] != s.isr(r) for r in ids)))
-        return write, new_leader, isr
+        bump = self.cfg.rules.leader_epoch_bump
+        cur = NodeWrite(FALSE, s["leader"], s["leader_epoch"], {r: s.isr(r) for r in ids}, s["partition_version"])
+        writes: list[NodeWrite] = []
+
+        def then(when: Expr, leader: Expr, isr: dict[int, Expr]) -> NodeWrite:
+            return NodeWrite(when, ite(when, leader, cur.leader), ite(when, cur.epoch + bump, cur.epoch),
+                             {r: ite(when, isr[r], cur.isr[r]) for r in ids}, ite(when, cur.version + 1, cur.version))
+
+        def elect() -> NodeWrite:
+            inp = ElectionInput(
+                assignment=[(self.num(r), s.assigned(r)) for r in ids],
+                isr=cur.isr,
+                isr_position={r: self.num(r) for r in ids},
+                live=live,
+                shutting_down={r: FALSE for r in ids},
+                target=[],
+                leader_epoch=cur.epoch,
+            )
+            outcome = offline_election(inp, self.knobs.unclean_election, self.cfg.rules)
+            need = or_(cur.leader == NO_LEADER, not_(or_all(and_(cur.leader == r, live[r]) for r in ids)))
+            return then(and_(s["node"], need, outcome.leader != NO_LEADER), outcome.leader, outcome.isr)
+
+        if elect_first:
+            cur = elect()
+            writes.append(cur)
+        for r in ids:
+            alone = and_all(not_(cur.isr[q]) for q in ids if q != r)
+            isr = {q: ite(alone, cur.isr[q], FALSE) if q == r else cur.isr[q] for q in ids}
+            cur = then(and_(s["node"], s.assigned(r), not_(live[r]), cur.isr[r]),
+                       ite(cur.leader == r, NO_LEADER, cur.leader), isr)
+            writes.append(cur)
+        if not elect_first:
+            cur = elect()
+            writes.append(cur)
+        return writes
 
     def controller_elect(self, b: int) -> Effect:
         """Win the `/controller` race, bump the controller epoch, fail over: elect a leader for the
@@ -281,9 +325,7 @@ class Relations:
         e.updates["controller_epoch"] = epoch
         e.updates[f"acting_controller_epoch.{b}"] = epoch
         live = {r: s.b("registered", r) for r in self.ids}
-        write, leader, isr = self._offline_decision(live)
-        self._write_node(e, leader, s["leader_epoch"] + self.cfg.rules.leader_epoch_bump, isr, epoch,
-                         s["partition_version"] + 1, when=write)
+        self._write_nodes(e, self._offline_writes(live, elect_first=False), epoch)
         self._see_registrations(e)
         e.args = {"elected": True, "controller_epoch": epoch}
         return e
@@ -326,10 +368,10 @@ class Relations:
         # Before KIP-380 the controller compares broker ids only: a bounced broker stays live.
         live = {r: and_(s.b("registered", r), not_(s.b("bounced", r)) if self.knobs.broker_epoch else TRUE)
                 for r in self.ids}
-        write, leader, isr = self._offline_decision(live)
+        writes = self._offline_writes(live, elect_first=True)
+        write = or_all(w.when for w in writes)
         fenced = and_(write, acting != s["controller_epoch"]) if self.knobs.controller_epoch_fencing else FALSE
-        self._write_node(e, leader, s["leader_epoch"] + self.cfg.rules.leader_epoch_bump, isr, acting,
-                         s["partition_version"] + 1, when=and_(write, not_(fenced)))
+        self._write_nodes(e, writes, acting, gate=not_(fenced))
         e.updates[f"acting_controller_epoch.{c}"] = ite(fenced, 0, acting)
         self._see_registrations(e)
         e.args = {"controller_epoch": acting, "resigned": fenced,

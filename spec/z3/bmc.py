@@ -321,26 +321,32 @@ def _loaded_machines(model: Any, before: State, after: State) -> _Machines:
 def _transitions(action: str, was: _Machines, now: _Machines, leader_failed: bool) -> list[list[Any]]:
     """The transitions that take a controller's machines from `was` to `now`, in the trace format's
     entries. A failover loads its states (from None: LoadWork reads the partition offline when its leader
-    is gone), then elects (Offline -> Online); a broker change takes the partition of a failed leader
-    offline and elects again (Failure, then TriggerOnline), and moves each replica whose state changes."""
+    is gone, a replica on a dead broker ReplicaDeletionIneligible), moves every replica (LoadStartup:
+    Online -> Online, the dead ones to OfflineReplica), then elects (Offline -> Online); a broker change
+    takes the partition of a failed leader offline and elects again (Failure, then TriggerOnline), and
+    moves each replica whose state changes."""
     out: list[list[Any]] = []
     loading = action == "ControllerElect"
+    elections: list[list[Any]] = []
     for p, state in now[0].items():
         first = ("OfflinePartition" if leader_failed else state) if loading else was[0].get(p)
         if loading:
             out.append(["partition", p, None, first])
         elif leader_failed and first == "OnlinePartition":
-            out.append(["partition", p, first, "OfflinePartition"])
+            elections.append(["partition", p, first, "OfflinePartition"])
             first = "OfflinePartition"
         if first != state:
-            out.append(["partition", p, first, state])
+            elections.append(["partition", p, first, state])
     for p, replicas in now[1].items():
-        for r, state in replicas.items():
-            if loading:
-                out.append(["replica", p, r, None, state])
-            elif was[1].get(p, {}).get(r) != state:
-                out.append(["replica", p, r, was[1].get(p, {}).get(r), state])
-    return out
+        if loading:
+            loaded = {r: "OnlineReplica" if state == "OnlineReplica" else "ReplicaDeletionIneligible"
+                      for r, state in replicas.items()}
+            out += [["replica", p, r, None, state] for r, state in loaded.items()]
+            out += [["replica", p, r, loaded[r], state] for r, state in replicas.items()]
+        else:
+            out += [["replica", p, r, was[1].get(p, {}).get(r), state] for r, state in replicas.items()
+                    if was[1].get(p, {}).get(r) != state]
+    return out + elections if loading else elections + out
 
 
 def _constant(expr: Expr) -> int:

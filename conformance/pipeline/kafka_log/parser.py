@@ -168,13 +168,17 @@ PendingKey = tuple[int, int, str]  # broker, correlation id, partition of a Lead
 # How a line changes a leaf of the state: SET writes it when it differs from the value the log showed last,
 # FORCE always (a transition is shown even when it repeats), RAISE when above it (a broker keeps the newest
 # controller epoch it has seen), ACT as SET the epoch a controller acts in, which, when written, begins a
-# controller period (its machines loaded afresh, `Load`). Whether a leaf is written depends on the lines
-# before, so a line records its changes as ops and `written` decides them in line order: a file read in
-# splits decides them once the state at each split's start is known (split.py).
+# controller period (its machines loaded afresh, `Load`), STAMP as SET a partition's controller epoch, its
+# value [epoch, version], only when the line's version differs from the partition's version before the line
+# (a line that shows a state node as its writer left it but stamped with another epoch wrote nothing).
+# Whether a leaf is written depends on the lines before, so a line records its changes as ops and `written`
+# decides them in line order: a file read in splits decides them once the state at each split's start is
+# known (split.py).
 SET: Final = 0
 FORCE: Final = 1
 RAISE: Final = 2
 ACT: Final = 3
+STAMP: Final = 4
 Op = tuple[int, Leaf, Any]
 # The states a controller's machines leave when absent: a partition or replica it has not loaded is in them.
 _ABSENT: Final = frozenset({"NonExistentPartition", "NonExistentReplica"})
@@ -420,8 +424,19 @@ class _Parser:
 
     def _isr_removed(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
                      ops: list[Op]) -> tuple[str, str]:
+        """A replica's removal from the ISR. Kafka (3.9.2 ReplicaStateMachine.scala, doRemoveReplicasFromIsr)
+        prints this line for a partition whose ISR did not hold the replica too, with the state node as read
+        and nothing written, but under the controller's own epoch: that epoch is the node's only if the
+        line's version is a new one (STAMP)."""
         args["removed_from_isr"] = int(v["r"])
-        self._store(ops, _partition(v), parse_rendering(v["lisr"]), int(v["e"]))
+        p = _partition(v)
+        fields = parse_rendering(v["lisr"])
+        if "zk_version" in fields and "leader" in fields:
+            ops.append((STAMP, ("partition_controller_epoch", p), [fields.get("controller_epoch", int(v["e"])),
+                                                                    fields["zk_version"]]))
+            self._store(ops, p, fields, None, stamped=True)
+        else:
+            self._store(ops, p, fields, int(v["e"]))
         return f"controller:{v['c']}", "BrokerChange"
 
     def _isr_updated(self, v: dict[str, str], f: fm.Format, args: dict[str, Any],
@@ -478,14 +493,16 @@ class _Parser:
         args["transitions"] = [[*key, src, dst]]
         self._set(ops, leaf, dst, force=True)
 
-    def _store(self, ops: list[Op], p: str, fields: dict[str, Any], epoch: int | None) -> None:
+    def _store(self, ops: list[Op], p: str, fields: dict[str, Any], epoch: int | None,
+               stamped: bool = False) -> None:
+        """The state node a line shows; its controller epoch too unless a STAMP op before carries it."""
         if "leader" in fields:
             self._set(ops, ("leader", p), fields["leader"])
         for var, name in (("leader_epoch", "leader_epoch"), ("isr", "isr"), ("partition_version", "zk_version")):
             if name in fields:
                 self._set(ops, (var, p), fields[name])
         written_by = fields.get("controller_epoch", epoch)
-        if "leader" in fields and written_by is not None:
+        if "leader" in fields and written_by is not None and not stamped:
             self._set(ops, ("partition_controller_epoch", p), written_by)
 
     # -- the brokers' lines -----------------------------------------------------------------------------------
@@ -652,10 +669,19 @@ class _Parser:
         ops.append((FORCE if force else SET, leaf, value))
 
 
+def value_of(op: Op) -> Any:
+    """The value an op writes to its leaf when it does."""
+    return op[2][0] if op[0] == STAMP else op[2]
+
+
 def written(known: dict[Leaf, Any], op: Op) -> bool:
     """Whether the op writes its leaf, given the values the log showed last (`known`, updated)."""
     kind, leaf, value = op
-    if kind in (SET, ACT):
+    if kind == STAMP:
+        value, version = value
+        if known.get(("partition_version", *leaf[1:])) == version or known.get(leaf) == value:
+            return False
+    elif kind in (SET, ACT):
         if known.get(leaf) == value:
             return False
     elif kind == RAISE and not value > known.get(leaf, 0):
@@ -695,7 +721,7 @@ def events_of(steps: list[Step], run: str, seq: int, known: dict[Leaf, Any],
                     load = next(pending)
                     for leaf, state in load.states.items():
                         _put(delta, leaf, state)
-                _put(delta, op[1], op[2])
+                _put(delta, op[1], value_of(op))
         actor, action, args = step.actor, step.action, step.args
         if load is not None and load.states:
             actor, action, args = _loading(load, step)

@@ -35,6 +35,8 @@ from kcm.conformance.pipeline.kafka_log.layouts import Layout, compile_pattern, 
 from kcm.conformance.pipeline.kafka_log.parser import (
     MAX_WRAP,
     RAISE,
+    SET,
+    STAMP,
     Leaf,
     Load,
     Op,
@@ -186,6 +188,9 @@ class Summary:
     events: int
     sets: dict[Leaf, Op]
     raises: dict[Leaf, Any]
+    # A STAMP op whose version test needs the state at the split's start, with the op its leaf had from this
+    # split before it (None: none): decided before `sets`, which holds its version from the same line.
+    stamps: dict[Leaf, tuple[Op | None, Op]]
     tail: list[tuple[list[Op], Redo | None]]
     pending: dict[PendingKey, dict[str, Any]]
     touched: set[PendingKey]
@@ -198,17 +203,26 @@ def summarize(parse: SplitParse) -> Summary:
     cut = next((i for i, step in enumerate(steps) if step.redo is not None), len(steps))
     sets: dict[Leaf, Op] = {}
     raises: dict[Leaf, Any] = {}
+    stamps: dict[Leaf, tuple[Op | None, Op]] = {}
     for step in steps[:cut]:
         for op in step.ops:
             kind, leaf, value = op
             if kind == RAISE:
                 # A run of RAISEs does what their highest alone does.
                 raises[leaf] = max(raises[leaf], value) if leaf in raises else value
+            elif kind == STAMP:
+                version = sets.get(("partition_version", *leaf[1:]))
+                if version is None:
+                    stamps[leaf] = (sets.pop(leaf, None), op)
+                elif version[2] != value[1]:
+                    sets[leaf] = (SET, leaf, value[0])
+                    stamps.pop(leaf, None)
             else:
                 # After a SET or FORCE, a leaf is what that op alone makes of it.
                 sets[leaf] = op
                 raises.pop(leaf, None)
-    return Summary(sum(1 for step in steps if step.event), sets, raises,
+                stamps.pop(leaf, None)
+    return Summary(sum(1 for step in steps if step.event), sets, raises, stamps,
                    [(step.ops, step.redo) for step in steps[cut:]], parse.pending, parse.touched, parse.brokers,
                    parse.periods)
 
@@ -240,7 +254,7 @@ def link(summaries: list[Summary], run: str, file: str) -> list[Link]:
         fields = {r.key: pending[r.key] for _, r in summary.tail if r is not None and r.key in pending}
         tail = [redo(r, fields[r.key], file).ops if r is not None and r.key in fields else ops
                 for ops, r in summary.tail]
-        leaves = {*summary.sets, *summary.raises, *(op[1] for ops in tail for op in ops)}
+        leaves = {*summary.sets, *summary.raises, *summary.stamps, *(op[1] for ops in tail for op in ops)}
         begun.append([])
         for period in summary.periods:
             on = going.get(period.controller)
@@ -253,6 +267,10 @@ def link(summaries: list[Summary], run: str, file: str) -> list[Link]:
             begun[-1].append((fresh, on))
             going[period.controller] = fresh
         links.append(Link(seq, {leaf: known[leaf] for leaf in leaves if leaf in known}, fields, []))
+        for earlier, stamp in summary.stamps.values():
+            if earlier is not None:
+                written(known, earlier)
+            written(known, stamp)
         for op in summary.sets.values():
             written(known, op)
         for leaf, value in summary.raises.items():

@@ -741,9 +741,10 @@ LoadWork(p, K) ==
         lai |-> [x \in Brokers |-> NoLai], sealed |-> {}, stop |-> [x \in Brokers |-> {}],
         wrote |-> FALSE, asgw |-> FALSE, badp |-> FALSE, badr |-> FALSE, refused |-> FALSE]
 
-\* ReplicaStateMachine.startup after the load: every assigned replica, of a topic being deleted too.
+\* ReplicaStateMachine.startup after the load: every assigned replica, of a topic being deleted too,
+\* in two state-machine calls, each sending its own requests (the caller seals the second).
 LoadStartup(W, K) ==
-    RsmAll(RsmAll(W, Range(W.asg) \cap LiveOf(K), "OnlineReplica", K),
+    RsmAll(Seal(RsmAll(W, Range(W.asg) \cap LiveOf(K), "OnlineReplica", K)),
            Range(W.asg) \ LiveOf(K), "OfflineReplica", K)
 
 FailoverWork(K) ==

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -179,6 +180,12 @@ def _end(children: dict[int, bool], grace: float) -> None:
 
 
 def _stop_requested(signum: int, frame: FrameType | None) -> None:
+    # From here on a thread still talking to a child being ended (py4j to Spark's JVM, on the root logger) would
+    # log the lost connection as an error with a traceback, before or after the one line; what it would say is
+    # the interrupt itself. Not restored: the command is over, and that thread may log after main() returns.
+    logging.disable(logging.CRITICAL)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Interrupted(signal.Signals(signum).name)
 
 
@@ -188,9 +195,9 @@ def _worker_stopped(signum: int, frame: FrameType | None) -> None:
 
 
 def install() -> None:
-    """Turns SIGTERM and SIGHUP into `Interrupted` in the main thread (SIGINT already raises KeyboardInterrupt)
-    and ends every owned child at exit. Called once by the command line."""
-    for signum in _ENDED_SIGNALS:
+    """Turns SIGTERM and SIGHUP into `Interrupted` in the main thread, SIGINT into KeyboardInterrupt (as Python
+    does), each silencing logging first, and ends every owned child at exit. Called once by the command line."""
+    for signum in (signal.SIGINT, *_ENDED_SIGNALS):
         signal.signal(signum, _stop_requested)
     if not _state["installed"]:
         atexit.register(end_all)

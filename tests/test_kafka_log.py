@@ -544,7 +544,8 @@ def test_no_input_crashes_the_parser(tmp_path: Path) -> None:
 # -- real logs of Kafka 3.9.2 and 2.8.2 brokers that kcm ran under faults (excerpts, copied as printed) ---------
 
 _REAL_RUNS = ("kafka-3.9.2-state-change.log", "kafka-3.9.2-state-change-reelected.log", "kafka-2.8.2-controller.log",
-              "kafka-3.9.2-controller-broker-1.log", "kafka-3.9.2-controller-broker-3.log")
+              "kafka-3.9.2-controller-broker-1.log", "kafka-3.9.2-controller-broker-3.log",
+              "kafka-3.9.2-controller-rejected-alter.log")
 
 
 @pytest.mark.parametrize("name", _REAL_RUNS)
@@ -688,3 +689,14 @@ def test_a_removal_that_wrote_a_new_version_stamps_the_node_with_its_epoch(tmp_p
     for events in (parse_kafka_log(path).events, parse_kafka_log(path, split_size=64).events):
         assert _at(events, "wrote.log", 62)["state"] == {"partition_controller_epoch": {"u-0": 4},
                                                           "partition_version": {"u-0": 3}}
+
+
+def test_an_alter_partition_the_controller_rejects_is_skipped_for_its_reason() -> None:
+    """Broker 1 of a 3.9.2 campaign run, lines 70-86 of its controller.log, as printed: controller 1 rejects
+    broker 3's AlterPartition naming broker 2, which is not live (KIP-841, KafkaController.processAlterPartition):
+    nothing written, so no event."""
+    parsed = parse_kafka_log(DATA / "kafka-3.9.2-controller-rejected-alter.log")
+    rejected = next(e for e in parsed.skipped if int(e["line"]) == 11)
+    assert rejected["reason"] == ("skipped on purpose: an AlterPartition refused (a replica not live in the new ISR, "
+                                  "KIP-841; or a leader recovery state it may not take); nothing written")
+    assert parsed.quarantine == []

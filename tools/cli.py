@@ -27,9 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SIGINT ignored, which they would inherit.
         handlers = {signum: signal.signal(signum, signal.SIG_IGN)
                     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        # A thread still talking to a child being ended (py4j to Spark's JVM) logs the lost connection as an
-        # error with a traceback, even after the one line; what it would say is the interrupt itself. Not
-        # restored: the command is over, and that thread may log a moment after main() returns.
+        # As at the signal (child_processes._stop_requested), for an interrupt raised without one.
         logging.disable(logging.CRITICAL)
         try:
             # Children first: the line is the last thing a user sees, and nothing kcm started outlives it.

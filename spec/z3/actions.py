@@ -365,6 +365,11 @@ class Relations:
         acting = s.b("acting_controller_epoch", c)
         e.guard(f"broker {c} is alive", s.b("alive", c))
         e.guard(f"broker {c} acts as controller", acting != 0)
+        # A deposed controller handles only the broker change it had queued when its session expired (the
+        # specification's zombie_events): its own registration's deletion never reaches it, another
+        # broker's change must have. Approximated by another broker gone or not yet seen again.
+        others = or_all(or_(not_(s.b("registered", r)), s.b("bounced", r)) for r in self.ids if r != c)
+        e.guard(f"broker {c}, if deposed, had a broker change queued", implies(not_(s.b("registered", c)), others))
         # Before KIP-380 the controller compares broker ids only: a bounced broker stays live.
         live = {r: and_(s.b("registered", r), not_(s.b("bounced", r)) if self.knobs.broker_epoch else TRUE)
                 for r in self.ids}

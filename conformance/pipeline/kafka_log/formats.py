@@ -575,6 +575,8 @@ _LOST: Final = "a lost controller election: the winner logs its own in its contr
 _STALE_ALTER: Final = ("an AlterPartition of an unknown broker or an earlier registration of it (KIP-380 broker "
                        "epoch), refused; nothing written")
 _DELETION: Final = "a topic deletion's start; its partitions' and replicas' states are logged in state-change.log"
+_REFUSED_ALTER: Final = ("an AlterPartition refused (a replica not live in the new ISR, KIP-841; or a leader recovery "
+                         "state it may not take); nothing written")
 _CONTROLLER_CHATTER: Final[tuple[tuple[str, str, str, str], ...]] = (
     ("1.1", "3.9", "Registering handlers", _HOUSEKEEPING),
     ("1.1", "3.9", "Deleting log dir event notifications", _HOUSEKEEPING),
@@ -632,6 +634,12 @@ _CONTROLLER_CHATTER: Final[tuple[tuple[str, str, str, str], ...]] = (
     ("2.7", "3.1", "Ignoring AlterIsr due to stale broker epoch {rest}", _STALE_ALTER),
     ("3.2", "3.9", "Ignoring AlterPartition due to unknown broker {n}", _STALE_ALTER),
     ("3.2", "3.9", "Ignoring AlterPartition due to stale broker epoch {rest}", _STALE_ALTER),
+    ("3.3", "3.9", "Rejecting AlterPartition request from node {n} for {tp} because it specified ineligible replicas "
+                   "{rest}", _REFUSED_ALTER),
+    ("3.2", "3.9", "Rejecting AlterPartition from node {n} for {tp} because leader is recovering and ISR is greater "
+                   "than 1: {rest}", _REFUSED_ALTER),
+    ("3.2", "3.9", "Rejecting AlterPartition from node {n} for {tp} because the leader recovery state cannot change "
+                   "from RECOVERED to RECOVERING: {rest}", _REFUSED_ALTER),
     ("2.4", "3.9", "Updating assignment of partition {tp} from {rest}", "the start of an assignment update logged as "
                                                                        "'Successfully updated assignment'"),
     ("1.1", "3.9", "Leader {n} for partition {tp} being reassigned, is not in the new list of replicas {replicas}. "

@@ -184,6 +184,16 @@ class _Replay:
             self.cluster.produce(leader, f"{DATA_TOPIC}-0")
             self.settle()
 
+    def while_paused(self, broker: int) -> None:
+        """Kafka's paused broker takes no step until its session has expired and the other brokers have acted
+        on it (a new controller elected, the broker change handled): their controller queues first, it after."""
+        cluster = self.cluster
+        while True:
+            busy = [b for b in cluster.live_brokers() if b != broker and cluster.controllers[b].queue]
+            if not busy:
+                return
+            cluster.process_controller_event(busy[0])
+
     def leader(self, partition: int) -> int:
         """The leader the store holds now: the last the trace's deltas wrote."""
         name = f"{DATA_TOPIC}-{partition}"
@@ -261,6 +271,7 @@ def _broker_fault(replay: _Replay, kind: str, broker: int) -> None:
         cluster.restart(broker)
     elif kind == "pause":
         cluster.expire_session(broker)
+        replay.while_paused(broker)
     else:
         cluster.request_controlled_shutdown(broker)
         replay.settle()

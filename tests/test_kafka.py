@@ -268,3 +268,45 @@ def test_the_report_page_draws_both_controllers_leadership(tmp_path: Path) -> No
     html = page.read_text()
     assert html.count('<svg class="leadership"') == 2  # one per partition of the data topic
     assert "kcm-data-0" in html and record.name in html and "holds" in html
+
+
+def _copied_run(tmp_path: Path) -> RunRecord:
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(RUN, folder)
+    return RunRecord.from_json({**json.loads((RUN / "run.json").read_text()), "folder": str(folder)})
+
+
+def test_kafkas_side_ends_where_the_producer_stopped(tmp_path: Path) -> None:
+    """After the producer's stop the campaign reads back and stops the brokers, which the replay has no
+    counterpart of: Kafka's events after the `shutdown_complete` the producer printed are left out."""
+    from datetime import datetime
+
+    from kcm.conformance.kafka.differential import before_the_stop, kafka_events
+
+    record = _copied_run(tmp_path)
+    events = kafka_events(record)
+    times = sorted(str(e["args"]["time"]) for e in events if e["args"].get("time"))
+    middle = times[len(times) // 2]
+    stopped = int(datetime.strptime(middle + "000", "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000)
+    assert before_the_stop(record, events) == events  # no producer log: nothing to cut
+    (Path(record.folder) / "producer.jsonl").write_text(
+        f'{{"timestamp":{stopped - 5000},"name":"startup_complete"}}\n{{"timestamp":{stopped},"name":"shutdown_complete"}}\n')
+    kept = before_the_stop(record, events)
+    assert kept == [e for e in events if str(e["args"].get("time", "")) <= middle]
+    assert len(times) // 2 < len(kept) < len(events)
+
+
+def test_a_paused_controller_is_dead_to_the_failover_its_expiry_brings(tmp_path: Path) -> None:
+    """Kafka's SIGSTOPped controller stays down past its session: the new controller loads its replicas as
+    ReplicaDeletionIneligible and moves them to OfflineReplica (ReplicaStateMachine.startup, 3.9.2), so the
+    replay's paused broker takes no step until the others have acted."""
+    from kcm.conformance.kafka.campaign import FaultRecord
+    from kcm.conformance.kafka.differential import compare
+
+    record = _copied_run(tmp_path)
+    record.faults = [FaultRecord("pause", None, "controller", 5.0)]
+    ours = compare(record).kcm.replica_transitions
+    assert ours[("NonExistentReplica", "ReplicaDeletionIneligible")] == 2  # one replica of each partition
+    assert ours[("ReplicaDeletionIneligible", "OfflineReplica")] == 2

@@ -17,6 +17,7 @@ keeps the order in which replicas joined it, which no invariant reads.
 from __future__ import annotations
 
 import difflib
+from datetime import datetime
 import random
 import re
 from collections import Counter
@@ -27,6 +28,7 @@ from typing import Any, Final
 
 from kcm.conformance.kafka.campaign import DATA_TOPIC, RunRecord
 from kcm.conformance.pipeline.kafka_log import parse_kafka_log
+from kcm.impl.kafka.admin import read_producer_log
 from kcm.impl.sim.cluster import Cluster
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import NO_LEADER, Knobs
@@ -81,7 +83,7 @@ class Comparison:
 
 
 def compare(record: RunRecord) -> Comparison:
-    logged = kafka_events(record)
+    logged = before_the_stop(record, kafka_events(record))
     assignment = _assignment(logged)
     kcm_events, not_replayed = _replay(record, assignment)
     kafka, ours = _side(logged), _side(kcm_events)
@@ -106,6 +108,18 @@ def kafka_events(record: RunRecord) -> list[Event]:
             args["log"] = f"{path.parent.name}/{args.get('log', path.name)}"
             keyed.append((str(args.get("time", "")), index, position, event))
     return [event for *_, event in sorted(keyed, key=lambda k: k[:3])]
+
+
+def before_the_stop(record: RunRecord, events: list[Event]) -> list[Event]:
+    """The events up to the producer's stop, which ends the calm phase: after it the campaign reads the topic back
+    and stops the brokers one by one, failovers and all, which the replay has no counterpart of. The log's
+    times are the brokers' local time, as this machine's (the campaign and the comparison run on one)."""
+    log = Path(record.folder) / "producer.jsonl"
+    stopped = read_producer_log(log).stopped_ms if log.is_file() else None
+    if stopped is None:
+        return events
+    end = datetime.fromtimestamp(stopped / 1000).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    return [e for e in events if str(e.get("args", {}).get("time", "")) <= end]
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,13 @@ class Record:
 
 @dataclass
 class ProducerLog:
-    """What the producer printed: every acknowledged record, and how many sends failed (by error)."""
+    """What the producer printed: every acknowledged record, how many sends failed (by error), and when it
+    stopped (ms since the epoch; None if it did not say)."""
 
     acked: list[Record] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)
     lines: int = 0
+    stopped_ms: int | None = None
 
 
 class Admin:
@@ -209,6 +211,8 @@ def read_producer_log(path: Path) -> ProducerLog:
         elif entry.get("name") == "producer_send_error":
             reason = str(entry.get("exception", "unknown")).rsplit(".", 1)[-1]
             log.errors[reason] = log.errors.get(reason, 0) + 1
+        elif entry.get("name") == "shutdown_complete" and isinstance(entry.get("timestamp"), int):
+            log.stopped_ms = entry["timestamp"]
     return log
 
 

@@ -17,12 +17,12 @@ keeps the order in which replicas joined it, which no invariant reads.
 from __future__ import annotations
 
 import difflib
-from datetime import datetime
 import random
 import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 

@@ -291,8 +291,8 @@ def test_kafkas_side_ends_where_the_producer_stopped(tmp_path: Path) -> None:
     middle = times[len(times) // 2]
     stopped = int(datetime.strptime(middle + "000", "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000)
     assert before_the_stop(record, events) == events  # no producer log: nothing to cut
-    (Path(record.folder) / "producer.jsonl").write_text(
-        f'{{"timestamp":{stopped - 5000},"name":"startup_complete"}}\n{{"timestamp":{stopped},"name":"shutdown_complete"}}\n')
+    (Path(record.folder) / "producer.jsonl").write_text(f'{{"timestamp":{stopped - 5000},"name":"startup_complete"}}\n'
+                                                        f'{{"timestamp":{stopped},"name":"shutdown_complete"}}\n')
     kept = before_the_stop(record, events)
     assert kept == [e for e in events if str(e["args"].get("time", "")) <= middle]
     assert len(times) // 2 < len(kept) < len(events)

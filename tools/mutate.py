@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--examples", type=int, default=Suite.examples, help="state-machine examples per mutant")
     parser.add_argument("--steps", type=int, default=Suite.steps, help="rules per example at most")
     parser.add_argument("--seeds", type=int, default=len(Suite().seeds),
-                        help="simulator runs per mutant, seeds 1..N (default 32; the first 3 also step-checked, "
+                        help="simulator runs per mutant, seeds 1..N (default 100; the first 3 also step-checked, "
                              "replayed)")
     parser.add_argument("--sim-steps", type=int, default=Suite.sim_steps, help="steps of each simulator run")
     parser.add_argument("--list", action="store_true", help="list the catalogue and exit")

@@ -46,7 +46,7 @@ class Suite:
 
     examples: int = 40
     steps: int = 30
-    seeds: tuple[int, ...] = tuple(range(1, 33))
+    seeds: tuple[int, ...] = tuple(range(1, 101))
     sim_steps: int = 3000
     validated: int = 3
     # Calm phases, so that the progress properties are judged (docs/invariants.md, progress properties).

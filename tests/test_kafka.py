@@ -73,6 +73,7 @@ def test_status_stop_and_judge_of_a_folder_without_a_cluster_say_so(tmp_path: Pa
 def test_missing_java_or_maven_is_one_line_naming_what_to_install(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     java = Path(releases.java()).resolve()
+    monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     releases.java.cache_clear()

@@ -25,8 +25,9 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
+from kcm.spec.java import JAVA_MIN, probe_java
+
 POM: Final = Path(__file__).with_name("pom.xml")
-_JAVA_MIN: Final = 17
 
 
 class KafkaMissing(Exception):
@@ -83,16 +84,14 @@ def release(version: str) -> Release:
 @cache
 def java() -> str:
     """The java binary, 17 or newer, or KafkaMissing."""
-    binary = shutil.which("java")
-    if binary is None:
-        raise KafkaMissing("java not found (Kafka's brokers need Java 17 here): "
+    java = probe_java()
+    if java.binary is None:
+        raise KafkaMissing(f"java not found (Kafka's brokers need Java {JAVA_MIN} here): "
                            "install: apt-get install openjdk-17-jre-headless")
-    banner = subprocess.run([binary, "-version"], capture_output=True, text=True, check=False).stderr
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', banner)
-    major = 0 if found is None else int(found.group(2) or 0) if found.group(1) == "1" else int(found.group(1))
-    if major < _JAVA_MIN:
-        raise KafkaMissing(f"{binary} is Java {major or '?'}, kcm runs Kafka on Java {_JAVA_MIN}+: "
+    if not java.usable:
+        raise KafkaMissing(f"{java.binary} is Java {java.major or '?'}, kcm runs Kafka on Java {JAVA_MIN}+: "
                            "install: apt-get install openjdk-17-jre-headless")
+    binary = java.binary
     return binary
 
 

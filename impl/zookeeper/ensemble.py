@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,12 +30,12 @@ from types import TracebackType
 from typing import Literal
 
 from kcm.spec import child_processes
+from kcm.spec.java import JAVA_MIN, probe_java
 
 STATE_FILE = "ensemble.json"
 TICK_MS = 200
 MIN_SESSION_MS = 2 * TICK_MS
 MAX_SESSION_MS = 100 * TICK_MS
-_JAVA_MIN = 17
 _JAR_DIR = Path("/usr/share/java")
 # zookeeper.jar's manifest Class-Path names its dependencies (netty, jute, slf4j-api, ...), as Debian's
 # zkEnv.sh relies on; slf4j-simple is the logger binding, writing to stderr, which goes to the server's log.
@@ -266,13 +265,15 @@ class Ensemble:
 @cache
 def locate() -> tuple[str, str]:
     """The java binary (17+) and the classpath of Debian's ZooKeeper, or ZooKeeperMissing saying what to install."""
-    java = shutil.which("java")
-    if java is None:
-        raise ZooKeeperMissing("java not found (ZooKeeper 3.8 needs Java 17+): "
+    java = probe_java()
+    if java.binary is None:
+        raise ZooKeeperMissing(f"java not found (ZooKeeper 3.8 needs Java {JAVA_MIN}+): "
                                "install: apt-get install openjdk-17-jre-headless zookeeper")
-    version = _java_major(java)
-    if version < _JAVA_MIN:
-        raise ZooKeeperMissing(f"{java} is Java {version}, ZooKeeper 3.8 needs {_JAVA_MIN}+: "
+    if java.major is None:
+        raise ZooKeeperMissing(f"{java.binary} -version printed no version{': ' + java.error if java.error else ''}: "
+                               "install: apt-get install openjdk-17-jre-headless")
+    if java.major < JAVA_MIN:
+        raise ZooKeeperMissing(f"{java.binary} is Java {java.major}, ZooKeeper 3.8 needs {JAVA_MIN}+: "
                                "install: apt-get install openjdk-17-jre-headless")
     jars = []
     for name, package in _JARS:
@@ -280,17 +281,7 @@ def locate() -> tuple[str, str]:
         if not jar.is_file():
             raise ZooKeeperMissing(f"{jar} not found (Debian's ZooKeeper install): install: apt-get install {package}")
         jars.append(str(jar))
-    return java, os.pathsep.join(jars)
-
-
-def _java_major(java: str) -> int:
-    banner = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', banner)
-    if found is None:
-        raise ZooKeeperMissing(f"{java} -version printed no version: install: apt-get install openjdk-17-jre-headless")
-    major = int(found.group(1))
-    # Java 8 and older call themselves 1.N.
-    return int(found.group(2) or 0) if major == 1 else major
+    return java.binary, os.pathsep.join(jars)
 
 
 def _allocate(count: int) -> list[_Server]:

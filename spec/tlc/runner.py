@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kcm.spec import child_processes
+from kcm.spec.java import JAVA_MIN, probe_java
 
 TLC_EXIT_OK: Final = 0
 TLC_EXIT_VIOLATION: Final = 12
@@ -41,7 +41,6 @@ MSG_STUTTERING: Final = 2218
 # TLC names no property when one of several is violated.
 TEMPORAL: Final = "temporal properties"
 MSG_ERROR_LEVEL: Final = 1
-JAVA_MIN: Final = 17
 DEFAULT_HEAP_MB: Final = 4096
 MIN_HEAP_MB: Final = 256
 
@@ -115,23 +114,16 @@ def find_tools() -> tuple[str, Path]:
 
 def find_java() -> tuple[str, int]:
     """The java executable and its major version; Java 17 or newer is required by TLC."""
-    java_home = os.environ.get("JAVA_HOME")
-    candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
-    if not candidate or not Path(candidate).exists():
+    java = probe_java()
+    if java.binary is None:
         raise TlcSetupError(f"Java {JAVA_MIN} is required by TLC and was not found (install openjdk-{JAVA_MIN}-jre)")
-    try:
-        probe = subprocess.run([candidate, "-version"], capture_output=True, text=True, timeout=60, check=False)
-    except OSError as err:
-        raise TlcSetupError(f"{candidate}: cannot run: {err.strerror}") from err
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', probe.stderr + probe.stdout)
-    if match is None:
-        raise TlcSetupError(f"{candidate}: cannot tell its Java version")
-    major = int(match.group(1))
-    if major == 1 and match.group(2):
-        major = int(match.group(2))
-    if major < JAVA_MIN:
-        raise TlcSetupError(f"Java {JAVA_MIN} or newer is required by TLC; {candidate} is Java {major}")
-    return candidate, major
+    if java.error:
+        raise TlcSetupError(f"{java.binary}: cannot run: {java.error}")
+    if java.major is None:
+        raise TlcSetupError(f"{java.binary}: cannot tell its Java version")
+    if java.major < JAVA_MIN:
+        raise TlcSetupError(f"Java {JAVA_MIN} or newer is required by TLC; {java.binary} is Java {java.major}")
+    return java.binary, java.major
 
 
 # -- TLA+ values ----------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import Final, Literal
 from kcm.impl.kafka import release as releases
 from kcm.impl.zookeeper import ensemble as zk
 from kcm.spec import child_processes
+from kcm.spec.atomic_output import write_output
 
 STATE_FILE: Final = "kafka.json"
 SESSION_TIMEOUT_MS: Final = 6000
@@ -307,7 +308,8 @@ class KafkaCluster:
     def _save(self) -> None:
         state = asdict(self._state)
         state["bootstrap"] = self.bootstrap
-        (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+        # Whole or not at all: `status` and `stop` of another process read it while this one runs.
+        write_output(self.directory / STATE_FILE, json.dumps(state, indent=2) + "\n")
 
     def _running(self) -> bool:
         try:

@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Literal
 
 from kcm.spec import child_processes
+from kcm.spec.atomic_output import write_output
 from kcm.spec.java import JAVA_MIN, probe_java
 
 STATE_FILE = "ensemble.json"
@@ -217,7 +218,8 @@ class Ensemble:
 
     def _save(self) -> None:
         state = {"servers": self._count, "hosts": self.hosts, "members": [asdict(s) for s in self._servers]}
-        (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+        # Whole or not at all: `status` and `stop` of another process read it while this one runs.
+        write_output(self.directory / STATE_FILE, json.dumps(state, indent=2) + "\n")
 
     def _running(self) -> bool:
         try:

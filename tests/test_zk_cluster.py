@@ -31,9 +31,9 @@ from kcm.spec.trace.format import TraceWriter, read_trace
 from kcm.spec.vocabulary import Knobs
 from kcm.tools.cli import main
 
-# Seed 16's first 300 steps elect and fail over controllers (a crash and a session expiry), register, expire and
+# Seed 20's first 300 steps elect and fail over controllers (a crash and a session expiry), register, expire and
 # re-register brokers, and create, reassign and delete topics through the admin paths.
-SEED: Final = 16
+SEED: Final = 20
 STEPS: Final = 300
 PROTOCOL: Final = {"ControllerElect", "ControllerCrash", "SessionExpire", "BrokerChange", "BrokerReregister",
                    "CreateTopic", "ReassignPartitions", "PartitionReassignment", "DeleteTopic", "TopicDeletion"}

@@ -175,13 +175,17 @@ class Relations:
             written_by = ite(when, pce, written_by)
             isr = {r: ite(when, w.isr[r], isr[r]) for r in self.ids}
             if ghosts:
-                old = select(ghosts["epoch_leader"], w.epoch)
+                # With leader_epoch_bump >= 1 each write of the step has a higher epoch than the one before, so
+                # the epoch's first leader is read before the step: the same value, without the chain of stores.
+                old = select(s["g.epoch_leader"] if self.cfg.rules.leader_epoch_bump >= 1
+                             else ghosts["epoch_leader"], w.epoch)
                 claim = ite(old == UNSET, w.leader, old)  # the first broker ever named leader of the epoch
                 values = {"epoch_leader": (w.epoch, claim), "ver_epoch": (w.version, w.epoch),
                           "ver_leader": (w.version, w.leader), "ver_ce": (w.version, pce),
                           **{f"ver_isr.{r}": (w.version, w.isr[r]) for r in self.ids}}
+                # A write not taken stores back what its index holds: a chain of stores, no choice of arrays.
                 for name, (index, value) in values.items():
-                    ghosts[name] = ite(when, store(ghosts[name], index, value), ghosts[name])
+                    ghosts[name] = store(ghosts[name], index, ite(when, value, select(ghosts[name], index)))
         e.updates.update({"node": node, "leader": leader, "leader_epoch": epoch, "partition_version": version,
                           "partition_controller_epoch": written_by})
         for r in self.ids:

@@ -20,7 +20,7 @@ from typing import Any
 
 from kcm.spec.verdicts import HOLDS, UNKNOWN, VIOLATED
 from kcm.spec.vocabulary import Knobs
-from kcm.spec.z3.actions import Effect, Relations, next_relation
+from kcm.spec.z3.actions import Effect, Relations, next_relation, relation
 from kcm.spec.z3.invariants import (
     STATE_INVARIANTS,
     Lemma,
@@ -80,7 +80,7 @@ class Induction:
         self.lemmas: dict[str, Lemma] = {lemma.name: lemma for lemma in lemmas(self.cfg)}
         self.timeout_ms = timeout_ms
         self._houdini: list[str] | None = None
-        self._supports: Expr | None = None
+        self._supports: list[Expr] | None = None
         self._tracks: dict[str, Expr] = {}
         self._support_cache: dict[str, list[str] | None] = {}
 
@@ -118,10 +118,21 @@ class Induction:
             return VIOLATED, solver.model()
         return UNKNOWN, None
 
+    def after_each_action(self, premises: list[Expr], goal: Expr) -> tuple[str, Expr | None]:
+        """`premises` and one step of `Next` give `goal`, asked one action instance at a time: the
+        solver answers the small queries in a fraction of the time of one over the whole disjunction."""
+        unknown = False
+        for index, effect in enumerate(self.effects):
+            verdict, model = self.check([*premises, relation(effect, self.s, self.t), self.choice == index], goal)
+            if verdict == VIOLATED:
+                return verdict, model
+            unknown = unknown or verdict == UNKNOWN
+        return (UNKNOWN if unknown else HOLDS), None
+
     def preserved(self, names: list[str], goals: list[str] | None = None) -> tuple[str, Expr | None]:
         """IndNext for `names`: Inv(names) and Next give each of `goals` (default: `names`) afterwards."""
         goals = names if goals is None else goals
-        return self.check([self._inv(names, self.s), self.next], self._inv(goals, self.t))
+        return self.after_each_action([self._inv(names, self.s)], self._inv(goals, self.t))
 
     # -- Houdini ---------------------------------------------------------------------------------------
 
@@ -131,15 +142,11 @@ class Induction:
             return self._houdini
         kept = [n for n in self.lemmas if self.check([self.init], self.lemmas[n].formula(self.s))[0] == HOLDS]
         while True:
-            solver = self._solver()
-            solver.add(self._inv(kept, self.s), self.next)
-            solver.add(not_(self._inv(kept, self.t)))
-            verdict = solver.check()
-            if verdict == z3.unsat:
+            verdict, model = self.preserved(kept)
+            if verdict == HOLDS:
                 break
-            if verdict != z3.sat:
+            if model is None:
                 raise RuntimeError(f"z3 answered {verdict} during the search for an inductive invariant")
-            model = solver.model()
             broken = []
             undetermined = []
             for n in kept:
@@ -156,36 +163,47 @@ class Induction:
         self._houdini = kept
         return kept
 
-    def _support_solver(self) -> Expr:
+    def _support_solvers(self) -> list[Expr]:
+        """One solver per action instance: a query per action is small, and a missing lemma shows on the
+        first action that needs it, where one query over all of `Next` would search them all at once."""
         if self._supports is None:
-            solver = z3.Solver()
-            # Without model-based quantifier instantiation a missing lemma shows as "unknown" at once,
-            # instead of a long search for a model of the quantified lemmas.
-            solver.set("smt.mbqi", False)
-            solver.set("timeout", 5_000)
-            solver.add(self.next)
-            for name in self.houdini():
-                literal = z3.Bool(f"uses.{name}")
-                self._tracks[name] = literal
-                solver.add(z3.Implies(literal, self._state_formula(name)(self.s)))
-            self._supports = solver
+            self._supports = []
+            for index, effect in enumerate(self.effects):
+                solver = z3.Solver()
+                # Without model-based quantifier instantiation a missing lemma shows as "unknown" at once,
+                # instead of a long search for a model of the quantified lemmas.
+                solver.set("smt.mbqi", False)
+                solver.set("timeout", 5_000)
+                solver.add(relation(effect, self.s, self.t), self.choice == index)
+                for name in self.houdini():
+                    solver.add(z3.Implies(self._track(name), self._state_formula(name)(self.s)))
+                self._supports.append(solver)
         return self._supports
+
+    def _track(self, name: str) -> Expr:
+        return self._tracks.setdefault(name, z3.Bool(f"uses.{name}"))
 
     def support(self, key: str, goal: Expr) -> list[str] | None:
         """A minimal set of lemmas (held before the step) that proves `goal` after one step of `Next`;
         None when the lemmas of the inductive pool do not prove it."""
         if key in self._support_cache:
             return self._support_cache[key]
-        solver = self._support_solver()
+        solvers = self._support_solvers()
         pool = self.houdini()
         wants = z3.Bool(f"goal.{key}")
-        solver.add(z3.Implies(wants, not_(goal)))
+        for solver in solvers:
+            solver.add(z3.Implies(wants, not_(goal)))
+        order = list(range(len(solvers)))
 
         def proves(names: list[str]) -> list[str] | None:
-            if solver.check([self._tracks[n] for n in names] + [wants]) != z3.unsat:
-                return None
-            core = {str(c) for c in solver.unsat_core()}
-            return [n for n in names if str(self._tracks[n]) in core]
+            core: set[str] = set()
+            for position, index in enumerate(order):
+                solver = solvers[index]
+                if solver.check([self._track(n) for n in names] + [wants]) != z3.unsat:
+                    order.insert(0, order.pop(position))  # the action that needed a lemma is asked first next
+                    return None
+                core |= {str(c) for c in solver.unsat_core()}
+            return [n for n in names if str(self._track(n)) in core]
 
         current = proves(pool)
         if current is not None:
@@ -244,7 +262,7 @@ class Induction:
 
     def _prove_step(self, target: str, start: float) -> InductionResult:
         prop = self._step_property(target)
-        verdict, model = self.check([self.next], prop)
+        verdict, model = self.after_each_action([], prop)
         alone = verdict == HOLDS
         cti = None if model is None else self.cti(model)
         names: list[str] = []
@@ -252,7 +270,7 @@ class Induction:
             found = self.strengthening_for(target, prop, [])
             names = found if found is not None else self.houdini()
         result = InductionResult(target, alone, names, alone_cti=cti)
-        result.steps = self._three_steps(names, lambda inv: self.check([inv, self.next], prop))
+        result.steps = self._three_steps(names, lambda inv: self.after_each_action([inv], prop))
         result.search_seconds = time.perf_counter() - start
         return result
 

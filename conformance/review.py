@@ -54,6 +54,7 @@ class Cell:
     result: str
     distinct_states: int = 0
     seconds: float = 0.0
+    depth: int | None = None  # of the exhaustive run a holding cell comes from
     reading: str | None = None
     trace_length: int | None = None
     trace: str | None = None
@@ -184,7 +185,7 @@ def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
         if result.violated is None:
             for name in remaining:
                 row.cells.setdefault(column(name), Cell(column(name), outcome.verdict, result.distinct_states,
-                                                         result.seconds))
+                                                         result.seconds, result.depth))
             break
         if result.violated not in remaining:
             raise TlcError(f"{variant.model}: TLC reports {result.violated}, which was not checked")
@@ -219,8 +220,8 @@ def hunted_row(variant: Variant, out: Path, heap_mb: int | None = None, on_progr
         name = column(found.invariant)
         trace = out / f"{variant.slug}-{found.invariant.replace('/', '-')}.jsonl"
         reading = found.invariant.partition("/")[2] if name == HW else None
-        row.cells[name] = Cell(name, VIOLATED, found.states, found.seconds, reading, len(found.events), str(trace),
-                               engine=found.engine.name)
+        row.cells[name] = Cell(name, VIOLATED, found.states, found.seconds, reading=reading,
+                               trace_length=len(found.events), trace=str(trace), engine=found.engine.name)
         row.cells[name].keep(found.events, trace)
     else:
         verdict = HOLDS if found is not None else UNKNOWN

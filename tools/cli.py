@@ -72,6 +72,7 @@ def _build_parser() -> Parser:
         check_trace,
         conform,
         design,
+        diff,
         hunt,
         kafka,
         mutate,
@@ -88,8 +89,8 @@ def _build_parser() -> Parser:
     from kcm.tools.report import command as report
 
     # In the order `kcm --help` lists them.
-    commands = (sim, check_trace, check, hunt, verify, prove, validate, review, design, conform, trace, replay,
-                mutate, pipeline, report, zk, kafka)
+    commands = (sim, check_trace, check, hunt, verify, prove, validate, review, diff, design, conform, trace,
+                replay, mutate, pipeline, report, zk, kafka)
     parser = Parser(prog="kcm", description="Verification workbench for the Kafka controller.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in commands:

@@ -1,0 +1,173 @@
+"""`kcm diff BASE HEAD`: what a design change changes (kcm.conformance.design_diff).
+
+    kcm diff BASE HEAD [--quick] [--designs GLOB ...] [--repo DIR] [--tolerance PCT] [--json] [--out DIR]
+                       [--no-cache] [--cache-limit MIB] [--junit FILE]
+
+BASE and HEAD are git revisions of the repository in the working folder (or `--repo`), or design folders (a
+folder holding design.toml, or a folder of them). Each side's design folders are reviewed as `kcm review
+--design` reviews one, every row read from the result cache (`kcm-out/cache/`) when nothing it depends on
+changed. Prints the delta as markdown fit for a pull-request comment (or JSON), writes diff.json and diff.md
+(and the changed cells' counterexamples) under `--out`; on GitHub Actions appends the markdown to the step
+summary and annotates each broken cell at the TLA+ action of its counterexample's violating step. Exit 1 when
+HEAD breaks what BASE held, 0 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any, Final
+
+from kcm.conformance.ci_results import (
+    Case,
+    action_definition,
+    append_summary,
+    error_annotation,
+    on_github,
+    shown_path,
+    write_junit,
+)
+from kcm.conformance.design_diff import (
+    DEFAULT_TOLERANCE,
+    Delta,
+    DiffError,
+    compare,
+    keep_counterexamples,
+    markdown,
+    resolve_side,
+    review_side,
+    to_json,
+    unchanged_cells,
+)
+from kcm.conformance.result_cache import DEFAULT_LIMIT_BYTES, ResultCache
+from kcm.spec.atomic_output import check_writable, write_output
+from kcm.spec.tlc.modelcheck import ModelError, spec_dir
+from kcm.spec.tlc.runner import TlcError, TlcSetupError, find_tools
+from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least
+from kcm.tools.outputs import default_out, out_files
+from kcm.tools.progress import Reporter, add_option
+
+DEFAULT_OUT: Final = default_out("diff")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("diff", help="what a design change changes: the review of two revisions, compared")
+    parser.add_argument("base", metavar="BASE", help="a git revision, or a design folder")
+    parser.add_argument("head", metavar="HEAD", help="a git revision, or a design folder")
+    parser.add_argument("--quick", action="store_true", help="each row to its first violation (as review --quick)")
+    parser.add_argument("--designs", action="append", metavar="GLOB",
+                        help="only the design folders whose path in the tree matches (repeatable)")
+    parser.add_argument("--repo", default=".", help="the git repository of the revisions (default: .)")
+    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE * 100, metavar="PCT",
+                        help="state counts and depths that moved by more than this percentage are shown (default 0)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the markdown")
+    parser.add_argument("--out", default=None, help=f"folder for diff.json, diff.md and counterexamples "
+                                                    f"(default {DEFAULT_OUT}/)")
+    parser.add_argument("--no-cache", action="store_true", help="review every row again; read no cached result")
+    parser.add_argument("--cache-limit", type=at_least(1, " MiB"), default=DEFAULT_LIMIT_BYTES // 2**20,
+                        metavar="MIB", help="the cache's size bound (default %(default)s MiB)")
+    parser.add_argument("--junit", metavar="FILE", default=None, help="also write a JUnit XML file: one test case "
+                                                                      "per cell of HEAD")
+    add_option(parser)
+    parser.set_defaults(handler=cmd_diff)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    if args.tolerance < 0:
+        raise UsageError(f"--tolerance {args.tolerance:g}: a percentage, 0 or more")
+    out = out_files(args.out, "diff", ["diff.json", "diff.md"])
+    if args.junit:
+        check_writable(args.junit)
+    cache = None if args.no_cache else ResultCache(default_out("cache"), args.cache_limit * 2**20)
+    started = time.monotonic()
+    try:
+        find_tools()
+        trees = default_out("diff", "trees")
+        base = resolve_side(args.base, Path(args.repo), trees, args.designs)
+        head = resolve_side(args.head, Path(args.repo), trees, args.designs)
+        with Reporter(args.progress) as reporter:
+            results = []
+            for label, side in (("BASE", base), ("HEAD", head)):
+                rows = sum(len(d.models) for d in side.designs)
+                with reporter.task(f"diff {label} {side.name}", total=rows) as task:
+                    def done(row: str, cached: bool, task: Any = task) -> None:
+                        task.advance(detail=f"{row}: {'from the cache' if cached else 'reviewed'}")
+
+                    results.append(review_side(side, out / label.lower(), cache, args.quick, on_row=done))
+    except (DiffError, TlcSetupError, TlcError, ModelError) as err:
+        raise UsageError(str(err)) from err
+    delta = compare(results[0], results[1], args.tolerance / 100)
+    keep_counterexamples(delta, out)
+    document = to_json(delta, time.monotonic() - started)
+    text = markdown(delta)
+    print(json.dumps(document, indent=2) if args.json else text)
+    write_output(out / "diff.json", json.dumps(document, indent=2) + "\n")
+    write_output(out / "diff.md", text + "\n")
+    if args.junit:
+        write_junit(Path(args.junit), "kcm diff", junit_cases(delta))
+    if on_github():
+        append_summary(text)
+        for line in github_annotations(delta):
+            print(line)
+    return EXIT_VIOLATED if delta.breaks else EXIT_OK
+
+
+def junit_cases(delta: Delta) -> list[Case]:
+    cases = [Case(row, column, seconds, skipped=None if verdict not in ("unknown", "unobserved") else verdict)
+             for row, column, verdict, seconds in unchanged_cells(delta)]
+    for change in delta.cells:
+        message = f"{change.column} went from {change.base} on BASE to {change.head} on HEAD"
+        seconds = float(change.head_cell.get("seconds", 0.0))
+        if change.breaks:
+            detail = [message, *change.head_cell.get("explanation", [])]
+            design = delta.head.rows[change.row].get("design")
+            if design:
+                detail.append(f"reproduce: kcm review --design {delta.head.side.in_repository(Path(design))}")
+            if change.head_cell.get("trace"):
+                detail.append(f"counterexample: {change.head_cell['trace']} (kcm report draws it)")
+            cases.append(Case(change.row, change.column, seconds, failure="\n".join(detail)))
+        else:
+            cases.append(Case(change.row, change.column, seconds))
+    return cases
+
+
+def github_annotations(delta: Delta) -> list[str]:
+    """An `::error` per broken cell, at the TLA+ action of its counterexample's violating step."""
+    lines = []
+    for change in delta.cells:
+        if not change.breaks:
+            continue
+        events = change.head_cell.get("events") or []
+        message = "; ".join([f"{change.column}: {change.base} on BASE, {change.head} on HEAD",
+                             *change.head_cell.get("explanation", [])])
+        design = delta.head.rows[change.row].get("design")
+        folders = ([Path(design)] if design else []) + [spec_dir()]
+        where = action_definition(str(events[-1]["action"]), folders) if events else None
+        title = f"kcm diff: {change.row} breaks {change.column}"
+        if where is not None:
+            module = delta.head.side.in_repository(where[0])
+            if not module.is_absolute():
+                lines.append(error_annotation(message, str(module), where[1], title))
+                continue
+            # The action is kcm's (its TLA+ core, not in this repository): the annotation goes on the design's
+            # module, and the message names the action's place.
+            message += f"; violating step: {events[-1]['action']} ({where[0].name}:{where[1]} of kcm's spec/)"
+        module_path = _design_module(delta, change.row)
+        if module_path is None:
+            lines.append(error_annotation(message, title=title))
+        else:
+            shown = str(module_path) if not module_path.is_absolute() else shown_path(module_path)
+            lines.append(error_annotation(message, shown, 1, title))
+    return lines
+
+
+def _design_module(delta: Delta, row: str) -> Path | None:
+    """The TLA+ module (else the manifest) of a HEAD row's design, as the repository names it."""
+    design = delta.head.rows[row].get("design")
+    if not design:
+        return None
+    folder = Path(design)
+    modules = sorted(folder.glob("*.tla"))
+    return delta.head.side.in_repository(modules[0] if modules else folder / "design.toml")

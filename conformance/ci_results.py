@@ -2,8 +2,8 @@
 markdown summary appended to `$GITHUB_STEP_SUMMARY` and `::error` annotations that point at the TLA+ action
 of a counterexample's violating step (docs/ci.md).
 
-The JUnit file follows the schema most CI systems read (testsuites > testsuite > testcase, a failure's
-`message` and text); `tests/data/junit.xsd` is that schema, and the tests validate against it. GitHub's
+The JUnit file is Apache Ant's format, the one CI systems read (testsuites > testsuite > testcase with a
+failure or an error, its `message` and text). GitHub's
 workflow commands escape `%`, CR and LF in a message, and also `:` and `,` in a property value
 (docs.github.com, "Workflow commands for GitHub Actions").
 """
@@ -12,49 +12,64 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 from xml.etree import ElementTree
 
 from kcm.spec.atomic_output import write_output
+from kcm.spec.verdicts import HOLDS, UNEXPECTED, UNKNOWN, UNOBSERVED, UNSUPPORTED, VIOLATED, passed
+from kcm.spec.vocabulary import Knobs
 
 SUMMARY_VARIABLE: Final = "GITHUB_STEP_SUMMARY"
 
 
 @dataclass(frozen=True)
 class Case:
-    """One test case: `suite.name`, failed with `failure` (its message's first line and the whole text), or
-    skipped with `skipped` (a cell not decided), else passed."""
+    """One test case: `suite.name`, failed with `failure`, or in error with `error` (a check that decided
+    nothing: unknown, unobserved, unsupported; `error_type` says which), else passed. A message's first line is
+    the element's `message`, the whole text its content."""
 
     suite: str
     name: str
     seconds: float = 0.0
     failure: str | None = None
-    skipped: str | None = None
+    error: str | None = None
+    error_type: str = "unknown"
 
 
-def junit_xml(name: str, cases: list[Case]) -> str:
+def junit_xml(name: str, cases: list[Case], hostname: str | None = None, when: datetime | None = None) -> str:
+    """The cases as Apache Ant's JUnit XML (the schema CI systems read; `tests/test_ci_results.py` validates
+    against the XSD of Maven Central's com.github.baev:junit-model), one testsuite per suite, in order."""
     suites: dict[str, list[Case]] = {}
     for case in cases:
         suites.setdefault(case.suite, []).append(case)
-    root = ElementTree.Element("testsuites", name=name, tests=str(len(cases)),
-                               failures=str(sum(c.failure is not None for c in cases)),
-                               time=f"{sum(c.seconds for c in cases):.3f}")
-    for suite_name, members in suites.items():
-        suite = ElementTree.SubElement(root, "testsuite", name=suite_name, tests=str(len(members)),
-                                       failures=str(sum(c.failure is not None for c in members)), errors="0",
-                                       skipped=str(sum(c.skipped is not None for c in members)),
-                                       time=f"{sum(c.seconds for c in members):.3f}")
+    stamp = (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S")
+    host = hostname or socket.gethostname() or "localhost"
+    root = ElementTree.Element("testsuites")
+    root.append(ElementTree.Comment(f" {name} "))
+    for index, (suite_name, members) in enumerate(suites.items()):
+        suite = ElementTree.SubElement(root, "testsuite", name=suite_name, timestamp=stamp, hostname=host,
+                                       tests=str(len(members)),
+                                       failures=str(sum(c.failure is not None for c in members)),
+                                       errors=str(sum(c.failure is None and c.error is not None for c in members)),
+                                       time=f"{sum(c.seconds for c in members):.3f}", package="kcm", id=str(index))
+        ElementTree.SubElement(suite, "properties")
         for case in members:
             element = ElementTree.SubElement(suite, "testcase", name=case.name, classname=suite_name,
                                              time=f"{case.seconds:.3f}")
             if case.failure is not None:
-                failure = ElementTree.SubElement(element, "failure", message=case.failure.splitlines()[0],
+                outcome = ElementTree.SubElement(element, "failure", message=case.failure.splitlines()[0],
                                                  type="violated")
-                failure.text = case.failure
-            elif case.skipped is not None:
-                ElementTree.SubElement(element, "skipped", message=case.skipped)
+                outcome.text = case.failure
+            elif case.error is not None:
+                outcome = ElementTree.SubElement(element, "error", message=case.error.splitlines()[0],
+                                                 type=case.error_type)
+                outcome.text = case.error
+        ElementTree.SubElement(suite, "system-out")
+        ElementTree.SubElement(suite, "system-err")
     ElementTree.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
 
@@ -116,3 +131,71 @@ def shown_path(path: Path, root: Path | None = None) -> str:
         return str(path.resolve().relative_to(base))
     except ValueError:
         return str(path)
+
+
+def counterexample_annotation(events: list[Any], message: str, title: str, folders: list[Path]) -> str:
+    """An `::error` at the TLA+ action of a counterexample's violating step (its last event), found in
+    `folders` (a design's module first, then spec/), named relative to the workspace."""
+    where = action_definition(str(events[-1]["action"]), folders) if events else None
+    if where is None:
+        return error_annotation(message, title=title)
+    return error_annotation(message, shown_path(where[0]), where[1], title)
+
+
+# -- the test cases of each command ------------------------------------------------------------------------
+
+
+def review_cases(document: dict[str, Any]) -> list[Case]:
+    """A case per cell of `kcm review`'s matrix: a failure where the row is not as documented because of the
+    cell (a violation it is not documented to have, a documented one it does not show, no decision)."""
+    cases = []
+    for row in document["rows"]:
+        expected = set(row["expected_violations"])
+        for column, cell in row["cells"].items():
+            result, seconds = cell["result"], float(cell.get("seconds", 0.0))
+            failure = None
+            if result == VIOLATED and column not in expected:
+                steps = (cell.get("trace_length") or 1) - 1
+                failure = (f"{column} violated in {steps} steps on the {row['model']} model, not documented"
+                           f"\ncounterexample: {cell.get('trace') or 'not written'} (kcm report draws it)"
+                           f"\nreproduce: kcm check --model {row['model']} {_settings(row)}--invariant {column}")
+            elif result == HOLDS and column in expected and not row.get("quick"):
+                failure = f"{column} holds on the {row['model']} model: the design is documented to break it"
+            error = None
+            if result in (UNKNOWN, UNOBSERVED, UNSUPPORTED):
+                error = f"{column}: {result}" + (f": {cell['error']}" if cell.get("error") else "")
+            cases.append(Case(str(row["label"]), column, seconds, failure, error, result))
+    return cases
+
+
+def _settings(row: dict[str, Any]) -> str:
+    defaults = Knobs().to_dict()
+    return "".join(f"--set {k}={str(v).lower() if isinstance(v, bool) else v} "
+                   for k, v in row["knobs"].items() if defaults.get(k) != v)
+
+
+def stage_cases(rows: list[dict[str, Any]]) -> list[Case]:
+    """A case per row of `kcm verify`'s table: suite = engine, name = check."""
+    cases = []
+    for row in rows:
+        verdict = str(row["verdict"])
+        failure = error = None
+        if verdict in (VIOLATED, UNEXPECTED):
+            failure = f"{row['check']}: {verdict}: {row['detail']}"
+            if row.get("trace"):
+                failure += f"\ncounterexample: {row['trace']} (kcm report draws it)"
+        elif not passed(verdict):
+            error = f"{row['check']}: {verdict}: {row['detail']}"
+        cases.append(Case(str(row["engine"]), str(row["check"]), float(row["seconds"]), failure, error, verdict))
+    return cases
+
+
+def property_cases(suite: str, rows: list[dict[str, Any]]) -> list[Case]:
+    """A case per row of `kcm prove`'s table (property, result, seconds, detail)."""
+    cases = []
+    for row in rows:
+        result = str(row["result"])
+        text = f"{row['property']}: {result}: {row.get('detail', '')}"
+        cases.append(Case(suite, str(row["property"]), float(row["seconds"]), text if result == VIOLATED else None,
+                          text if result != VIOLATED and not passed(result) else None, result))
+    return cases

@@ -212,8 +212,8 @@ def test_a_hook_change_shows_exactly_that_cell_changed_and_the_same_revision_not
     junit = tmp_path / "diff.xml"
     code = main(["diff", "HEAD~1", "HEAD", "--repo", str(repo), "--json", "--progress", "none",
                  "--out", str(tmp_path / "out"), "--junit", str(junit)])
-    printed = capsys.readouterr().out
-    document = json.loads(printed.split("\n::error")[0])
+    printed = capsys.readouterr()
+    document = json.loads(printed.out)
     assert code == 1 and document["breaks"]
     (change,) = document["cells_changed"]
     assert (change["row"], change["column"], change["base"], change["head"]) == (
@@ -221,7 +221,8 @@ def test_a_hook_change_shows_exactly_that_cell_changed_and_the_same_revision_not
     assert Path(change["trace"]).is_file() and change["explanation"][0].startswith("why (NoCommittedDataLoss")
     assert document["verdicts_changed"] == [{"row": "follower-truncation (kafka1211)", "base": "as expected",
                                              "head": "unexpected"}]
-    annotation = [line for line in printed.splitlines() if line.startswith("::error")]
+    # Under --json the annotations go to standard error (GitHub reads both streams): the output is the document.
+    annotation = [line for line in printed.err.splitlines() if line.startswith("::error")]
     assert len(annotation) == 1
     assert "::error file=designs/follower-truncation/FollowerTruncation.tla,line=1," in annotation[0]
     assert "**HEAD breaks what BASE held.**" in (tmp_path / "summary.md").read_text()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kcm.conformance.check.invariants import explain, explanation
+from kcm.conformance.ci_results import Case, counterexample_annotation
 from kcm.spec.atomic_output import check_writable
 from kcm.spec.tlc.modelcheck import (
     CheckOutcome,
@@ -28,11 +29,13 @@ from kcm.spec.tlc.modelcheck import (
     model_knobs,
     model_properties,
     render_counterexample,
+    spec_dir,
     vocabulary_name,
     with_controllers,
 )
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcProgress, TlcSetupError, find_tools
 from kcm.spec.verdicts import VIOLATED, severity, worst
+from kcm.tools.ci_option import add_junit_option, check_junit, publish
 from kcm.tools.design_option import add_design_option, chosen_design, described, refuse_unread_by_tlc
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_file
@@ -66,6 +69,7 @@ def register(subparsers: Any) -> None:
                              "its first model by default")
     add_option(check)
     html_option(check)
+    add_junit_option(check, "model checked")
     check.set_defaults(handler=cmd_check)
 
 
@@ -88,6 +92,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         out = out_file(args.out, "check", f"{args.model}-counterexample.jsonl")
         if args.html:
             check_writable(args.html)
+        check_junit(args)
         with Reporter(args.progress) as reporter, reporter.task(f"tlc {args.model}") as task:
 
             def show(found: TlcProgress) -> None:
@@ -116,9 +121,29 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(_written(outcome))
     if outcome.unwritten and args.json:
         print(f"kcm: the counterexample (in the JSON above) was not written: {outcome.unwritten}", file=sys.stderr)
+    _publish(args, outcome, violated)
     if args.html:
         kinds.check_page(Path(args.html), summary, outcome.trace_path)
     return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(outcome.verdict)]
+
+
+def _publish(args: argparse.Namespace, outcome: CheckOutcome, violated: str | None) -> None:
+    """The run as CI reads it: one case, the model; a violation annotated at its violating step's action."""
+    name = f"{args.model} ({outcome.knobs.describe()})"
+    failure = None
+    lines = []
+    if violated is not None:
+        steps = len(outcome.events) - 1
+        failure = "\n".join([f"{violated} violated in {steps} steps", *explanation(outcome.events, violated),
+                              _written(outcome)])
+        lines.append(counterexample_annotation(outcome.events, failure.replace("\n", "; "),
+                                               f"kcm check: {violated} on {args.model}", [spec_dir()]))
+    verdict = outcome.verdict
+    case = Case("kcm check", name, outcome.result.seconds, failure,
+                None if failure or verdict != "unobserved" else "no state explored", verdict)
+    summary = (f"### kcm check --model {args.model}\n\n{verdict}: {outcome.result.distinct_states:,} distinct "
+               f"states, depth {outcome.result.depth}" + (f"; **{violated}** violated" if violated else ""))
+    publish(args, "kcm check", [case], summary, lines)
 
 
 def _written(outcome: CheckOutcome) -> str:
@@ -140,6 +165,7 @@ def cmd_liveness(args: argparse.Namespace) -> int:
         knobs = model_knobs(model).with_settings(args.settings)
         find_tools()
         lassos = {name: _lasso_out(args.out, model, name, properties) for name in properties}
+        check_junit(args)
         with Reporter(args.progress) as reporter, reporter.task(f"tlc {model} liveness") as task:
 
             def show(label: str, found: TlcProgress) -> None:
@@ -154,6 +180,12 @@ def cmd_liveness(args: argparse.Namespace) -> int:
                           "properties": [o.to_json() for o in outcomes]}, indent=2))
     else:
         _print_liveness(model, knobs.describe(), outcomes)
+    cases = [Case(f"kcm check --liveness {model}", o.name, o.outcome.result.seconds,
+                  None if o.verdict != VIOLATED else f"{o.name} violated: a lasso of "
+                  f"{len(o.outcome.events)} states, {o.outcome.trace_path or 'not written'}") for o in outcomes]
+    summary = f"### kcm check --liveness --model {model}\n\n" + "\n".join(
+        f"- {o.name}: {o.verdict}" for o in outcomes)
+    publish(args, "kcm check", cases, summary)
     return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(verdict)]
 
 

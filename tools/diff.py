@@ -20,15 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.conformance.ci_results import (
-    Case,
-    action_definition,
-    append_summary,
-    error_annotation,
-    on_github,
-    shown_path,
-    write_junit,
-)
+from kcm.conformance.ci_results import Case, action_definition, error_annotation, shown_path
 from kcm.conformance.design_diff import (
     DEFAULT_TOLERANCE,
     Delta,
@@ -42,9 +34,11 @@ from kcm.conformance.design_diff import (
     unchanged_cells,
 )
 from kcm.conformance.result_cache import DEFAULT_LIMIT_BYTES, ResultCache
-from kcm.spec.atomic_output import check_writable, write_output
+from kcm.spec.atomic_output import write_output
 from kcm.spec.tlc.modelcheck import ModelError, spec_dir
 from kcm.spec.tlc.runner import TlcError, TlcSetupError, find_tools
+from kcm.spec.verdicts import passed
+from kcm.tools.ci_option import add_junit_option, check_junit, publish
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
@@ -68,8 +62,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-cache", action="store_true", help="review every row again; read no cached result")
     parser.add_argument("--cache-limit", type=at_least(1, " MiB"), default=DEFAULT_LIMIT_BYTES // 2**20,
                         metavar="MIB", help="the cache's size bound (default %(default)s MiB)")
-    parser.add_argument("--junit", metavar="FILE", default=None, help="also write a JUnit XML file: one test case "
-                                                                      "per cell of HEAD")
+    add_junit_option(parser, "cell of HEAD")
     add_option(parser)
     parser.set_defaults(handler=cmd_diff)
 
@@ -78,8 +71,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.tolerance < 0:
         raise UsageError(f"--tolerance {args.tolerance:g}: a percentage, 0 or more")
     out = out_files(args.out, "diff", ["diff.json", "diff.md"])
-    if args.junit:
-        check_writable(args.junit)
+    check_junit(args)
     cache = None if args.no_cache else ResultCache(default_out("cache"), args.cache_limit * 2**20)
     started = time.monotonic()
     try:
@@ -105,17 +97,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
     print(json.dumps(document, indent=2) if args.json else text)
     write_output(out / "diff.json", json.dumps(document, indent=2) + "\n")
     write_output(out / "diff.md", text + "\n")
-    if args.junit:
-        write_junit(Path(args.junit), "kcm diff", junit_cases(delta))
-    if on_github():
-        append_summary(text)
-        for line in github_annotations(delta):
-            print(line)
+    publish(args, "kcm diff", junit_cases(delta), text, github_annotations(delta))
     return EXIT_VIOLATED if delta.breaks else EXIT_OK
 
 
 def junit_cases(delta: Delta) -> list[Case]:
-    cases = [Case(row, column, seconds, skipped=None if verdict not in ("unknown", "unobserved") else verdict)
+    cases = [Case(row, column, seconds, error=None if passed(verdict) or verdict == "violated" else
+                  f"{column}: {verdict}", error_type=verdict)
              for row, column, verdict, seconds in unchanged_cells(delta)]
     for change in delta.cells:
         message = f"{change.column} went from {change.base} on BASE to {change.head} on HEAD"

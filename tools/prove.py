@@ -20,11 +20,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kcm.conformance.ci_results import property_cases
 from kcm.conformance.verify.z3 import data_rows, induction_rows, proof_rows
 from kcm.spec.atomic_output import OutputError
 from kcm.spec.trace.format import TraceError, TraceWriter
 from kcm.spec.verdicts import HOLDS, VIOLATED, holds_to_depth, passed, severity, worst
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
+from kcm.tools.ci_option import add_junit_option, check_junit, publish
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError
 from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
@@ -55,6 +57,7 @@ def register(subparsers: Any) -> None:
                        help=f"with --bmc: counterexample trace; a folder: {DEFAULT_OUT.name} in it (default "
                             f"{DEFAULT_OUT})")
     add_option(prove)
+    add_junit_option(prove, "property or obligation (not with --bmc)")
     prove.set_defaults(handler=cmd_prove)
 
 
@@ -68,6 +71,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         raise UsageError("--brokers must be at least 2")
     if args.bmc is not None:
         return _bmc(args, knobs)
+    check_junit(args)
     parts = args.only or ["proofs", "induction"]
     targets = _induction_targets(args.invariant)
     if args.invariant and "induction" not in parts:
@@ -81,6 +85,9 @@ def cmd_prove(args: argparse.Namespace) -> int:
         if "data" in parts:
             rows += data_rows(reporter, args.brokers or 3, knobs, args.full)
     _print_rows(rows, args.json, f"kcm prove ({knobs.describe()})")
+    summary = "\n".join([f"### kcm prove ({knobs.describe()})", "", "| property | result | seconds |", "|---|---|---|",
+                          *[f"| {r['property']} | {r['result']} | {r['seconds']:.2f} |" for r in rows]])
+    publish(args, "kcm prove", property_cases("kcm prove", rows), summary)
     return _exit_code(rows)
 
 

@@ -30,12 +30,14 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
+from kcm.conformance.ci_results import review_cases
 from kcm.conformance.review import RowResult, markdown, review, select, to_json
 from kcm.spec.atomic_output import check_writable, write_output
 from kcm.spec.designs import COLUMNS, LIVENESS_VARIANTS, VARIANTS, design_rows
 from kcm.spec.tlc.modelcheck import PROPERTIES, ModelError, render_counterexample
 from kcm.spec.tlc.runner import DEFAULT_HEAP_MB, MIN_HEAP_MB, TlcError, TlcSetupError, find_tools
 from kcm.spec.verdicts import UNKNOWN, UNOBSERVED
+from kcm.tools.ci_option import add_junit_option, check_junit, publish
 from kcm.tools.design_option import add_design_option, chosen_design
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, UsageError, at_least
 from kcm.tools.outputs import default_out, out_files
@@ -66,6 +68,7 @@ def register(subparsers: Any) -> None:
                               "manifest says")
     add_option(parser)
     html_option(parser)
+    add_junit_option(parser, "cell")
     parser.set_defaults(handler=cmd_review)
 
 
@@ -85,6 +88,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         out = out_files(args.out, "review", [f"{name}.json", f"{name}.md"])
         if args.html:
             check_writable(args.html)
+        check_junit(args)
         started = time.monotonic()
         with Reporter(args.progress) as reporter:
             rows = review(variants, out, args.workers, args.heap, reporter, quick=args.quick,
@@ -104,6 +108,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     write_output(out / f"{name}.md", markdown(rows, columns) + "\n")
     if args.html:
         kinds.review_page(document, out, Path(args.html))
+    publish(args, "kcm review", review_cases(document), f"### kcm {name}\n\n" + markdown(rows, columns))
     if not args.json:
         plural = "" if len(rows) == 1 else "s"
         print(f"\n{len(rows)} row{plural}, {sum(r.runs for r in rows)} runs, {seconds:.0f} s; "

@@ -24,11 +24,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from kcm.conformance.ci_results import counterexample_annotation, stage_cases
 from kcm.conformance.explore.campaign import CampaignResult
 from kcm.conformance.verify.engines import ON_REQUEST, STAGES, run
 from kcm.conformance.verify.stages import StageRow, VerifyContext, engine_verdicts, verdict
 from kcm.spec.atomic_output import check_writable, claimed_in_place
+from kcm.spec.tlc.modelcheck import spec_dir
+from kcm.spec.trace.format import TraceError, load_trace
 from kcm.spec.verdicts import UNOBSERVED, UNSUPPORTED, severity
+from kcm.tools.ci_option import add_junit_option, check_junit, publish
 from kcm.tools.design_option import add_design_option, chosen_design, described
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, count
 from kcm.tools.outputs import default_out
@@ -66,6 +70,7 @@ def register(subparsers: Any) -> None:
                         help=f"folder for the counterexamples the run finds (default {default_out('verify')}/)")
     add_option(parser)
     html_option(parser)
+    add_junit_option(parser, "row of the table")
     parser.set_defaults(handler=cmd_verify)
 
 
@@ -82,6 +87,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # The counterexample folder is held for the whole run: a second verify into it is refused at once.
     if args.html:
         check_writable(args.html)  # the page comes after minutes of work: a place it cannot go is said now
+    check_junit(args)
     with claimed_in_place(args.out or default_out("verify")) as out, Reporter(args.progress) as reporter:
         ctx = VerifyContext(knobs, config, args.seeds, args.steps, reporter, args.full, out=out, zk=args.zk or "",
                             design=design)
@@ -90,6 +96,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     report(console, ctx, rows, args.json, seconds)
     if args.html:
         kinds.verify_page(summary(ctx, rows, seconds), Path(args.html), kinds.first_violation_timeline(ctx))
+    _publish(args, ctx, rows, seconds)
     found = engine_verdicts(rows)
     idle = [engine for engine, said in found.items() if said == UNOBSERVED]
     if ctx.design is not None and found and all(said == UNSUPPORTED for said in found.values()):
@@ -126,6 +133,23 @@ def report(console: Console, ctx: VerifyContext, rows: list[StageRow], as_json: 
                       "run)", highlight=False, soft_wrap=True)
     if campaign is not None:
         _print_campaign_footer(console, campaign, ctx)
+
+
+def _publish(args: argparse.Namespace, ctx: VerifyContext, rows: list[StageRow], seconds: float) -> None:
+    lines = ["### kcm verify", "", f"verdict: **{verdict(rows)}** ({len(rows)} rows, {seconds:.0f} s)", "",
+             "| engine | check | verdict | detail |", "|---|---|---|---|",
+             *[f"| {r.engine} | {r.check} | {r.verdict} | {r.detail} |" for r in rows]]
+    folders = ([ctx.design.path] if ctx.design is not None else []) + [spec_dir()]
+    annotations = []
+    for row in rows:
+        if row.trace and severity(row.verdict) == 1:
+            try:
+                events = load_trace(row.trace)
+            except (OSError, TraceError):
+                events = []
+            annotations.append(counterexample_annotation(
+                events, f"{row.check}: {row.verdict}: {row.detail}", f"kcm verify: {row.engine}", folders))
+    publish(args, "kcm verify", stage_cases([asdict(row) for row in rows]), "\n".join(lines), annotations)
 
 
 def summary(ctx: VerifyContext, rows: list[StageRow], seconds: float) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from kcm.spec.design_folder import read_design
 from kcm.spec.designs import Variant, design_rows
 from kcm.spec.tlc import modelcheck
 from kcm.tools.cli import main
+from kcm.tools.json_schemas import validate
 
 HOOK = "FOLLOWER_TRUNCATION_TruncateOnBecomeFollower == "
 MODULE = f"""---- MODULE FollowerTruncation ----
@@ -214,6 +215,7 @@ def test_a_hook_change_shows_exactly_that_cell_changed_and_the_same_revision_not
                  "--out", str(tmp_path / "out"), "--junit", str(junit)])
     printed = capsys.readouterr()
     document = json.loads(printed.out)
+    validate("diff", document)
     assert code == 1 and document["breaks"]
     (change,) = document["cells_changed"]
     assert (change["row"], change["column"], change["base"], change["head"]) == (

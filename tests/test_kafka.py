@@ -23,6 +23,7 @@ from kcm.impl.kafka import release as releases
 from kcm.impl.kafka.admin import Admin, read_producer_log
 from kcm.impl.kafka.cluster import KafkaCluster
 from kcm.tools.cli import main
+from kcm.tools.json_schemas import validate
 
 KCM = [sys.executable, "-m", "kcm.tools.cli"]
 
@@ -203,6 +204,7 @@ def test_a_campaign_run_under_the_safe_settings_is_judged_and_loses_nothing(tmp_
     done = _kcm("kafka", "campaign", "--runs", "1", "--faults-per-run", "4", "--seed", "9", "--faults", faults,
                 "--out", str(tmp_path), "--json", "--html", str(tmp_path / "kafka.html"))
     judgement = json.loads(done.stdout)
+    validate("kafka-campaign", judgement)
     [run] = judgement["runs"]
     assert run["faults"][0]["kind"] == "leader-loss"
     assert run["acked"] > 0 and run["lost_count"] == 0 and run["calm"] and not judgement["explained_losses"]

@@ -41,6 +41,20 @@ MSG_STUTTERING: Final = 2218
 # TLC names no property when one of several is violated.
 TEMPORAL: Final = "temporal properties"
 MSG_ERROR_LEVEL: Final = 1
+# TLC's coverage report (`-coverage`): its start and end, and one line per action of the next-state relation,
+# `<Name line L, col C to line L2, col C2 of module M>: distinct:generated`. A long search ends it with a note on
+# the overhead of coverage instead of the plain end.
+MSG_COVERAGE_START: Final = 2201
+MSG_COVERAGE_END: Final = 2202
+MSG_COVERAGE_END_OVERHEAD: Final = 2777
+MSG_COVERAGE_NEXT: Final = 2772
+# The minutes between TLC's coverage reports; it reports once more at the end of the search. This many (three
+# weeks: TLC keeps the interval in milliseconds in an int) leaves only the final report.
+COVERAGE_MINUTES: Final = 30000
+# The heap committed up front in a run with coverage: TLC's cost model of the whole spec is built before the
+# search (kcm's spec: 2.3 million nodes, 1.1 GiB live, whatever the model's size), and a heap that has to grow
+# to it spends a third of that time in full collections.
+COVERAGE_INITIAL_HEAP_MB: Final = 2048
 DEFAULT_HEAP_MB: Final = 4096
 MIN_HEAP_MB: Final = 256
 
@@ -249,6 +263,30 @@ class TraceState:
     state: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ActionCoverage:
+    """How often one action of the next-state relation fired in a search, as TLC's coverage counts it (`-coverage`):
+    the successor states it `generated` (with the initial states, they add up to TLC's "states generated"), and
+    how many of them were `distinct`, new when found (they add up to TLC's distinct states, less the initial
+    ones). An action is a disjunct TLC splits the next-state relation into, named by its operator
+    (`\\E b \\in Brokers : BrokerCrash(b)` is one action, `BrokerCrash`) and located where that operator is
+    defined. An action that never fired (`generated` 0) makes every invariant that holds hold vacuously of it."""
+
+    name: str
+    module: str
+    line: int
+    column: int
+    distinct: int
+    generated: int
+
+    @property
+    def fired(self) -> bool:
+        return self.generated > 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"module": self.module, "line": self.line, "distinct": self.distinct, "generated": self.generated}
+
+
 @dataclass
 class TlcResult:
     exit_code: int
@@ -267,10 +305,18 @@ class TlcResult:
     # to the state at index `loop_start` of `trace`, or stutters there forever (`loop_action` STUTTERING).
     loop_start: int | None = None
     loop_action: str | None = None
+    # With coverage (run_tlc's `coverage`): each action of the next-state relation, by name, as TLC's final
+    # coverage report counts it; None when not measured (no coverage asked, or TLC stopped before its report).
+    coverage: dict[str, ActionCoverage] | None = None
 
     @property
     def holds(self) -> bool:
         return self.complete and self.exit_code == TLC_EXIT_OK and self.violated is None
+
+    @property
+    def never_fired(self) -> list[str]:
+        """The actions of the next-state relation that generated no state (none when coverage was not measured)."""
+        return [name for name, action in (self.coverage or {}).items() if not action.fired]
 
 
 _MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.S)
@@ -281,13 +327,30 @@ STUTTERING: Final = "Stuttering"
 # The final statistics and the progress reports (which add rates in parentheses).
 _STATS = re.compile(r"([\d,]+) states generated(?: \([^)]*\))?, ([\d,]+) distinct states found")
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
+# `<Name location>: distinct:generated`; the location of the operator's definition, followed, for a disjunct that is
+# no operator of its own (named by the definition it is in), by its own: `(line col line col)`.
+_COVERAGE_NEXT = re.compile(r"<(\S+) ([^>]*)>: ([\d,]+):([\d,]+)")
+_COVERAGE_WHERE = re.compile(r"line (\d+), col (\d+) to line \d+, col \d+ of module (\S+)(?: \((\d+) (\d+) \d+ \d+\))?$")
 
 
 def parse_output(output: str, result: TlcResult) -> TlcResult:
-    """Reads TLC's `-tool` messages into `result`."""
+    """Reads TLC's `-tool` messages into `result`: the last complete coverage report, if any, into `coverage`."""
+    report: dict[str, ActionCoverage] | None = None
     for code_text, level_text, body in _MESSAGE.findall(output):
         code, level = int(code_text), int(level_text)
-        if code == MSG_VIOLATED:
+        if code == MSG_COVERAGE_START:
+            report = {}
+        elif code == MSG_COVERAGE_NEXT and report is not None:
+            action = _action_coverage(body)
+            # Two actions of one name (disjuncts of one definition, or operators of one name in two modules): the
+            # later ones say where they are.
+            name = action.name
+            if name in report:
+                name = f"{name}@{action.module}:{action.line}:{action.column}"
+            report[name] = action
+        elif code in (MSG_COVERAGE_END, MSG_COVERAGE_END_OVERHEAD) and report is not None:
+            result.coverage, report = report, None
+        elif code == MSG_VIOLATED:
             match = _INVARIANT.search(body)
             result.violated = match.group(1) if match else body.strip()
             result.violation_kind = "invariant"
@@ -319,6 +382,23 @@ def parse_output(output: str, result: TlcResult) -> TlcResult:
     return result
 
 
+def _action_coverage(body: str) -> ActionCoverage:
+    """One action's line of a coverage report. A location in another form than TLC 2.15's is kept as unknown
+    (module "", line 0) rather than the action lost: an action left out would never be flagged as never fired."""
+    match = _COVERAGE_NEXT.search(body)
+    if match is None:
+        raise TlcError(f"cannot read an action's coverage: {body[:80]!r}")
+    name, where, distinct, generated = match.groups()
+    place = _COVERAGE_WHERE.match(where)
+    module, line, column = "", 0, 0
+    if place is not None:
+        module = place.group(3)
+        # A disjunct's own place, if given, else its operator's.
+        line, column = (int(place.group(4)), int(place.group(5))) if place.group(4) else \
+            (int(place.group(1)), int(place.group(2)))
+    return ActionCoverage(name, module, line, column, int(distinct.replace(",", "")), int(generated.replace(",", "")))
+
+
 def _trace_state(body: str) -> TraceState:
     head = _STATE_HEAD.match(body)
     if head is None:
@@ -344,15 +424,18 @@ QUICK_JIT: Final = ("-XX:TieredStopAtLevel=1",)
 
 
 def tlc_command(java: str, jar: Path, metadir: str, workers: int, heap_mb: int, config: str, module: str,
-                extra_args: tuple[str, ...] = (), quick: bool = False) -> list[str]:
+                extra_args: tuple[str, ...] = (), quick: bool = False, coverage: bool = False) -> list[str]:
     """The java command line: a bounded heap, TLC's state files in `metadir`, its `-tool` messages. TLC
     unpacks the standard modules (TLC.tla, Naturals.tla, ...) into java.io.tmpdir: a folder of its own keeps
     two TLC processes started at once from parsing each other's half-written copies. `quick`: tuned for a
-    run of seconds (QUICK_JIT)."""
-    return [java, f"-Xmx{heap_mb}m", "-XX:+UseParallelGC", *(QUICK_JIT if quick else ()),
+    run of seconds (QUICK_JIT). `coverage`: TLC counts what each action generates and reports it at the end
+    (COVERAGE_MINUTES), with room for its cost model from the start (COVERAGE_INITIAL_HEAP_MB)."""
+    initial = (f"-Xms{min(heap_mb, COVERAGE_INITIAL_HEAP_MB)}m",) if coverage else ()
+    counting = ("-coverage", str(COVERAGE_MINUTES)) if coverage else ()
+    return [java, f"-Xmx{heap_mb}m", *initial, "-XX:+UseParallelGC", *(QUICK_JIT if quick else ()),
             f"-Djava.io.tmpdir={metadir}", "-cp", str(jar),
             "tlc2.TLC", "-tool",
-            "-metadir", metadir, "-workers", str(workers), "-config", config, *extra_args, module]
+            "-metadir", metadir, "-workers", str(workers), "-config", config, *counting, *extra_args, module]
 
 
 def run_tlc(
@@ -364,15 +447,19 @@ def run_tlc(
     extra_args: tuple[str, ...] = (),
     budget_seconds: float | None = None,
     quick: bool = False,
+    coverage: bool = False,
 ) -> TlcResult:
     """Runs TLC on `module` with `config`; its state files go to a temporary folder removed afterwards.
     With a budget, TLC is stopped when it runs out (`result.complete` is then False: the figures are those
-    of its last progress report). `quick`: the JVM tuned for a run of seconds (tlc_command)."""
+    of its last progress report). `quick`: the JVM tuned for a run of seconds (tlc_command). `coverage`: each
+    action's counts in `result.coverage` (None if TLC is stopped before its final report). TLC's coverage costs
+    a cost model of the whole spec, built before the search, in time and heap: on kcm's spec 1.1 GiB and about
+    6 s whatever the model, then a search about 1.5 times as long (docs in kcm.spec.tlc.modelcheck.check_model)."""
     java, jar = find_tools()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kcm-tlc-") as metadir:
         command = tlc_command(java, jar, metadir, workers, heap_mb or default_heap_mb(),
-                              os.path.relpath(config, module.parent), module.name, extra_args, quick)
+                              os.path.relpath(config, module.parent), module.name, extra_args, quick, coverage)
         output = _run_streaming(command, module.parent, on_progress, budget_seconds)
         result = parse_output(output.text, TlcResult(output.exit_code, complete=not output.stopped))
     result.seconds = time.monotonic() - started

@@ -212,7 +212,7 @@ def test_a_hook_change_shows_exactly_that_cell_changed_and_the_same_revision_not
     monkeypatch.setenv("GITHUB_WORKSPACE", str(repo))
     junit = tmp_path / "diff.xml"
     code = main(["diff", "HEAD~1", "HEAD", "--repo", str(repo), "--json", "--progress", "none",
-                 "--out", str(tmp_path / "out"), "--junit", str(junit)])
+                 "--out", str(tmp_path / "out"), "--junit", str(junit), "--html", str(tmp_path / "diff.html")])
     printed = capsys.readouterr()
     document = json.loads(printed.out)
     validate("diff", document)
@@ -229,6 +229,9 @@ def test_a_hook_change_shows_exactly_that_cell_changed_and_the_same_revision_not
     assert "::error file=designs/follower-truncation/FollowerTruncation.tla,line=1," in annotation[0]
     assert "**HEAD breaks what BASE held.**" in (tmp_path / "summary.md").read_text()
     assert junit.read_text().count("<failure") == 1
+    page = (tmp_path / "diff.html").read_text()
+    assert "HEAD breaks what BASE held" in page
+    assert 'href="#cex-follower-truncation-kafka1211-nocommitteddataloss"' in page
     # The same revision on both sides: nothing changed, every row read back from the cache.
     assert main(["diff", "HEAD", "HEAD", "--repo", str(repo), "--json", "--progress", "none",
                  "--out", str(tmp_path / "again")]) == 0

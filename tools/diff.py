@@ -34,7 +34,7 @@ from kcm.conformance.design_diff import (
     unchanged_cells,
 )
 from kcm.conformance.result_cache import DEFAULT_LIMIT_BYTES, ResultCache
-from kcm.spec.atomic_output import write_output
+from kcm.spec.atomic_output import check_writable, write_output
 from kcm.spec.tlc.modelcheck import ModelError, spec_dir
 from kcm.spec.tlc.runner import TlcError, TlcSetupError, find_tools
 from kcm.spec.verdicts import passed
@@ -42,6 +42,8 @@ from kcm.tools.ci_option import add_junit_option, check_junit, publish
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
+from kcm.tools.report import kinds
+from kcm.tools.report.command import html_option
 
 DEFAULT_OUT: Final = default_out("diff")
 
@@ -63,6 +65,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--cache-limit", type=at_least(1, " MiB"), default=DEFAULT_LIMIT_BYTES // 2**20,
                         metavar="MIB", help="the cache's size bound (default %(default)s MiB)")
     add_junit_option(parser, "cell of HEAD")
+    html_option(parser)
     add_option(parser)
     parser.set_defaults(handler=cmd_diff)
 
@@ -72,6 +75,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UsageError(f"--tolerance {args.tolerance:g}: a percentage, 0 or more")
     out = out_files(args.out, "diff", ["diff.json", "diff.md"])
     check_junit(args)
+    if args.html:
+        check_writable(args.html)
     cache = None if args.no_cache else ResultCache(default_out("cache"), args.cache_limit * 2**20)
     started = time.monotonic()
     try:
@@ -97,6 +102,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     print(json.dumps(document, indent=2) if args.json else text)
     write_output(out / "diff.json", json.dumps(document, indent=2) + "\n")
     write_output(out / "diff.md", text + "\n")
+    if args.html:
+        kinds.diff_page(document, Path(args.html))
     publish(args, "kcm diff", junit_cases(delta), text, github_annotations(delta))
     return EXIT_VIOLATED if delta.breaks else EXIT_OK
 

@@ -91,6 +91,26 @@ def review_page(document: dict[str, Any], folder: Path, out: Path, source: str =
                       document=document, rows=rows, sections=sections)
 
 
+def diff_page(document: dict[str, Any], out: Path) -> Path:
+    """`kcm diff --html`: the changes, each changed cell's counterexample as a timeline below them."""
+    changes, sections = [], []
+    for change in document["cells_changed"]:
+        shown = dict(change)
+        trace = _found(change.get("trace"), out.parent)
+        if change["head"] == VIOLATED and trace is not None:
+            shown["anchor"] = anchor("cex", change["row"], change["column"])
+            head = document["head"]["rows"].get(change["row"], {})
+            title = f"{change['row']}: {change['column']} on HEAD ({head.get('model', '?')} model)"
+            window = max(DEFAULT_WINDOW, change.get("trace_length") or 0)
+            truncation = head.get("knobs", {}).get("truncation", "kip320")
+            timeline = trace_timeline(trace, title, shown["anchor"], window, truncation)
+            mark_final_state(timeline, change["column"], read_trace(trace))
+            sections.append(timeline)
+        changes.append(shown)
+    return page.write(out, "diff.html", kind="diff", title="kcm diff: what the design change changes", source="",
+                      document=document, changes=changes, sections=sections)
+
+
 def _found(trace: str | None, folder: Path) -> Path | None:
     """A counterexample named in review.json: as written, or beside review.json when the folder moved."""
     if not trace:

@@ -220,7 +220,7 @@ def check_model(
     whose module the model extends and whose hooks it binds (kcm.spec.design_folder); `coverage`: how often each
     action of the model's next-state relation fired, in `result.coverage` (an action that never fired leaves the
     invariants holding vacuously of it). Coverage needs a heap of COVERAGE_MIN_HEAP_MB at least, and costs about
-    6 s of CPU before the search and a search about 1.6 times as long (kcm.spec.tlc.runner.run_tlc)."""
+    5 s of CPU before the search and a slower search (kcm.spec.tlc.runner.run_tlc)."""
     base = _model(model)
     check_invariant_names(invariants or [])
     if coverage and (heap_mb or default_heap_mb()) < COVERAGE_MIN_HEAP_MB:

@@ -330,7 +330,8 @@ _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 # `<Name location>: distinct:generated`; the location of the operator's definition, followed, for a disjunct that is
 # no operator of its own (named by the definition it is in), by its own: `(line col line col)`.
 _COVERAGE_NEXT = re.compile(r"<(\S+) ([^>]*)>: ([\d,]+):([\d,]+)")
-_COVERAGE_WHERE = re.compile(r"line (\d+), col (\d+) to line \d+, col \d+ of module (\S+)(?: \((\d+) (\d+) \d+ \d+\))?$")
+_COVERAGE_WHERE = re.compile(r"line (\d+), col (\d+) to line \d+, col \d+ of module (\S+)"
+                             r"(?: \((\d+) (\d+) \d+ \d+\))?$")
 
 
 def parse_output(output: str, result: TlcResult) -> TlcResult:
@@ -453,8 +454,8 @@ def run_tlc(
     With a budget, TLC is stopped when it runs out (`result.complete` is then False: the figures are those
     of its last progress report). `quick`: the JVM tuned for a run of seconds (tlc_command). `coverage`: each
     action's counts in `result.coverage` (None if TLC is stopped before its final report). TLC's coverage costs
-    a cost model of the whole spec, built before the search, in time and heap: on kcm's spec 1.1 GiB and about
-    6 s whatever the model, then a search about 1.5 times as long (docs in kcm.spec.tlc.modelcheck.check_model)."""
+    a cost model of the whole spec, built before the search: on kcm's spec 1.1 GiB of heap and about 5 s of CPU
+    whatever the model, then a slower search (the ci model: 52 s of CPU in all without coverage, 82 s with)."""
     java, jar = find_tools()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kcm-tlc-") as metadir:

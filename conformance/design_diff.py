@@ -31,7 +31,7 @@ from kcm.conformance.result_cache import ResultCache, row_key
 from kcm.conformance.review import RowResult, review_row
 from kcm.spec.atomic_output import OutputError
 from kcm.spec.design_folder import MANIFEST, DesignError, DesignFolder, read_design
-from kcm.spec.designs import COLUMNS, Variant, design_rows
+from kcm.spec.designs import COLUMNS, design_rows
 from kcm.spec.tlc.modelcheck import render_counterexample, write_events
 from kcm.spec.trace.format import Event, TraceError, load_trace
 from kcm.spec.verdicts import AS_EXPECTED, HOLDS
@@ -144,22 +144,18 @@ class SideResult:
     computed: int = 0
 
 
-RowProgress = Callable[[Variant, str], None]
-
-
 def review_side(side: Side, out: Path, cache: ResultCache | None, quick: bool = False,
-                on_row: Callable[[str, bool], None] | None = None,
-                run_row: Callable[[Variant, Path, bool], RowResult] | None = None) -> SideResult:
-    """Every row of the side's designs, read from the cache where its key is there, else reviewed and kept."""
+                on_row: Callable[[str, bool], None] | None = None, coverage: bool = False) -> SideResult:
+    """Every row of the side's designs, read from the cache where its key is there, else reviewed and kept;
+    with `coverage`, each row's exhaustive run counts its actions."""
     result = SideResult(side, {})
-    run = run_row or (lambda variant, folder, q: review_row(variant, folder, quick=q))
     for design in side.designs:
         for variant in design_rows(design):
-            key = row_key(variant, quick)
+            key = row_key(variant, quick, coverage)
             document = cache.get(key) if cache is not None else None
             cached = document is not None
             if document is None:
-                row = run(variant, out, quick)
+                row = review_row(variant, out, quick=quick, coverage=coverage)
                 document = _row_document(row)
                 if cache is not None and not row.errors:
                     cache.put(key, document)
@@ -237,6 +233,8 @@ class Delta:
     cells: list[CellChange] = field(default_factory=list)
     verdicts: list[tuple[str, str, str]] = field(default_factory=list)  # row, base verdict, head verdict
     sizes: list[SizeChange] = field(default_factory=list)
+    # Rows measured with coverage on both sides: (row, action, "stopped" | "started") firing.
+    actions: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def breaks(self) -> bool:
@@ -245,7 +243,7 @@ class Delta:
 
     @property
     def unchanged(self) -> bool:
-        return not (self.added or self.removed or self.cells or self.verdicts or self.sizes)
+        return not (self.added or self.removed or self.cells or self.verdicts or self.sizes or self.actions)
 
 
 def _shown(cell: dict[str, Any] | None) -> str:
@@ -282,6 +280,11 @@ def compare(base: SideResult, head: SideResult, tolerance: float = DEFAULT_TOLER
                 continue
             delta.cells.append(CellChange(label, column, _shown(before), _shown(after), breaks,
                                           _explained(after or {}, column)))
+        fired = [{name for name, action in row["coverage"].items() if action["generated"]}
+                 for row in (base_row, head_row) if row.get("coverage") is not None]
+        if len(fired) == 2:
+            delta.actions += [(label, name, "stopped") for name in sorted(fired[0] - fired[1])]
+            delta.actions += [(label, name, "started") for name in sorted(fired[1] - fired[0])]
         for measure in ("distinct_states", "depth"):
             b, h = _held_size(base_row, measure), _held_size(head_row, measure)
             if b is not None and h is not None and b != h and (not b or abs(h - b) / b > tolerance):
@@ -328,6 +331,7 @@ def to_json(delta: Delta, seconds: float) -> dict[str, Any]:
         "verdicts_changed": [{"row": r, "base": b, "head": h} for r, b, h in delta.verdicts],
         "cells_changed": [c.to_json() for c in delta.cells],
         "sizes_changed": [s.to_json() for s in delta.sizes],
+        "actions_changed": [{"row": r, "action": a, "firing": f} for r, a, f in delta.actions],
         "seconds": round(seconds, 2),
     }
 
@@ -358,6 +362,9 @@ def markdown(delta: Delta) -> str:
             if c.head_cell.get("rendered"):
                 lines += ["", f"<details><summary>{c.row}: {c.column} on HEAD</summary>", "", "```",
                           c.head_cell["rendered"], *c.head_cell.get("explanation", []), "```", "</details>"]
+    if delta.actions:
+        lines += ["", "| row | action | firing on HEAD |", "|---|---|---|"]
+        lines += [f"| {r} | {a} | {'**stopped**' if f == 'stopped' else 'started'} |" for r, a, f in delta.actions]
     if delta.sizes:
         lines += ["", "| row | measure | BASE | HEAD | ratio |", "|---|---|---|---|---|"]
         lines += [f"| {s.row} | {s.measure} | {s.base:,} | {s.head:,} | "

@@ -85,7 +85,7 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
-def row_key(variant: Variant, quick: bool) -> str:
+def row_key(variant: Variant, quick: bool, coverage: bool = False) -> str:
     """The key of a review row's result."""
     model = models()[variant.model]
     era, _ = ERA_MODULES[variant.knobs.truncation]
@@ -97,7 +97,8 @@ def row_key(variant: Variant, quick: bool) -> str:
         folders.insert(0, design.tla_module.parent)
     digest = hashlib.sha256(f"kcm review row, format {FORMAT}\0".encode())
     digest.update(json.dumps({"label": variant.label, "settings": list(variant.settings), "model": variant.model,
-                              "expected": sorted(variant.expected), "quick": quick}, sort_keys=True).encode())
+                              "expected": sorted(variant.expected), "quick": quick, "coverage": coverage},
+                             sort_keys=True).encode())
     _digest_files(digest, modules_read(roots, folders))
     _digest_files(digest, [model.config])
     if design is not None:

@@ -34,6 +34,7 @@ from kcm.spec.tlc.modelcheck import (
     check_liveness,
     check_model,
     model_properties,
+    vacuous_actions,
     vocabulary_name,
     write_events,
 )
@@ -97,6 +98,10 @@ class RowResult:
     # A quick row (review_row) ended at its first violation: one documented invariant broken is the design
     # breaking as documented.
     quick: bool = False
+    # With coverage (tlc_row's `coverage`): each action of the model's Next, as the exhaustive run counted it,
+    # and those that never fired though the model does not say they never do (the row's holds is vacuous there).
+    coverage: dict[str, dict[str, Any]] | None = None
+    vacuous: list[str] = field(default_factory=list)
 
     @property
     def violated(self) -> frozenset[str]:
@@ -128,7 +133,7 @@ class RowResult:
         found = worst([cell.result for cell in self.cells.values()])
         if found in (UNOBSERVED, UNSUPPORTED):
             return found
-        return AS_EXPECTED if self.as_expected else UNEXPECTED
+        return AS_EXPECTED if self.as_expected and not self.vacuous else UNEXPECTED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +143,7 @@ class RowResult:
             "seconds": round(self.seconds, 2), "quick": self.quick,
             # A quick row has cells for what it looked at only; a liveness row for its model's properties.
             "cells": {name: self.cells[name].to_json() for name in (*COLUMNS, *PROPERTIES) if name in self.cells},
+            **({"coverage": self.coverage, "vacuous": self.vacuous} if self.coverage is not None else {}),
         }
 
 
@@ -145,7 +151,8 @@ Progress = Callable[[Variant, str], None]
 
 
 def review_row(variant: Variant, out: Path, heap_mb: int | None = None,
-               on_progress: Progress | None = None, quick: bool = False, cores: int = 1) -> RowResult:
+               on_progress: Progress | None = None, quick: bool = False, cores: int = 1,
+               coverage: bool = False) -> RowResult:
     """A row: an unsafe design's quick row by kcm hunt's route (`hunted_row`) with `cores` engines, any other
     by TLC (`tlc_row`)."""
     if variant.design is not None and (unread := unread_by_tlc(variant.design)):
@@ -154,13 +161,14 @@ def review_row(variant: Variant, out: Path, heap_mb: int | None = None,
     # Hunt's engines include Z3, which reads no design of one's own: a design's quick row is TLC's alone.
     if quick and variant.expected and variant.design is None:
         return hunted_row(variant, out, heap_mb, on_progress, cores)
-    return tlc_row(variant, out, heap_mb, on_progress, quick)
+    return tlc_row(variant, out, heap_mb, on_progress, quick, coverage)
 
 
 def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
-            on_progress: Progress | None = None, quick: bool = False) -> RowResult:
+            on_progress: Progress | None = None, quick: bool = False, coverage: bool = False) -> RowResult:
     """Fills one row by TLC breadth first, peeling: every run checks the invariants not yet found violated. A
-    quick row is one run over the variant's focus: it ends at the first violation, or holds."""
+    quick row is one run over the variant's focus: it ends at the first violation, or holds. With `coverage`,
+    the run that explores the model exhaustively (the last) counts each action's states."""
     started = time.monotonic()
     row = RowResult(variant, quick=quick)
     remaining = variant.focus() if quick else list(TLA_INVARIANTS)
@@ -176,13 +184,16 @@ def tlc_row(variant: Variant, out: Path, heap_mb: int | None = None,
         row.runs = run
         try:
             outcome = check_model(variant.model, variant.knobs, remaining, heap_mb=heap_mb, on_progress=show,
-                                  design=variant.design)
+                                  design=variant.design, coverage=coverage)
         except TlcError as err:
             for name in remaining:
                 row.cells.setdefault(column(name), Cell(column(name), UNKNOWN, error=str(err)))
             break
         result = outcome.result
         if result.violated is None:
+            if result.coverage is not None:
+                row.coverage = {name: action.to_json() for name, action in result.coverage.items()}
+                row.vacuous = vacuous_actions(variant.model, result)
             for name in remaining:
                 row.cells.setdefault(column(name), Cell(column(name), outcome.verdict, result.distinct_states,
                                                          result.seconds, result.depth))
@@ -282,7 +293,7 @@ def select(labels: Iterable[str] | None, liveness: bool = False) -> list[Variant
 
 def review(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | None = None,
            reporter: Reporter | None = None, on_row: Callable[[RowResult], None] | None = None,
-           quick: bool = False, liveness: bool = False) -> list[RowResult]:
+           quick: bool = False, liveness: bool = False, coverage: bool = False) -> list[RowResult]:
     """The matrix: rows in parallel (one TLC process each, `workers` at a time), in the order given; quick
     rows check their focus only (Variant.focus); liveness rows their model's temporal properties. Each row is
     a task of the reporter."""
@@ -297,7 +308,7 @@ def review(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | 
     def one(variant: Variant, progress: Progress | None) -> RowResult:
         if liveness:
             return review_liveness_row(variant, out, heap_mb, progress)
-        return review_row(variant, out, heap_mb, progress, quick, cores)
+        return review_row(variant, out, heap_mb, progress, quick, cores, coverage)
 
     def fill(variant: Variant) -> RowResult:
         if reporter is None:

@@ -119,7 +119,7 @@ def test_verify_stage_rows(monkeypatch: pytest.MonkeyPatch, full: bool, tmp_path
     asked: list[bool] = []
 
     def fake(variants: list[Variant], out: Path, workers: int = 1, heap_mb: int | None = None,
-             reporter: Reporter | None = None, quick: bool = False) -> list[RowResult]:
+             reporter: Reporter | None = None, quick: bool = False, coverage: bool = False) -> list[RowResult]:
         asked.append(quick)
         rows = []
         for variant in variants:

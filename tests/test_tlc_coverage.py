@@ -3,6 +3,7 @@ that an action that never fires (and leaves the invariants holding vacuously of 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from kcm.spec.tlc.runner import (
     run_tlc,
     tlc_command,
 )
+from kcm.tools.cli import main
 
 # Room for TLC's cost model of kcm's spec (1.1 GiB live) and the search.
 HEAP_MB = COVERAGE_MIN_HEAP_MB + 1024
@@ -140,3 +142,45 @@ def test_a_model_made_vacuous_shows_the_actions_that_never_fire(tmp_path: Path) 
         assert (result.coverage[action].distinct, result.coverage[action].generated) == (0, 0)
         assert action in result.never_fired
     assert result.coverage["Produce"].fired and "Produce" not in result.never_fired
+
+
+NO_OP_DESIGN = """name = "kip320-restated"
+summary = "The safe design's truncation offset, restated under a name of its own."
+follows = "Kafka 2.1 (KIP-320)"
+base = "defaults"
+expected = []
+models = ["ci"]
+
+[tla]
+module = "Restated.tla"
+hooks = { TruncationOffset = "RESTATED_TruncationOffset" }
+"""
+
+
+@pytest.mark.tlc
+def test_verify_with_coverage_calls_a_model_that_cannot_crash_unexpected(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ci model with its faults disabled in its configuration (no crash, no session expiry): every invariant
+    holds, and `verify --coverage` says the holds is vacuous of the actions that never fired."""
+    spec = tmp_path / "spec"
+    spec.mkdir()
+    for source in [*modelcheck.spec_dir().glob("*.tla"), *modelcheck.spec_dir().glob("*.cfg")]:
+        shutil.copy(source, spec / source.name)
+    config = spec / "MCci.cfg"
+    text = config.read_text()
+    assert "MaxCrashes = 1" in text and "MaxExpiries = 1" in text and "kcm unfired: TopicChange" in text
+    config.write_text(text.replace("MaxCrashes = 1", "MaxCrashes = 0").replace("MaxExpiries = 1", "MaxExpiries = 0"))
+    monkeypatch.setattr(modelcheck, "spec_dir", lambda: spec)
+    design = tmp_path / "design"
+    design.mkdir()
+    (design / "design.toml").write_text(NO_OP_DESIGN)
+    (design / "Restated.tla").write_text(
+        "---- MODULE Restated ----\nEXTENDS TruncationKIP320\n"
+        "RESTATED_TruncationOffset(lg, epoch, end) == KIP320_TruncationOffset(lg, epoch, end)\n====\n")
+    code = main(["verify", "--design", str(design), "--only", "tlc", "--coverage", "--json", "--progress", "none",
+                 "--out", str(tmp_path / "out")])
+    document = json.loads(capsys.readouterr().out)
+    (row,) = document["stages"]
+    assert code == 1 and row["verdict"] == "unexpected", row
+    assert "vacuous" in row["detail"] and "BrokerCrash" in row["detail"] and "SessionExpire" in row["detail"]
+    assert "TopicChange" not in row["detail"]  # the configuration says it never fires there

@@ -53,6 +53,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("base", metavar="BASE", help="a git revision, or a design folder")
     parser.add_argument("head", metavar="HEAD", help="a git revision, or a design folder")
     parser.add_argument("--quick", action="store_true", help="each row to its first violation (as review --quick)")
+    parser.add_argument("--coverage", action="store_true",
+                        help="count each action's states in each row's exhaustive run: actions that stopped or "
+                             "started firing, and rows made vacuous")
     parser.add_argument("--designs", action="append", metavar="GLOB",
                         help="only the design folders whose path in the tree matches (repeatable)")
     parser.add_argument("--repo", default=".", help="the git repository of the revisions (default: .)")
@@ -92,7 +95,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
                     def done(row: str, cached: bool, task: Any = task) -> None:
                         task.advance(detail=f"{row}: {'from the cache' if cached else 'reviewed'}")
 
-                    results.append(review_side(side, out / label.lower(), cache, args.quick, on_row=done))
+                    results.append(review_side(side, out / label.lower(), cache, args.quick, on_row=done,
+                                               coverage=args.coverage))
     except (DiffError, TlcSetupError, TlcError, ModelError) as err:
         raise UsageError(str(err)) from err
     delta = compare(results[0], results[1], args.tolerance / 100)

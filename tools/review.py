@@ -55,6 +55,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="each unsafe row to its first documented violation, by kcm hunt's route (seconds)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--coverage", action="store_true",
+                        help="TLC counts each action's states in each row's exhaustive run; a row where an action "
+                             "never fires that its model does not say never fires is unexpected")
     parser.add_argument("--workers", type=at_least(1), default=1, help="TLC processes at a time (default 1)")
     parser.add_argument("--out", default=None,
                         help=f"folder for counterexamples, review.json and review.md (default {DEFAULT_OUT}/)")
@@ -92,7 +95,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         started = time.monotonic()
         with Reporter(args.progress) as reporter:
             rows = review(variants, out, args.workers, args.heap, reporter, quick=args.quick,
-                          liveness=args.liveness)
+                          liveness=args.liveness, coverage=args.coverage)
     except (TlcSetupError, TlcError, ModelError) as err:
         raise UsageError(str(err)) from err
     seconds = time.monotonic() - started

@@ -50,6 +50,8 @@ class VerifyContext:
     campaigns: list[CampaignResult] = field(default_factory=list)
     # `--zk`: the ZooKeeper the cluster runs on ("host:port"), or "" for an ensemble the stage starts.
     zk: str = ""
+    # `--coverage`: TLC counts each action's states, and a model where one never fires is `unexpected`.
+    coverage: bool = False
     # `--design`: a design folder of one's own, on its base design's knobs (`knobs`); each engine reads it or
     # says `unsupported` (unsupported_row).
     design: DesignFolder | None = None

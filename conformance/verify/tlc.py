@@ -7,7 +7,7 @@ from kcm.conformance.review import RowResult, review
 from kcm.conformance.verify.stages import StageRow, VerifyContext
 from kcm.spec.design_folder import DesignFolder
 from kcm.spec.designs import VARIANTS, Variant, design_rows
-from kcm.spec.verdicts import HOLDS, UNKNOWN, worst
+from kcm.spec.verdicts import HOLDS, UNEXPECTED, UNKNOWN, worst
 
 
 def stage(ctx: VerifyContext) -> list[StageRow]:
@@ -19,7 +19,8 @@ def stage(ctx: VerifyContext) -> list[StageRow]:
         return _design_rows(ctx, ctx.own_design)
     ci = Variant(f"ci ({ctx.knobs.describe()})", tuple(ctx.knobs.settings()), "ci")
     variants = [v for v in VARIANTS if (v.knobs != ctx.knobs or v.model != "ci") and (ctx.full or v.expected)]
-    rows = review([ci, *variants], ctx.out / "tlc", workers=2, reporter=ctx.reporter, quick=not ctx.full)
+    rows = review([ci, *variants], ctx.out / "tlc", workers=2, reporter=ctx.reporter, quick=not ctx.full,
+                  coverage=ctx.coverage)
     return [_stage_row(row, row.variant is ci, ctx.full) for row in rows]
 
 
@@ -30,7 +31,8 @@ def _design_rows(ctx: VerifyContext, design: DesignFolder) -> list[StageRow]:
     ci = None if "ci" in design.models else Variant(f"ci (design {design.name})", tuple(design.base.settings()),
                                                     "ci", design=design)
     rows = [*([ci] if ci else []), *design_rows(design)]
-    results = review(rows, ctx.out / "tlc", workers=2, reporter=ctx.reporter, quick=not ctx.full)
+    results = review(rows, ctx.out / "tlc", workers=2, reporter=ctx.reporter, quick=not ctx.full,
+                     coverage=ctx.coverage)
     return [_stage_row(row, row.variant is ci, ctx.full) for row in results]
 
 
@@ -39,6 +41,11 @@ def _stage_row(row: RowResult, is_ci: bool, full: bool) -> StageRow:
         return StageRow("tlc", _check_name(row, is_ci), UNKNOWN, row.errors[0], row.seconds)
     shown = min(row.violated, default="")
     trace = (row.cells[shown].trace or "") if shown else ""
+    if row.vacuous:
+        return StageRow("tlc", _check_name(row, is_ci), UNEXPECTED,
+                        f"vacuous: {', '.join(row.variant.model + ' never fires ' + a for a in row.vacuous)} "
+                        f"(an action its configuration does not say never fires); "
+                        f"kcm check --model {row.variant.model} --coverage", row.seconds)
     if is_ci:
         again = (f"--design {row.variant.design.path}" if row.variant.design is not None else
                  " ".join(f"--set {s}" for s in row.variant.settings))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -155,6 +156,23 @@ class CheckOutcome:
             **({"coverage": {name: action.to_json() for name, action in self.result.coverage.items()}}
                if self.result.coverage is not None else {}),
         }
+
+
+# A model's actions that are meant never to fire, each with the reason, as comments of its configuration:
+#     \* kcm unfired: TopicChange: the model's topic exists from its initial state and none is created
+_UNFIRED: Final = re.compile(r"^\\\*\s*kcm unfired:\s*(\w+)\s*:\s*(.+?)\s*$", re.M)
+
+
+def expected_unfired(model: str) -> dict[str, str]:
+    """The actions a model's configuration says never fire in it, with why (every other action of its Next
+    must fire, or the model's invariants hold of it vacuously)."""
+    return dict(_UNFIRED.findall(_model(model).config.read_text()))
+
+
+def vacuous_actions(model: str, result: TlcResult) -> list[str]:
+    """The actions that never fired in a run with coverage and are not said to never fire in the model."""
+    expected = expected_unfired(model)
+    return [name for name in result.never_fired if name.partition("@")[0] not in expected]
 
 
 def model_knobs(model: str) -> Knobs:

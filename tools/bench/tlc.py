@@ -10,7 +10,9 @@ wall time on a 100-state version is TLC's fixed cost (JVM start, parsing). Each 
 states/s against that raw rate: how much a state of our spec costs.
 
 Every model is run once through `kcm.spec.tlc.modelcheck.check_model` (what `kcm check` runs), with the knobs its
-configuration sets; a reproduction must end in the violation its configuration announces.
+configuration sets; a reproduction must end in the violation its configuration announces. `--coverage` runs each
+model a second time with TLC's action coverage (`kcm check --coverage`) and reports its cost against the plain
+run of the same model in the same session.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Run:
     result: TlcResult
     wall: float
     expected: str | None
+    covered: float | None = None  # wall seconds of the same check with coverage
 
     @property
     def rate(self) -> float:
@@ -108,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="TLC workers (default 2)")
     parser.add_argument("--heap", type=int, default=4096, help="TLC heap in MiB (default 4096)")
     parser.add_argument("--model", action="append", help="only this model (repeatable)")
+    parser.add_argument("--coverage", action="store_true",
+                        help="also run each model with TLC's action coverage, and report its cost")
     parser.add_argument("--deep-budget", type=float, default=300.0,
                         help="seconds TLC may spend on deep (default 300; it is not exhausted in that time)")
     args = parser.parse_args(argv)
@@ -130,7 +135,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 outcome = check_model(name, model_knobs(name), workers=args.workers, heap_mb=args.heap,
                                       trace_out=Path(tmp) / f"{name}.jsonl",
                                       budget_seconds=args.deep_budget if name == "deep" else None)
-                runs.append(Run(name, outcome.result, time.perf_counter() - started, expected))
+                wall = time.perf_counter() - started
+                covered = None
+                if args.coverage and name != "deep":
+                    started = time.perf_counter()
+                    check_model(name, model_knobs(name), workers=args.workers, heap_mb=args.heap,
+                                trace_out=Path(tmp) / f"{name}-coverage.jsonl", coverage=True)
+                    covered = time.perf_counter() - started
+                runs.append(Run(name, outcome.result, wall, expected, covered))
                 bar.advance(task)
     _report(out, runs, raw_rate, fixed.seconds)
     print_footer(out)
@@ -160,6 +172,13 @@ def _report(out: Console, runs: list[Run], raw_rate: float, fixed: float) -> Non
                           mine)
     out.print(reference)
     out.print(f"TLC's fixed cost per run (JVM, parsing): {fixed:.1f} s, included in every wall time")
+    covered = [run for run in runs if run.covered is not None]
+    if covered:
+        cost = table("TLC's action coverage (kcm check --coverage) against the plain check of the same model",
+                     ["model", "plain wall s", "with coverage wall s", "cost"], text_columns=1)
+        for run in covered:
+            cost.add_row(run.model, f"{run.wall:.1f}", f"{run.covered:.1f}", ratio(run.covered or 0.0, run.wall))
+        out.print(cost)
 
 
 def _figures(runs: list[Run], raw_rate: float) -> list[Figure]:
@@ -173,6 +192,9 @@ def _figures(runs: list[Run], raw_rate: float) -> list[Figure]:
         met = None if limit is None else run.wall <= limit and run.as_announced
         figures.append(Figure(NAME, f"{run.model}: {run.outcome}", run.wall, "s", target, met,
                               f"{run.result.distinct_states:,} states, {ratio(run.rate, raw_rate)} raw TLC's states/s"))
+    figures += [Figure(NAME, f"{run.model}: coverage cost", (run.covered or 0.0) / run.wall, "x", "", None,
+                       f"{run.covered:.1f} s with coverage, {run.wall:.1f} s without")
+                for run in runs if run.covered is not None]
     return figures
 
 

@@ -76,7 +76,7 @@ def register(subparsers: Any) -> None:
                             f"{default_out('check', '<model>-counterexample.jsonl')})")
     check.add_argument("--json", action="store_true")
     check.add_argument("--coverage", action="store_true",
-                       help="count each action's states (TLC's -coverage; a 2 GiB heap at least, about 1.7x the time "
+                       help="count each action's states (TLC's -coverage; a 2 GiB heap at least, about 2.3x the time "
                             "on ci); an action that never fires, unless the model's configuration says it never "
                             "does, makes the result unexpected: its invariants hold of it vacuously")
     add_design_option(check, "TLC checks its module's hooks on its base design's knobs (--set changes them), on "

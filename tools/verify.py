@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
                              "cluster kcm starts and stops, its logs judged (kcm kafka campaign)")
     parser.add_argument("--coverage", action="store_true",
                         help="TLC counts each action's states; a model where an action never fires that its "
-                             "configuration does not say never fires is unexpected (about 1.7x TLC's time)")
+                             "configuration does not say never fires is unexpected (about 2.3x TLC's time)")
     parser.add_argument("--only", action="append", choices=[*STAGES, *ON_REQUEST], metavar="ENGINE",
                         help=f"run only this engine (repeatable): {', '.join([*STAGES, *ON_REQUEST])}")
     parser.add_argument("--skip", action="append", choices=[*STAGES, *ON_REQUEST], default=[], metavar="ENGINE",

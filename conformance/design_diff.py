@@ -106,10 +106,8 @@ def resolve_side(given: str, repo: Path, trees: Path, patterns: list[str] | None
     tree = trees / commit
     if not (tree / ".kcm-exported").is_file():
         _export(repo, commit, tree)
+    # A revision before the first design (the pull request that adds it) is a side without rows.
     found = design_folders(tree, patterns)
-    if not found:
-        raise DiffError(f"{given} ({commit[:12]}): no design folder in the revision's tree (no {MANIFEST})"
-                        + (f" matching {', '.join(patterns)}" if patterns else ""))
     return Side(given, commit, [_read(folder, f"{given}:{folder.relative_to(tree)}") for folder in found], tree)
 
 
@@ -119,11 +117,15 @@ def _export(repo: Path, commit: str, tree: Path) -> None:
         raise DiffError(f"{commit[:12]}: git archive failed: {archive.stderr.decode().strip()}")
     try:
         tree.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(tree, filter="data")
+        # The archive of an empty tree is no tar at all.
+        if _git(repo, "ls-tree", commit).stdout.strip():
+            with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+                tar.extractall(tree, filter="data")
         (tree / ".kcm-exported").write_text(commit + "\n")
     except OSError as err:
         raise OutputError(tree, f"cannot write: {err.strerror or err}") from None
+    except tarfile.TarError as err:
+        raise DiffError(f"{commit[:12]}: git archive wrote no readable tar: {err}") from None
 
 
 def _read(folder: Path, shown: str) -> DesignFolder:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kcm.conformance.ci_results import Case, append_summary, error_annotation, junit_xml
-from kcm.conformance.design_diff import Side, SideResult, compare
+from kcm.conformance.design_diff import Side, SideResult, compare, resolve_side
 from kcm.conformance.result_cache import ResultCache, modules_read, row_key
 from kcm.spec.design_folder import read_design
 from kcm.spec.designs import Variant, design_rows
@@ -190,6 +190,25 @@ def test_a_junit_file_has_a_case_per_cell_and_a_failure_with_its_message() -> No
 # -- the command -------------------------------------------------------------------------------------------
 
 
+def test_a_revision_before_the_first_design_is_a_side_without_rows(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README.md").write_text("designs to come\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "nothing yet")
+    design = repo / "designs" / "follower-truncation"
+    design.mkdir(parents=True)
+    (design / "design.toml").write_text(MANIFEST)
+    (design / "FollowerTruncation.tla").write_text(MODULE)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the first design")
+    trees = tmp_path / "trees"
+    before, after = resolve_side("HEAD~1", repo, trees), resolve_side("HEAD", repo, trees)
+    assert before.designs == [] and [d.name for d in after.designs] == ["follower-truncation"]
+    assert after.in_repository(after.designs[0].path) == Path("designs/follower-truncation")
+
+
 def test_bad_sides_are_one_line_and_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
@@ -200,6 +219,10 @@ def test_bad_sides_are_one_line_and_exit_2(tmp_path: Path, monkeypatch: pytest.M
     empty.mkdir()
     assert main(["diff", str(empty), str(empty)]) == 2
     assert "no design folder in it" in capsys.readouterr().err
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "empty")
+    assert main(["diff", "HEAD", "HEAD"]) == 2
+    assert "no design folder in HEAD" in capsys.readouterr().err
 
 
 @pytest.mark.tlc

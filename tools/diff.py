@@ -87,6 +87,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         trees = default_out("diff", "trees")
         base = resolve_side(args.base, Path(args.repo), trees, args.designs)
         head = resolve_side(args.head, Path(args.repo), trees, args.designs)
+        if not base.designs and not head.designs:
+            where = f" matching {', '.join(args.designs)}" if args.designs else ""
+            raise DiffError(f"no design folder{where} in {base.name} nor in {head.name} (no design.toml)")
         with Reporter(args.progress) as reporter:
             results = []
             for label, side in (("BASE", base), ("HEAD", head)):

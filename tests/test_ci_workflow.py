@@ -169,3 +169,25 @@ def test_the_documented_workflow_reviews_a_pull_request_that_breaks_a_design(tmp
     assert junit.count("<failure") == 1 and "NoCommittedDataLoss went from holds on BASE to violated" in junit
     verify = (work / "kcm-out" / "junit" / "verify-follower-truncation.xml").read_text()
     assert verify.count("<failure") == 1 and 'name="model ci"' in verify
+
+
+def kcm_commands(block: str, base_variable: str) -> list[str]:
+    """The kcm command lines of a workflow, with the base branch's variable named BASE and a GitLab line's
+    continuation and status capture taken off."""
+    joined = re.sub(r"\\\n\s*", "", block)
+    commands = []
+    for line in joined.splitlines():
+        text = line.strip().removeprefix("- ").strip()
+        if text.startswith("kcm "):
+            commands.append(text.replace(base_variable, "BASE").removesuffix("|| status=$?").strip())
+    return commands
+
+
+def test_the_gitlab_workflow_runs_the_github_one_s_kcm_commands() -> None:
+    doc = DOC.read_text()
+    github = re.search(r"## GitHub Actions.*?```yaml\n(.*?)```", doc, re.S)
+    gitlab = re.search(r"## GitLab CI.*?```yaml\n(.*?)```", doc, re.S)
+    assert github is not None and gitlab is not None
+    ours = kcm_commands(github.group(1), "$GITHUB_BASE_REF")
+    assert len(ours) == 2 and ours[0].startswith("kcm diff") and ours[1].startswith("kcm verify")
+    assert kcm_commands(gitlab.group(1), "$CI_MERGE_REQUEST_TARGET_BRANCH_NAME") == ours

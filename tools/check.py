@@ -172,8 +172,11 @@ def _publish(args: argparse.Namespace, outcome: CheckOutcome, violated: str | No
     lines = []
     if violated is not None:
         steps = len(outcome.events) - 1
+        again = " ".join(["kcm check --model", args.model, *(f"--set {s}" for s in args.settings),
+                          *([f"--design {args.design}"] if getattr(args, "design", None) else []),
+                          "--invariant", violated.partition("/")[0]])
         failure = "\n".join([f"{violated} violated in {steps} steps", *explanation(outcome.events, violated),
-                              _written(outcome)])
+                              _written(outcome), f"reproduce: {again}"])
         lines.append(counterexample_annotation(outcome.events, failure.replace("\n", "; "),
                                                f"kcm check: {violated} on {args.model}", [spec_dir()]))
     if vacuous and failure is None:

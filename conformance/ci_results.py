@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,23 +124,35 @@ def action_definition(action: str, folders: list[Path]) -> tuple[Path, int] | No
     return None
 
 
-def shown_path(path: Path, root: Path | None = None) -> str:
-    """A path as an annotation names it: relative to the workspace (GITHUB_WORKSPACE, else `root` or the
-    working folder) where it lies inside it."""
-    base = Path(os.environ.get("GITHUB_WORKSPACE") or root or Path.cwd()).resolve()
+def _in_workspace(path: Path) -> str | None:
+    """A path as an annotation names it: as given when relative (the repository's), else relative to the
+    workspace (GITHUB_WORKSPACE, else the working folder); None outside it."""
+    if not path.is_absolute():
+        return str(path)
+    base = Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd()).resolve()
     try:
         return str(path.resolve().relative_to(base))
     except ValueError:
-        return str(path)
+        return None
 
 
-def counterexample_annotation(events: list[Any], message: str, title: str, folders: list[Path]) -> str:
+def counterexample_annotation(events: list[Any], message: str, title: str, folders: list[Path],
+                              in_repository: Callable[[Path], Path] = lambda path: path,
+                              fallback: Path | None = None) -> str:
     """An `::error` at the TLA+ action of a counterexample's violating step (its last event), found in
-    `folders` (a design's module first, then spec/), named relative to the workspace."""
-    where = action_definition(str(events[-1]["action"]), folders) if events else None
-    if where is None:
+    `folders` (a design's module first, then spec/), named as the repository names it (`in_repository`: a
+    path of an exported revision mapped back) relative to the workspace. With a `fallback` (a design's
+    module), an action outside the workspace (kcm's own core) is annotated there instead, its place told."""
+    action = str(events[-1]["action"]) if events else None
+    where = action_definition(action, folders) if action else None
+    if where is not None:
+        shown = _in_workspace(in_repository(where[0]))
+        if shown is not None or fallback is None:
+            return error_annotation(message, shown or str(where[0]), where[1], title)
+        message += f"; violating step: {action} ({where[0].name}:{where[1]} of kcm's spec/)"
+    if fallback is None:
         return error_annotation(message, title=title)
-    return error_annotation(message, shown_path(where[0]), where[1], title)
+    return error_annotation(message, _in_workspace(in_repository(fallback)) or str(fallback), 1, title)
 
 
 # -- the test cases of each command ------------------------------------------------------------------------
@@ -158,7 +171,9 @@ def review_cases(document: dict[str, Any]) -> list[Case]:
                 steps = (cell.get("trace_length") or 1) - 1
                 failure = (f"{column} violated in {steps} steps on the {row['model']} model, not documented"
                            f"\ncounterexample: {cell.get('trace') or 'not written'} (kcm report draws it)"
-                           f"\nreproduce: kcm check --model {row['model']} {_settings(row)}--invariant {column}")
+                           f"\nreproduce: kcm check --model {row['model']} "
+                           + "".join(f"--set {s} " for s in Knobs.from_dict(row["knobs"]).settings())
+                           + f"--invariant {column}")
             elif result == HOLDS and column in expected and not row.get("quick"):
                 failure = f"{column} holds on the {row['model']} model: the design is documented to break it"
             error = None
@@ -166,12 +181,6 @@ def review_cases(document: dict[str, Any]) -> list[Case]:
                 error = f"{column}: {result}" + (f": {cell['error']}" if cell.get("error") else "")
             cases.append(Case(str(row["label"]), column, seconds, failure, error, result))
     return cases
-
-
-def _settings(row: dict[str, Any]) -> str:
-    defaults = Knobs().to_dict()
-    return "".join(f"--set {k}={str(v).lower() if isinstance(v, bool) else v} "
-                   for k, v in row["knobs"].items() if defaults.get(k) != v)
 
 
 def stage_cases(rows: list[dict[str, Any]]) -> list[Case]:

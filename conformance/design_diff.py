@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import os
 import re
 import subprocess
 import tarfile
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,7 +106,7 @@ def resolve_side(given: str, repo: Path, trees: Path, patterns: list[str] | None
         raise DiffError(f"{given}: neither a design folder nor a revision of {where}")
     commit = verified.stdout.decode().strip()
     tree = trees / commit
-    if not (tree / ".kcm-exported").is_file():
+    if not tree.is_dir():
         _export(repo, commit, tree)
     # A revision before the first design (the pull request that adds it) is a side without rows.
     found = design_folders(tree, patterns)
@@ -112,16 +114,25 @@ def resolve_side(given: str, repo: Path, trees: Path, patterns: list[str] | None
 
 
 def _export(repo: Path, commit: str, tree: Path) -> None:
-    archive = _git(repo, "archive", "--format=tar", commit)
-    if archive.returncode != 0:
+    """The commit's tree extracted beside `tree`, then renamed to it: a tree that exists is whole, and two kcm
+    processes exporting the same commit keep whichever finished first."""
+    # The archive of an empty tree is no tar at all.
+    archive = _git(repo, "archive", "--format=tar", commit) if _git(repo, "ls-tree", commit).stdout.strip() else None
+    if archive is not None and archive.returncode != 0:
         raise DiffError(f"{commit[:12]}: git archive failed: {archive.stderr.decode().strip()}")
     try:
-        tree.mkdir(parents=True, exist_ok=True)
-        # The archive of an empty tree is no tar at all.
-        if _git(repo, "ls-tree", commit).stdout.strip():
-            with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-                tar.extractall(tree, filter="data")
-        (tree / ".kcm-exported").write_text(commit + "\n")
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{commit[:12]}-", dir=tree.parent) as staging:
+            if archive is not None:
+                with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+                    tar.extractall(staging, filter="data")
+            try:
+                os.rename(staging, tree)
+            except OSError:
+                if not tree.is_dir():
+                    raise  # not another process's export of the same commit, which would be the same tree
+            else:
+                os.mkdir(staging)  # left for TemporaryDirectory to remove
     except OSError as err:
         raise OutputError(tree, f"cannot write: {err.strerror or err}") from None
     except tarfile.TarError as err:
@@ -201,11 +212,9 @@ class CellChange:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"row": self.row, "column": self.column, "base": self.base, "head": self.head,
                                "breaks": self.breaks}
-        for key in ("trace", "trace_length", "reading", "engine", "error"):
+        for key in ("trace", "trace_length", "reading", "engine", "error", "explanation"):
             if key in self.head_cell:
                 out[key] = self.head_cell[key]
-        if "explanation" in self.head_cell:
-            out["explanation"] = self.head_cell["explanation"]
         return out
 
 

@@ -1,5 +1,5 @@
 """Results kept by the content of what decides them: a review row computed once is read back, not recomputed,
-while nothing it depends on changed (`kcm diff`, `kcm review`; `--no-cache` bypasses it).
+while nothing it depends on changed (`kcm diff`; its `--no-cache` bypasses it).
 
 A row's key is a digest of: the TLA+ modules its model reads (the model's module, the truncation era's, the
 design's, and whatever they EXTEND or INSTANCE, transitively), the model's configuration, every file of the

@@ -13,6 +13,7 @@ import pytest
 from kcm.conformance.ci_results import Case, append_summary, error_annotation, junit_xml
 from kcm.conformance.design_diff import Side, SideResult, compare, resolve_side
 from kcm.conformance.result_cache import ResultCache, modules_read, row_key
+from kcm.spec.atomic_output import claimed_in_place
 from kcm.spec.design_folder import read_design
 from kcm.spec.designs import Variant, design_rows
 from kcm.spec.tlc import modelcheck
@@ -223,6 +224,15 @@ def test_bad_sides_are_one_line_and_exit_2(tmp_path: Path, monkeypatch: pytest.M
     git(tmp_path, "commit", "-q", "--allow-empty", "-m", "empty")
     assert main(["diff", "HEAD", "HEAD"]) == 2
     assert "no design folder in HEAD" in capsys.readouterr().err
+
+
+def test_a_diff_into_a_folder_another_kcm_writes_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = design_repository(tmp_path)
+    out = tmp_path / "out"
+    with claimed_in_place(out):
+        assert main(["diff", "HEAD~1", "HEAD", "--repo", str(repo), "--out", str(out), "--progress", "none"]) == 2
+    assert "another kcm process is writing it" in capsys.readouterr().err
+    assert not (out / "diff.json").exists()
 
 
 @pytest.mark.tlc

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_diff import MANIFEST, MODULE
 
 from kcm.spec.tlc import modelcheck
 from kcm.spec.tlc.modelcheck import COVERAGE_MIN_HEAP_MB, check_model, model_knobs
@@ -144,19 +145,6 @@ def test_a_model_made_vacuous_shows_the_actions_that_never_fire(tmp_path: Path) 
     assert result.coverage["Produce"].fired and "Produce" not in result.never_fired
 
 
-NO_OP_DESIGN = """name = "kip320-restated"
-summary = "The safe design's truncation offset, restated under a name of its own."
-follows = "Kafka 2.1 (KIP-320)"
-base = "defaults"
-expected = []
-models = ["ci"]
-
-[tla]
-module = "Restated.tla"
-hooks = { TruncationOffset = "RESTATED_TruncationOffset" }
-"""
-
-
 @pytest.mark.tlc
 def test_verify_with_coverage_calls_a_model_that_cannot_crash_unexpected(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,12 +159,11 @@ def test_verify_with_coverage_calls_a_model_that_cannot_crash_unexpected(
     assert "MaxCrashes = 1" in text and "MaxExpiries = 1" in text and "kcm unfired: TopicChange" in text
     config.write_text(text.replace("MaxCrashes = 1", "MaxCrashes = 0").replace("MaxExpiries = 1", "MaxExpiries = 0"))
     monkeypatch.setattr(modelcheck, "spec_dir", lambda: spec)
+    # The safe design's rule restated by a design of its own, checked on ci.
     design = tmp_path / "design"
     design.mkdir()
-    (design / "design.toml").write_text(NO_OP_DESIGN)
-    (design / "Restated.tla").write_text(
-        "---- MODULE Restated ----\nEXTENDS TruncationKIP320\n"
-        "RESTATED_TruncationOffset(lg, epoch, end) == KIP320_TruncationOffset(lg, epoch, end)\n====\n")
+    (design / "design.toml").write_text(MANIFEST.replace('models = ["kafka1211"]', 'models = ["ci"]'))
+    (design / "FollowerTruncation.tla").write_text(MODULE)
     code = main(["verify", "--design", str(design), "--only", "tlc", "--coverage", "--json", "--progress", "none",
                  "--out", str(tmp_path / "out")])
     document = json.loads(capsys.readouterr().out)

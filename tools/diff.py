@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from kcm.conformance.ci_results import Case, action_definition, error_annotation, shown_path
+from kcm.conformance.ci_results import Case, counterexample_annotation
 from kcm.conformance.design_diff import (
     DEFAULT_TOLERANCE,
     Delta,
@@ -34,7 +34,7 @@ from kcm.conformance.design_diff import (
     unchanged_cells,
 )
 from kcm.conformance.result_cache import DEFAULT_LIMIT_BYTES, ResultCache
-from kcm.spec.atomic_output import check_writable, write_output
+from kcm.spec.atomic_output import check_writable, claimed_in_place, write_output
 from kcm.spec.tlc.modelcheck import ModelError, spec_dir
 from kcm.spec.tlc.runner import TlcError, TlcSetupError, find_tools
 from kcm.spec.verdicts import passed
@@ -81,37 +81,39 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.html:
         check_writable(args.html)
     cache = None if args.no_cache else ResultCache(default_out("cache"), args.cache_limit * 2**20)
-    started = time.monotonic()
-    try:
-        find_tools()
-        trees = default_out("diff", "trees")
-        base = resolve_side(args.base, Path(args.repo), trees, args.designs)
-        head = resolve_side(args.head, Path(args.repo), trees, args.designs)
-        if not base.designs and not head.designs:
-            where = f" matching {', '.join(args.designs)}" if args.designs else ""
-            raise DiffError(f"no design folder{where} in {base.name} nor in {head.name} (no design.toml)")
-        with Reporter(args.progress) as reporter:
-            results = []
-            for label, side in (("BASE", base), ("HEAD", head)):
-                rows = sum(len(d.models) for d in side.designs)
-                with reporter.task(f"diff {label} {side.name}", total=rows) as task:
-                    def done(row: str, cached: bool, task: Any = task) -> None:
-                        task.advance(detail=f"{row}: {'from the cache' if cached else 'reviewed'}")
+    # The folder is held for the whole run: a second diff into it is refused at once, not overwritten.
+    with claimed_in_place(out):
+        started = time.monotonic()
+        try:
+            find_tools()
+            trees = default_out("diff", "trees")
+            base = resolve_side(args.base, Path(args.repo), trees, args.designs)
+            head = resolve_side(args.head, Path(args.repo), trees, args.designs)
+            if not base.designs and not head.designs:
+                where = f" matching {', '.join(args.designs)}" if args.designs else ""
+                raise DiffError(f"no design folder{where} in {base.name} nor in {head.name} (no design.toml)")
+            with Reporter(args.progress) as reporter:
+                results = []
+                for label, side in (("BASE", base), ("HEAD", head)):
+                    rows = sum(len(d.models) for d in side.designs)
+                    with reporter.task(f"diff {label} {side.name}", total=rows) as task:
+                        def done(row: str, cached: bool, task: Any = task) -> None:
+                            task.advance(detail=f"{row}: {'from the cache' if cached else 'reviewed'}")
 
-                    results.append(review_side(side, out / label.lower(), cache, args.quick, on_row=done,
-                                               coverage=args.coverage))
-    except (DiffError, TlcSetupError, TlcError, ModelError) as err:
-        raise UsageError(str(err)) from err
-    delta = compare(results[0], results[1], args.tolerance / 100)
-    keep_counterexamples(delta, out)
-    document = to_json(delta, time.monotonic() - started)
-    text = markdown(delta)
-    print(json.dumps(document, indent=2) if args.json else text)
-    write_output(out / "diff.json", json.dumps(document, indent=2) + "\n")
-    write_output(out / "diff.md", text + "\n")
-    if args.html:
-        kinds.diff_page(document, Path(args.html))
-    publish(args, "kcm diff", junit_cases(delta), text, github_annotations(delta))
+                        results.append(review_side(side, out / label.lower(), cache, args.quick, on_row=done,
+                                                   coverage=args.coverage))
+        except (DiffError, TlcSetupError, TlcError, ModelError) as err:
+            raise UsageError(str(err)) from err
+        delta = compare(results[0], results[1], args.tolerance / 100)
+        keep_counterexamples(delta, out)
+        document = to_json(delta, time.monotonic() - started)
+        text = markdown(delta)
+        print(json.dumps(document, indent=2) if args.json else text)
+        write_output(out / "diff.json", json.dumps(document, indent=2) + "\n")
+        write_output(out / "diff.md", text + "\n")
+        if args.html:
+            kinds.diff_page(document, Path(args.html))
+        publish(args, "kcm diff", junit_cases(delta), text, github_annotations(delta))
     return EXIT_VIOLATED if delta.breaks else EXIT_OK
 
 
@@ -141,35 +143,13 @@ def github_annotations(delta: Delta) -> list[str]:
     for change in delta.cells:
         if not change.breaks:
             continue
-        events = change.head_cell.get("events") or []
         message = "; ".join([f"{change.column}: {change.base} on BASE, {change.head} on HEAD",
                              *change.head_cell.get("explanation", [])])
         design = delta.head.rows[change.row].get("design")
-        folders = ([Path(design)] if design else []) + [spec_dir()]
-        where = action_definition(str(events[-1]["action"]), folders) if events else None
-        title = f"kcm diff: {change.row} breaks {change.column}"
-        if where is not None:
-            module = delta.head.side.in_repository(where[0])
-            if not module.is_absolute():
-                lines.append(error_annotation(message, str(module), where[1], title))
-                continue
-            # The action is kcm's (its TLA+ core, not in this repository): the annotation goes on the design's
-            # module, and the message names the action's place.
-            message += f"; violating step: {events[-1]['action']} ({where[0].name}:{where[1]} of kcm's spec/)"
-        module_path = _design_module(delta, change.row)
-        if module_path is None:
-            lines.append(error_annotation(message, title=title))
-        else:
-            shown = str(module_path) if not module_path.is_absolute() else shown_path(module_path)
-            lines.append(error_annotation(message, shown, 1, title))
+        folder = Path(design) if design else None
+        # An action of kcm's core, not in the repository, is annotated on the design's module (else manifest).
+        fallback = None if folder is None else next(iter(sorted(folder.glob("*.tla"))), folder / "design.toml")
+        lines.append(counterexample_annotation(
+            change.head_cell.get("events") or [], message, f"kcm diff: {change.row} breaks {change.column}",
+            ([folder] if folder else []) + [spec_dir()], delta.head.side.in_repository, fallback))
     return lines
-
-
-def _design_module(delta: Delta, row: str) -> Path | None:
-    """The TLA+ module (else the manifest) of a HEAD row's design, as the repository names it."""
-    design = delta.head.rows[row].get("design")
-    if not design:
-        return None
-    folder = Path(design)
-    modules = sorted(folder.glob("*.tla"))
-    return delta.head.side.in_repository(modules[0] if modules else folder / "design.toml")

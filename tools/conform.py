@@ -1,11 +1,11 @@
 """`kcm conform`: a conformance campaign of the hypothesis state machines (conformance/explore/stateful.py).
 
-    kcm conform [--examples N] [--steps M] [--set knob=value ...] [--json] [--out DIR]
+    kcm conform [--examples N] [--steps M] [--set knob=value ...] [--interleavings [--runs N]] [--json] [--out DIR]
 
 Every step of every example is checked against all invariants and against the Z3 model; a violation is
 shrunk and written to the report folder as a scenario for tests/scenarios/ and a trace (format v2) for
 `kcm check-trace`, `kcm validate` and `kcm replay`. The report folder (default kcm-out/conform/) also gets
-the coverage picture.
+the coverage picture. With --interleavings, the interleaving coverage too (docs/interleavings.md).
 Exit codes: 0 nothing found, 1 a violation found, 2 a usage error or no example run (unobserved).
 """
 
@@ -20,9 +20,13 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from kcm.conformance.check.interleavings import Recorder, matrix_svg, tables
+from kcm.conformance.explore.interleaving_campaign import LONG_RUNS, Budget, CampaignReport, interleaving_campaign
 from kcm.conformance.explore.stateful import MACHINES, Campaign
+from kcm.conformance.scenario.language import CHECKOUT_SCENARIOS
 from kcm.conformance.verify.conformance import reported_campaign
-from kcm.spec.atomic_output import claimed_in_place
+from kcm.impl.design import load_strategy
+from kcm.spec.atomic_output import claimed_in_place, write_output
 from kcm.spec.verdicts import UNOBSERVED, severity
 from kcm.spec.vocabulary import KNOB_NAMES, Knobs
 from kcm.tools.design_option import add_design_option, chosen_design
@@ -34,6 +38,7 @@ from kcm.tools.report.command import html_option
 
 DEFAULT_REPORT = default_out("conform")
 COVERAGE_PICTURE = "coverage.svg"
+INTERLEAVINGS_PICTURE = "interleavings.svg"
 
 
 def register(subparsers: Any) -> None:
@@ -49,6 +54,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", "--report", dest="out", default=str(DEFAULT_REPORT),
                         help=f"folder for shrunk failures and the coverage picture (default {DEFAULT_REPORT})")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--interleavings", action="store_true",
+                        help="also measure interleaving coverage (each long operation x its step x each fault x "
+                             "the role of the broker hit): the scenario files, simulator seeds and the steered "
+                             "search aimed at the points left open; a table, interleavings.svg and JSON")
+    parser.add_argument("--runs", type=count, default=Budget.runs,
+                        help=f"with --interleavings: runs of the steered search (default {Budget.runs}; the long "
+                             f"campaign of the tests runs {LONG_RUNS})")
     add_design_option(parser, "the cluster runs its strategy on its base design's knobs (--set changes them); the Z3 "
                               "step check, which reads no design of one's own, is left out")
     add_option(parser)
@@ -64,18 +76,55 @@ def cmd_conform(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     # Held from the start: a second campaign into the same folder is refused before it runs, not at its end.
     with claimed_in_place(args.out) as folder, Reporter(args.progress) as reporter:
+        machines = Recorder()
         campaign = reported_campaign(knobs, args.examples, args.steps, tuple(args.machine or MACHINES),
-                                     not args.no_step_check, reporter, design=design)
+                                     not args.no_step_check, reporter, design=design,
+                                     observers=(machines.observe,) if args.interleavings else ())
         summary = write_report(campaign, folder, args.examples)
+        interleavings = None
+        if args.interleavings:
+            strategy = None if design is None else load_strategy(design, knobs)
+            interleavings = interleaving_campaign(knobs, Budget(runs=args.runs), CHECKOUT_SCENARIOS, reporter,
+                                                  machines, strategy)
+            summary["interleavings"] = write_interleavings(interleavings, folder)
     if args.html:
-        kinds.conform_page(summary, campaign.coverage, Path(args.html))
+        kinds.conform_page(summary, campaign.coverage, Path(args.html),
+                           interleavings=None if interleavings is None else interleavings.coverage)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print_summary(console, campaign, summary)
+        if interleavings is not None:
+            print_interleavings(console, interleavings, summary["interleavings"])
     if campaign.verdict == UNOBSERVED:
         print("kcm: error: conform: no example ran (unobserved): the campaign does not pass", file=sys.stderr)
-    return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(campaign.verdict)]
+    violated = interleavings is not None and bool(interleavings.violations)
+    return max(EXIT_VIOLATED if violated else EXIT_OK,
+               (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(campaign.verdict)])
+
+
+def write_interleavings(report: CampaignReport, folder: Path) -> dict[str, Any]:
+    picture = folder / INTERLEAVINGS_PICTURE
+    write_output(picture, matrix_svg(report.coverage))
+    return {**report.coverage.to_json(), "runs": report.runs, "events": report.events,
+            "violations": [{"run": run, "seq": seq, "invariant": name} for run, seq, name in report.violations],
+            "picture": str(picture)}
+
+
+def print_interleavings(console: Console, report: CampaignReport, summary: dict[str, Any]) -> None:
+    for table in tables(report.coverage):
+        console.print(table)
+    figures = summary["summary"]
+    console.print(f"interleavings: {figures['reached']}/{figures['reachable']} reachable points reached, "
+                  f"{figures['judged']} judged by their operation's progress property, {figures['violated']} "
+                  f"violated; {figures['unreachable']} of {figures['points']} unreachable in the model "
+                  f"({report.runs} simulator runs, {report.events:,} events); picture: {summary['picture']}")
+    missed = [row for row in summary["points"] if row["status"] == "not reached"]
+    if missed:
+        console.print(f"[red]not reached ({len(missed)})[/]: " + "; ".join(
+            f"{r['operation']} / {r['step']} / {r['fault']} / {r['role']}" for r in missed), soft_wrap=True)
+    for run, seq, name in report.violations:
+        console.print(f"[red]VIOLATION {name}[/] in the interleaving campaign's run {run} at seq {seq}")
 
 
 def write_report(campaign: Campaign, folder: Path, asked: int) -> dict[str, Any]:

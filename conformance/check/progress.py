@@ -69,6 +69,8 @@ class ProgressMonitor:
         self._state = state
         self._observed = observed
         self._count = count  # a property's checks, one per deadline it was judged at
+        # (seq, property) of every check, in order: what judged the interleavings before it (check.interleavings)
+        self.judged: list[tuple[int, str]] = []
         self._reset()
 
     def _reset(self) -> None:
@@ -153,6 +155,7 @@ class ProgressMonitor:
             _, name = phase.due.pop(0)
             if all(var in self._observed for var in PROGRESS_READS[name]):
                 self._count(name)
+                self.judged.append((seq, name))
                 when = f"{phase.rounds} rounds after quiescence at seq {phase.marker} (due at seq {seq})"
                 found.extend((name, f"{message} {when}") for message in _CHECKS[name](self, self._state()))
         if not phase.due:

@@ -28,6 +28,7 @@ from kcm.conformance.explore.harness import Tally
 from kcm.conformance.explore.machine import Machine
 from kcm.conformance.explore.replication_machine import ReplicationMachine
 from kcm.spec.design_folder import DesignFolder
+from kcm.spec.trace.format import Event
 from kcm.spec.verdicts import VIOLATED, held
 from kcm.spec.vocabulary import Knobs
 
@@ -83,13 +84,14 @@ class Campaign:
 def run_campaign(knobs: Knobs, examples: int, steps: int, *, machines: tuple[str, ...] = tuple(MACHINES),
                  step_check: bool = True, database: bool = True, brokers: int = 3,
                  on_example: Callable[[], None] | None = None, shrink: bool = True,
-                 design: DesignFolder | None = None) -> Campaign:
+                 design: DesignFolder | None = None, observers: tuple[Callable[[Event], None], ...] = ()) -> Campaign:
     """Each machine in turn for its share of `examples`, as hypothesis counts them (neither the examples it
     discards nor shrinking). A failure ends hypothesis's run; the campaign then goes on with the budget left,
     no longer failing on what it already found, so one campaign can report several invariants broken. `design`:
-    a design folder whose strategy the cluster runs (the Z3 step check reads no design of one's own: off)."""
+    a design folder whose strategy the cluster runs (the Z3 step check reads no design of one's own: off);
+    `observers`: more readers of every checked event (the interleaving coverage)."""
     coverage = Coverage()
-    tally = Tally(observers=[coverage.observe], on_example=on_example)
+    tally = Tally(observers=[coverage.observe, *observers], on_example=on_example)
     campaign = Campaign(knobs, tally, coverage)
     targets = set(all_invariants())
     started, cpu = time.perf_counter(), time.process_time()

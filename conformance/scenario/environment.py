@@ -66,6 +66,7 @@ class Environment:
         self.knobs = Knobs()
         self.checker = InvariantChecker()
         self.fresh: list[Event] = []
+        self.observers: list[Callable[[Event], None]] = []  # each event as the cluster makes it (coverage)
         self.pending: list[Violation] = []  # violations the next command must expect
         self.latest: list[Violation] = []  # the previous command's new violations
         self.seen: set[tuple[str, str]] = set()  # (invariant, message) already reported in this run
@@ -228,6 +229,8 @@ class Environment:
 
     def _sink(self, event: Event) -> None:
         self.fresh.append(event)
+        for observe in self.observers:
+            observe(event)
 
     def cmd_create_topic(self, case: Case) -> list[str]:
         topic = case.bare_words()[0]

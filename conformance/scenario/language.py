@@ -44,6 +44,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from kcm.spec.atomic_output import write_output
 
@@ -223,6 +224,10 @@ def script(lines: Iterable[str]) -> str:
         cases.append(Case(where, len(cases) + 1, line.strip(), name, args, "", comments))
         comments = []
     return render(ScenarioFile(where, cases, comments), [""] * len(cases))
+
+
+# The checkout's scenario files (absent from an installed package without its tests).
+CHECKOUT_SCENARIOS: Final = Path(__file__).resolve().parents[2] / "tests" / "scenarios"
 
 
 def scenario_files(folder: Path) -> list[Path]:

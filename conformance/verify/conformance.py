@@ -5,11 +5,13 @@ progress shown, which `kcm conform` runs too."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from kcm.conformance.explore.stateful import MACHINES, Campaign, run_campaign
 from kcm.conformance.reporter import Reporter
 from kcm.conformance.verify.stages import StageRow, VerifyContext
 from kcm.spec.design_folder import DesignFolder
+from kcm.spec.trace.format import Event
 from kcm.spec.verdicts import UNSUPPORTED, VIOLATED
 from kcm.spec.vocabulary import Knobs
 
@@ -18,11 +20,12 @@ VERIFY_EXAMPLES, VERIFY_STEPS = 60, 30
 
 
 def reported_campaign(knobs: Knobs, examples: int, steps: int, machines: tuple[str, ...], step_check: bool,
-                      reporter: Reporter, database: bool = True, design: DesignFolder | None = None) -> Campaign:
+                      reporter: Reporter, database: bool = True, design: DesignFolder | None = None,
+                      observers: tuple[Callable[[Event], None], ...] = ()) -> Campaign:
     """A campaign of the state machines, each example a step of a task of the reporter."""
     with reporter.task("conformance examples", examples) as task:
         return run_campaign(knobs, examples, steps, machines=machines, step_check=step_check,
-                            on_example=task.advance, database=database, design=design)
+                            on_example=task.advance, database=database, design=design, observers=observers)
 
 
 def stage(ctx: VerifyContext) -> list[StageRow]:

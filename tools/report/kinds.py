@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from kcm.conformance.check.coverage import MACHINES, Coverage
+from kcm.conformance.check.interleavings import InterleavingCoverage, matrix_svg
 from kcm.conformance.check.invariants import Violation
 from kcm.spec.trace.format import Event, read_trace
 from kcm.spec.verdicts import VIOLATED
@@ -154,7 +155,8 @@ def _reproduce(summary: dict[str, Any]) -> str:
 # -- 4. a conformance campaign ---------------------------------------------------------------------------------
 
 
-def conform_page(summary: dict[str, Any], coverage: Coverage, out: Path, source: str = "") -> Path:
+def conform_page(summary: dict[str, Any], coverage: Coverage, out: Path, source: str = "",
+                 interleavings: InterleavingCoverage | None = None) -> Path:
     findings = []
     for number, found in enumerate(summary["violations"], 1):
         trace = Path(found["trace"])
@@ -162,7 +164,8 @@ def conform_page(summary: dict[str, Any], coverage: Coverage, out: Path, source:
         timeline = trace_timeline(trace, title, anchor("finding", number)) if trace.is_file() else None
         findings.append({**found, "anchor": timeline.anchor if timeline else "", "timeline": timeline})
     return page.write(out, "conform.html", kind="conform", title="kcm conform: conformance campaign", source=source,
-                      summary=summary, picture=_picture(coverage), actions=_actions(coverage), findings=findings)
+                      summary=summary, picture=_picture(coverage), actions=_actions(coverage), findings=findings,
+                      matrix=None if interleavings is None else _matrix(interleavings))
 
 
 def coverage_from_json(document: dict[str, Any]) -> Coverage:
@@ -179,6 +182,11 @@ def coverage_from_json(document: dict[str, Any]) -> Coverage:
 def _picture(coverage: Coverage) -> Markup:
     # Drawn by Coverage.svg from state names and counts, its text escaped there.
     return Markup(coverage.svg().replace("<svg ", '<svg class="coverage" ', 1))
+
+
+def _matrix(coverage: InterleavingCoverage) -> Markup:
+    # Drawn by matrix_svg from the space's names and counts, its text escaped there.
+    return Markup(matrix_svg(coverage).replace("<svg ", '<svg class="coverage" ', 1))
 
 
 def _actions(coverage: Coverage) -> list[tuple[str, int]]:

@@ -89,6 +89,8 @@ def unreachable(point: Point) -> str | None:
     definition, never a campaign's failure to get there: a point no campaign reached shows as not reached."""
     if point.operation == FAILOVER and point.step == "electing" and point.role == CONTROLLER:
         return "while a controller is being elected no broker holds the office (the step is that /controller is empty)"
+    if point.operation == FAILOVER and point.step == "electing" and point.fault == "controller failover":
+        return "the controller's crash needs a controller, and while one is being elected there is none"
     if point.fault == "restart" and point.role == CONTROLLER:
         return ("a restart hits a broker that is down, and a broker's crash expires its session and with it its "
                 "ephemeral /controller node: a broker that is down is never the controller")

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kcm.conformance.check.interleavings import Recorder, matrix_svg, tables
-from kcm.conformance.explore.interleaving_campaign import LONG_RUNS, Budget, CampaignReport, interleaving_campaign
+from kcm.conformance.explore.interleaving_campaign import LONG_AIM, LONG_RUNS, Budget, CampaignReport, interleaving_campaign
 from kcm.conformance.explore.stateful import MACHINES, Campaign
 from kcm.conformance.scenario.language import CHECKOUT_SCENARIOS
 from kcm.conformance.verify.conformance import reported_campaign
@@ -60,7 +60,9 @@ def register(subparsers: Any) -> None:
                              "search aimed at the points left open; a table, interleavings.svg and JSON")
     parser.add_argument("--runs", type=count, default=Budget.runs,
                         help=f"with --interleavings: runs of the steered search (default {Budget.runs}; the long "
-                             f"campaign of the tests runs {LONG_RUNS})")
+                             f"campaign of the tests runs {LONG_RUNS} with --aim {LONG_AIM})")
+    parser.add_argument("--aim", type=count, default=Budget.aim,
+                        help=f"with --interleavings: times each point is wanted (default {Budget.aim})")
     add_design_option(parser, "the cluster runs its strategy on its base design's knobs (--set changes them); the Z3 "
                               "step check, which reads no design of one's own, is left out")
     add_option(parser)
@@ -84,7 +86,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         interleavings = None
         if args.interleavings:
             strategy = None if design is None else load_strategy(design, knobs)
-            interleavings = interleaving_campaign(knobs, Budget(runs=args.runs), CHECKOUT_SCENARIOS, reporter,
+            interleavings = interleaving_campaign(knobs, Budget(runs=args.runs, aim=args.aim), CHECKOUT_SCENARIOS, reporter,
                                                   machines, strategy)
             summary["interleavings"] = write_interleavings(interleavings, folder)
     if args.html:

@@ -60,7 +60,10 @@ class Tracker:
         self.state: dict[str, Any] = empty_state()
         self.shutdowns: dict[int, str] = {}
         self.reassignments: dict[str, _Reassignment] = {}
-        self.deletions: dict[str, str] = {}
+        # topic -> (step, each partition's leader when the deletion was asked for: the deletion takes every live
+        # leader away at its first step, ReplicaStateMachine's ISR removal leaving leader -1, so the roles of a
+        # deletion are those it started with)
+        self.deletions: dict[str, tuple[str, dict[str, int]]] = {}
         self.preferred: dict[str, str] = {}
         self.failover: tuple[str, int] | None = None  # (step, the new controller's epoch)
         self.startups: dict[int, str] = {}
@@ -88,7 +91,7 @@ class Tracker:
         """(operation, step, subject) of every operation under way."""
         out = [(SHUTDOWN, step, str(b)) for b, step in self.shutdowns.items()]
         out += [(REASSIGNMENT, r.step, p) for p, r in self.reassignments.items()]
-        out += [(DELETION, step, t) for t, step in self.deletions.items()]
+        out += [(DELETION, step, t) for t, (step, _) in self.deletions.items()]
         out += [(PREFERRED, step, p) for p, step in self.preferred.items()]
         if self.failover is not None:
             out.append((FAILOVER, self.failover[0], ""))
@@ -108,8 +111,9 @@ class Tracker:
                 held.add(ADDING)
             if broker in r.original and broker not in r.target:
                 held.add(REMOVING)
+        leaders = self.deletions[subject][1] if operation == DELETION else self.state["leader"]
         for p in self._scope(operation, subject):
-            if self.state["leader"].get(p) == broker:
+            if leaders.get(p) == broker:
                 held.add(LEADER)
             elif broker in self.state["assignment"].get(p, ()):
                 held.add(FOLLOWER)
@@ -157,7 +161,9 @@ class Tracker:
                 original = tuple(self.state["assignment"].get(p, ()))
                 self.reassignments[p] = _Reassignment("requested", tuple(target), original)
         if action == "DeleteTopic" and ok and isinstance(args.get("topic"), str):
-            self.deletions.setdefault(args["topic"], "requested")
+            topic = args["topic"]
+            leaders = {p: b for p, b in self.state["leader"].items() if p.rpartition("-")[0] == topic}
+            self.deletions.setdefault(topic, ("requested", leaders))
         if action == "PreferredElection" and ok:
             for p in args.get("partitions", ()):
                 self.preferred[p] = "requested"
@@ -169,7 +175,7 @@ class Tracker:
         if action == "CreateTopic" and ok:
             self.deletions.pop(args.get("topic", ""), None)
         self._note_reassign_node(args.get("writes"))
-        self._advance_failover(elected, args)
+        self._advance_failover()
         self._settle(action, elected)
 
     def _advance_shutdown(self, action: str, args: dict[str, Any], broker: int | None) -> None:
@@ -202,11 +208,12 @@ class Tracker:
         elif r.step != "retiring":
             del self.reassignments[partition]
 
-    def _advance_failover(self, elected: bool, args: dict[str, Any]) -> None:
-        if elected and type(args.get("controller_epoch")) is int:
-            self.failover = ("announcing", args["controller_epoch"])
-        elif self.state["controller"] == NO_LEADER:
+    def _advance_failover(self) -> None:
+        """Read off the store: no controller is an election; a controller after one announces its epoch."""
+        if self.state["controller"] == NO_LEADER:
             self.failover = ("electing", 0)
+        elif self.failover is not None and self.failover[0] == "electing":
+            self.failover = ("announcing", self.state["controller_epoch"])
 
     def _settle(self, action: str, elected: bool) -> None:
         """Steps read off the state: each operation's progress, and its end."""
@@ -220,13 +227,13 @@ class Tracker:
                 r.step = "completing" if set(r.target) <= set(isr.get(p, ())) else "expanding"
         controller = str(state["controller"])
         replica_states = state["replica_state"].get(controller, {})
-        for topic, step in list(self.deletions.items()):
+        for topic, (step, leaders) in list(self.deletions.items()):
             partitions = [p for p in assignment if p.rpartition("-")[0] == topic]
             if not partitions:
                 del self.deletions[topic]
             elif step != "requested" or action == "TopicDeletion" or elected:
                 ineligible = any(s == INELIGIBLE for p in partitions for s in replica_states.get(p, {}).values())
-                self.deletions[topic] = "retrying" if ineligible else "stopping replicas"
+                self.deletions[topic] = ("retrying" if ineligible else "stopping replicas", leaders)
         for p, step in list(self.preferred.items()):
             if step == "electing" and self._leadership_applied(p):
                 del self.preferred[p]
@@ -234,6 +241,10 @@ class Tracker:
             epoch = self.failover[1]
             if all(state["broker_controller_epoch"].get(b, 0) >= epoch for b, up in alive.items() if up):
                 self.failover = None
+        # A broker that stopped (a controlled shutdown's last step writes no crash event) ends what it was doing.
+        for down in [b for b in (*self.shutdowns, *self.startups) if not alive.get(str(b), False)]:
+            self.shutdowns.pop(down, None)
+            self.startups.pop(down, None)
         for b, step in list(self.startups.items()):
             if step == "catching up" and all(
                     int(b) in isr.get(p, ()) for p, replicas in assignment.items()

@@ -11,6 +11,7 @@ budget, the same runs and counts. The plain simulator seeds are a campaign too (
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,7 @@ SEED_CONFIG: Final = SimConfig(calm_every=300)
 FAIR: Final = 0.3
 
 
-LONG_RUNS: Final = 60  # the steered runs of the `long` campaign
+LONG_RUNS, LONG_AIM = 60, 5  # the `long` campaign: more runs, each point reached five times
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class _Run:
                 return
             steps = sorted(wanted)
             target = self.rng.choices(steps, weights=[wanted[s] for s in steps])[0]
-            self._start(target[0])
+            self._start(*target)
             fired = 0
             for _ in range(self.budget.steps):
                 if not self.recorder.tracker.under_way():
@@ -122,12 +123,14 @@ class _Run:
                     self.simulator.run(1)
             self._heal()
 
-    def _start(self, operation: str) -> None:
+    def _start(self, operation: str, step: str) -> None:
         cluster, rng = self.cluster, self.rng
         live = cluster.live_brokers()
         partitions = sorted(cluster.partitions)
         brokers = sorted(cluster.managers)
-        if operation == SHUTDOWN and len(live) > 1 and cluster.controller_holder() != NO_LEADER:
+        if operation == SHUTDOWN and step == "retrying" and len(live) > 2:
+            self._shutdown_that_must_retry()
+        elif operation == SHUTDOWN and len(live) > 1 and cluster.controller_holder() != NO_LEADER:
             cluster.request_controlled_shutdown(rng.choice(live))
         elif operation == REASSIGNMENT and partitions:
             cluster.reassign({rng.choice(partitions): tuple(rng.sample(brokers, STEERED_CONFIG.replication_factor))})
@@ -138,11 +141,12 @@ class _Run:
             cluster.create_topic(topic, {0: tuple(rng.sample(brokers, STEERED_CONFIG.replication_factor))})
             for _ in range(self.budget.steps // 2):
                 self.simulator.run(1)
-            leader = self.recorder.tracker.state["leader"].get(f"{topic}-0", NO_LEADER)
-            # Half the time its leader is down when the deletion starts: only a leader the deletion could not
-            # take offline (ReplicaDeletionIneligible) is still the leader while its replicas are stopped.
-            if leader in live and len(cluster.live_brokers()) > 2 and rng.random() < 0.5:
-                cluster.crash(leader)
+            # Half the time one of its replicas is down when the deletion starts, so that it has to retry
+            # (ReplicaDeletionIneligible until the broker is back).
+            replicas = [b for b in self.recorder.tracker.state["assignment"].get(f"{topic}-0", ())
+                        if b in cluster.live_brokers()]
+            if replicas and len(cluster.live_brokers()) > 2 and rng.random() < 0.5:
+                cluster.crash(rng.choice(replicas))
             cluster.delete_topic(topic)
         elif operation == PREFERRED and partitions:
             cluster.preferred_election(rng.sample(partitions, min(2, len(partitions))))
@@ -153,6 +157,18 @@ class _Run:
             cluster.crash(victim)
             self.simulator.run(3)
             cluster.restart(victim)
+
+    def _shutdown_that_must_retry(self) -> None:
+        """A controlled shutdown is answered with partitions remaining only where no other replica can lead:
+        all but two brokers go down first, and the one leaving is the one that leads the most partitions."""
+        cluster = self.cluster
+        for broker in self.rng.sample(cluster.live_brokers(), len(cluster.live_brokers()) - 2):
+            cluster.crash(broker)
+        for _ in range(4):
+            cluster.fair_round()
+        leading = Counter(b for b in self.recorder.tracker.state["leader"].values() if b in cluster.live_brokers())
+        if leading and cluster.controller_holder() != NO_LEADER:
+            cluster.request_controlled_shutdown(leading.most_common(1)[0][0])
 
     def _aim(self, target: tuple[str, str]) -> bool:
         """Fires one fault that opens a wanted point of the target step, if one is enabled now; whether it fired."""
@@ -175,7 +191,7 @@ class _Run:
         """A restart needs a broker that is down: crashes one whose role at the target step a wanted restart
         point names, so that a later move can restart it there; whether it crashed one."""
         tracker, live = self.recorder.tracker, self.cluster.live_brokers()
-        if len(live) < 3:
+        if len(live) < 2:
             return False
         candidates = [b for op, step, subject in tracker.under_way() if (op, step) == target for b in live
                       if any(self._wanted(Point(op, step, "restart", role)) for role in tracker.roles(op, subject, b))]

@@ -36,6 +36,9 @@ class Mutant:
     old: str
     new: str
     idea: str
+    # The whole mutated function, for a mutant made by rewriting its syntax tree
+    # (kcm.conformance.explore.generated_mutants): then `old` and `new` only show the edit.
+    source: str | None = None
 
 
 def _m(name: str, module: str, target: str, old: str, new: str, idea: str) -> Mutant:
@@ -230,6 +233,8 @@ def _resolve(mutant: Mutant) -> tuple[Any, str, Callable[..., Any]]:
 
 
 def mutated_source(mutant: Mutant) -> str:
+    if mutant.source is not None:
+        return mutant.source
     _, _, function = _resolve(mutant)
     source = textwrap.dedent(inspect.getsource(function))
     if source.count(mutant.old) != 1:
@@ -244,7 +249,7 @@ def apply(mutant: Mutant) -> None:
     module = importlib.import_module(mutant.module)
     namespace: dict[str, Any] = {}
     code = compile(mutated_source(mutant), f"<mutant {mutant.name}>", "exec")
-    exec(code, vars(module), namespace)  # the catalogue's own source, patched
+    exec(code, vars(module), namespace)  # the implementation's own source, patched
     replacement = namespace[name]
     setattr(owner, name, replacement)
     # Functions imported by name elsewhere keep the original: point those names at the mutant too.

@@ -12,11 +12,25 @@ import pytest
 
 from kcm.conformance.check.interleavings import InterleavingCoverage, Tracker, matrix_svg
 from kcm.conformance.explore.interleaving_campaign import (
-    LONG_AIM, LONG_RUNS, SEEDS, STEERED, Budget, seed_runs, steered_runs,
+    LONG_AIM,
+    LONG_RUNS,
+    SEEDS,
+    STEERED,
+    Budget,
+    seed_runs,
+    steered_runs,
 )
 from kcm.impl.sim.cluster import Cluster, broker_ids
 from kcm.spec.interleavings import (
-    ADDING, CONTROLLER, FAULTS, OPERATIONS, REMOVING, Point, points, reachable_points, unreachable,
+    ADDING,
+    CONTROLLER,
+    FAULTS,
+    OPERATIONS,
+    REMOVING,
+    Point,
+    points,
+    reachable_points,
+    unreachable,
 )
 from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import ACTIONS, PROPERTIES, Knobs

@@ -21,7 +21,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from kcm.conformance.check.interleavings import Recorder, matrix_svg, tables
-from kcm.conformance.explore.interleaving_campaign import LONG_AIM, LONG_RUNS, Budget, CampaignReport, interleaving_campaign
+from kcm.conformance.explore.interleaving_campaign import (
+    LONG_AIM,
+    LONG_RUNS,
+    Budget,
+    CampaignReport,
+    interleaving_campaign,
+)
 from kcm.conformance.explore.stateful import MACHINES, Campaign
 from kcm.conformance.scenario.language import CHECKOUT_SCENARIOS
 from kcm.conformance.verify.conformance import reported_campaign
@@ -86,8 +92,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
         interleavings = None
         if args.interleavings:
             strategy = None if design is None else load_strategy(design, knobs)
-            interleavings = interleaving_campaign(knobs, Budget(runs=args.runs, aim=args.aim), CHECKOUT_SCENARIOS, reporter,
-                                                  machines, strategy)
+            budget = Budget(runs=args.runs, aim=args.aim)
+            interleavings = interleaving_campaign(knobs, budget, CHECKOUT_SCENARIOS, reporter, machines, strategy)
             summary["interleavings"] = write_interleavings(interleavings, folder)
     if args.html:
         kinds.conform_page(summary, campaign.coverage, Path(args.html),

@@ -116,6 +116,7 @@ def write_interleavings(report: CampaignReport, folder: Path) -> dict[str, Any]:
     write_output(picture, matrix_svg(report.coverage))
     return {**report.coverage.to_json(), "runs": report.runs, "events": report.events,
             "violations": [{"run": run, "seq": seq, "invariant": name} for run, seq, name in report.violations],
+            "scenarios_stopped": report.stopped,
             "picture": str(picture)}
 
 
@@ -131,6 +132,8 @@ def print_interleavings(console: Console, report: CampaignReport, summary: dict[
     if missed:
         console.print(f"[red]not reached ({len(missed)})[/]: " + "; ".join(
             f"{r['operation']} / {r['step']} / {r['fault']} / {r['role']}" for r in missed), soft_wrap=True)
+    for why in report.stopped:
+        console.print(f"[yellow]scenario file stopped early[/] (its points until then counted): {escape(why)}")
     for run, seq, name in report.violations:
         console.print(f"[red]VIOLATION {name}[/] in the interleaving campaign's run {run} at seq {seq}")
 

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 from rich.table import Table
 
+from kcm.conformance.check.progress import off_reassign_node
 from kcm.conformance.check.svg import Svg
-from kcm.impl.zk_paths import REASSIGN
 from kcm.spec.interleavings import (
     ADDING,
     CONTROLLER,
@@ -57,6 +57,9 @@ class Tracker:
     """The operations under way in one trace, and the points its faults land on."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self.state: dict[str, Any] = empty_state()
         self.shutdowns: dict[int, str] = {}
         self.reassignments: dict[str, _Reassignment] = {}
@@ -72,7 +75,7 @@ class Tracker:
         """The points this event reaches (a fault's, read on the state before it), then the event applied."""
         action = event["action"]
         if action == "Init":
-            self.__init__()  # type: ignore[misc]  # a new run: nothing under way
+            self._reset()  # a new run: nothing under way
         fault = FAULT_OF_ACTION.get(action)
         reached = self._points(fault, self._hit(event)) if fault is not None else []
         apply_event(self.state, event)
@@ -194,11 +197,8 @@ class Tracker:
 
     def _note_reassign_node(self, writes: Any) -> None:
         """A reassignment is over, done or dropped, once its partition leaves the request's node."""
-        for write in writes if isinstance(writes, list) else ():
-            if isinstance(write, list) and len(write) == 3 and write[1] == REASSIGN:
-                kept = write[2] if write[0] == "SetData" and isinstance(write[2], dict) else {}
-                for p in [p for p in self.reassignments if p not in kept]:
-                    self._retire(p)
+        for p in off_reassign_node(writes, self.reassignments):
+            self._retire(p)
 
     def _retire(self, partition: str) -> None:
         """Out of the request's node: done in the store, its requests still to arrive, or dropped."""
@@ -458,7 +458,10 @@ class Recorder:
     def __init__(self) -> None:
         self.tracker = Tracker()
         self.occurrences: list[tuple[int, Point]] = []
+        self.counts: Counter[Point] = Counter()  # the occurrences per point, asked at every step of a steered run
 
     def observe(self, event: Event) -> None:
         seq = event["seq"]
-        self.occurrences.extend((seq, p) for p in self.tracker.observe(event))
+        for point in self.tracker.observe(event):
+            self.occurrences.append((seq, point))
+            self.counts[point] += 1

@@ -20,7 +20,7 @@ once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -48,6 +48,22 @@ WATCHED: Final = STORM_ACTIONS | {"Init", "Quiesce", "Tick", "RequestControlledS
                                   *REFUSABLE}
 
 _NONE: Final[dict[str, Any]] = {}
+
+
+def off_reassign_node(writes: Any, partitions: Collection[str]) -> list[str]:
+    """Those of `partitions` that a controller's store writes (`args.writes`) take off the reassignment request's
+    node: every one when the node is deleted, those a new version leaves out. Read with care: a malformed event
+    is the invariants' to report, never a crash here."""
+    left = set(partitions)
+    for write in writes if isinstance(writes, list) else ():
+        if not (isinstance(write, list) and len(write) == 3 and write[1] == REASSIGN):
+            continue
+        op, _, data = write
+        if op == "Delete":
+            left = set()
+        elif op == "SetData" and isinstance(data, dict):
+            left = {p for p in left if p in data}
+    return [p for p in partitions if p not in left]
 
 
 @dataclass(slots=True)
@@ -134,14 +150,8 @@ class ProgressMonitor:
         """A controller's store writes (`args.writes`): a reassignment is over, done or dropped, once its
         partition leaves the request's node. Its assignment alone cannot tell: a target that reorders the
         replicas is the assignment from the reassignment's first step on."""
-        for write in writes if isinstance(writes, list) else ():
-            if not (isinstance(write, list) and len(write) == 3 and write[1] == REASSIGN):
-                continue
-            op, _, data = write
-            if op == "Delete":
-                self.reassigning.clear()
-            elif op == "SetData" and isinstance(data, dict):
-                self.reassigning = {p: t for p, t in self.reassigning.items() if p in data}
+        for p in off_reassign_node(writes, self.reassigning):
+            del self.reassigning[p]
 
     # -- deadlines ---------------------------------------------------------------------------------------
 

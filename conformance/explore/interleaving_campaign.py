@@ -67,6 +67,7 @@ class CampaignReport:
     runs: int = 0
     events: int = 0
     violations: list[tuple[str, int, str]] = field(default_factory=list)  # (run, seq, name)
+    stopped: list[str] = field(default_factory=list)  # scenario files that stopped before their end, why
 
 
 class _Run:
@@ -87,7 +88,7 @@ class _Run:
     # -- what is still open ----------------------------------------------------------------------------------
 
     def _wanted(self, point: Point) -> bool:
-        mine = sum(1 for _, p in self.recorder.occurrences if p == point)
+        mine = self.recorder.counts[point]
         reached = sum(self.coverage.reached.get(point, {}).values()) + mine
         return reached < self.budget.aim and unreachable(point) is None
 
@@ -270,23 +271,23 @@ def seed_runs(knobs: Knobs, seeds: range, steps: int, coverage: InterleavingCove
     return report
 
 
-def scenario_runs(folder: Path, coverage: InterleavingCoverage) -> int:
+def scenario_runs(folder: Path, coverage: InterleavingCoverage) -> list[str]:
     """The points the scenario files of `folder` reach (counted, not judged: a file's expected outputs judge it);
-    the number of files read."""
+    the files that stopped before their end, each with its error (what they reached until then counts)."""
     from kcm.conformance.scenario.environment import Environment
     from kcm.conformance.scenario.language import ScenarioError, parse, run_case, scenario_files
 
-    files = scenario_files(folder) if folder.is_dir() else []
-    for path in files:
+    stopped = []
+    for path in scenario_files(folder) if folder.is_dir() else []:
         environment, recorder = Environment(), Recorder()
         environment.observers.append(recorder.observe)
         try:
             for case in parse(path).cases:
                 run_case(case, environment)
-        except ScenarioError:
-            pass  # a file that no longer runs is its own test's failure; what it reached so far counts
+        except ScenarioError as err:
+            stopped.append(str(err))
         coverage.add_run(SCENARIO_FILES, recorder.occurrences)
-    return len(files)
+    return stopped
 
 
 class _Checked:
@@ -320,7 +321,7 @@ def interleaving_campaign(knobs: Knobs, budget: Budget, scenarios: Path | None, 
         report.coverage.add_run(MACHINES, machines.occurrences)
     if scenarios is not None:
         with reporter.task("scenario files", 1) as task:
-            scenario_runs(scenarios, report.coverage)
+            report.stopped.extend(scenario_runs(scenarios, report.coverage))
             task.advance()
     with reporter.task("simulator seeds", seeds) as task:
         seeded = seed_runs(knobs, range(1, seeds + 1), seed_steps, report.coverage, design, task.advance)

@@ -36,6 +36,9 @@ from kcm.spec.trace.format import Event
 from kcm.spec.vocabulary import ACTIONS, PROPERTIES, Knobs
 from kcm.tools.cli import main
 
+# The checkout's scenario files, named so that an installed package's run counts them too.
+SCENARIOS = Path(__file__).parent / "scenarios"
+
 
 def test_the_space_is_named_from_the_model() -> None:
     assert all(op.judged_by in PROPERTIES for op in OPERATIONS.values())
@@ -146,7 +149,7 @@ def test_the_long_budget_reaches_every_reachable_point_five_times() -> None:
 def test_kcm_conform_interleavings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, html = tmp_path / "conform", tmp_path / "conform.html"
     code = main(["conform", "--examples", "10", "--steps", "30", "--no-step-check", "--interleavings", "--runs", "1",
-                 "--json", "--out", str(out), "--html", str(html), "--progress", "none"])
+                 "--scenarios", str(SCENARIOS), "--json", "--out", str(out), "--html", str(html), "--progress", "none"])
     assert code == 0
     document: dict[str, Any] = json.loads(capsys.readouterr().out)["interleavings"]
     figures = document["summary"]
@@ -166,3 +169,11 @@ def test_the_matrix_titles_each_cell_with_its_point() -> None:
     svg = matrix_svg(coverage)
     assert f"{point.key}: judged (steered search 1)" in svg
     assert "while a controller is being elected no broker holds the office" in svg
+
+
+def test_a_scenario_folder_without_scenario_files_is_refused(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["conform", "--examples", "0", "--interleavings", "--scenarios", str(tmp_path), "--out",
+                 str(tmp_path / "conform"), "--progress", "none"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"--scenarios {tmp_path}: no scenario file" in err

@@ -1,6 +1,7 @@
 """`kcm conform`: a conformance campaign of the hypothesis state machines (conformance/explore/stateful.py).
 
-    kcm conform [--examples N] [--steps M] [--set knob=value ...] [--interleavings [--runs N]] [--json] [--out DIR]
+    kcm conform [--examples N] [--steps M] [--set knob=value ...] [--json] [--out DIR]
+                [--interleavings [--runs N] [--aim K] [--scenarios DIR]]
 
 Every step of every example is checked against all invariants and against the Z3 model; a violation is
 shrunk and written to the report folder as a scenario for tests/scenarios/ and a trace (format v2) for
@@ -29,7 +30,7 @@ from kcm.conformance.explore.interleaving_campaign import (
     interleaving_campaign,
 )
 from kcm.conformance.explore.stateful import MACHINES, Campaign
-from kcm.conformance.scenario.language import CHECKOUT_SCENARIOS
+from kcm.conformance.scenario.language import CHECKOUT_SCENARIOS, scenario_files
 from kcm.conformance.verify.conformance import reported_campaign
 from kcm.impl.design import load_strategy
 from kcm.spec.atomic_output import claimed_in_place, write_output
@@ -69,6 +70,9 @@ def register(subparsers: Any) -> None:
                              f"campaign of the tests runs {LONG_RUNS} with --aim {LONG_AIM})")
     parser.add_argument("--aim", type=count, default=Budget.aim,
                         help=f"with --interleavings: times each point is wanted (default {Budget.aim})")
+    parser.add_argument("--scenarios", type=Path, metavar="DIR",
+                        help="with --interleavings: the scenario files (*.txt) counted (default: the checkout's "
+                             "tests/scenarios/, where there is one)")
     add_design_option(parser, "the cluster runs its strategy on its base design's knobs (--set changes them); the Z3 "
                               "step check, which reads no design of one's own, is left out")
     add_option(parser)
@@ -81,6 +85,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
         raise UsageError("conform: --steps must be at least 1")
     design = chosen_design(args)
     knobs = (Knobs() if design is None else design.base).with_settings(args.settings)
+    scenarios = CHECKOUT_SCENARIOS if args.scenarios is None else args.scenarios
+    if args.scenarios is not None and not scenario_files(args.scenarios):
+        raise UsageError(f"conform: --scenarios {args.scenarios}: no scenario file (*.txt) there")
     console = Console(stderr=args.json)
     # Held from the start: a second campaign into the same folder is refused before it runs, not at its end.
     with claimed_in_place(args.out) as folder, Reporter(args.progress) as reporter:
@@ -93,7 +100,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if args.interleavings:
             strategy = None if design is None else load_strategy(design, knobs)
             budget = Budget(runs=args.runs, aim=args.aim)
-            interleavings = interleaving_campaign(knobs, budget, CHECKOUT_SCENARIOS, reporter, machines, strategy)
+            interleavings = interleaving_campaign(knobs, budget, scenarios, reporter, machines, strategy)
             summary["interleavings"] = write_interleavings(interleavings, folder)
     if args.html:
         kinds.conform_page(summary, campaign.coverage, Path(args.html),

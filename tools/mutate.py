@@ -29,7 +29,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from kcm.conformance.explore import generated_mutants as generated
-from kcm.conformance.explore.mutants import CATALOGUE, PROGRESS_MUTANTS, MutantResult, kill_counts, run_mutants
+from kcm.conformance.explore.mutants import (
+    CATALOGUE,
+    PROGRESS_MUTANTS,
+    MutantResult,
+    MutationError,
+    kill_counts,
+    run_mutants,
+)
 from kcm.conformance.explore.oracles import ORACLES, Suite
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError
 from kcm.tools.progress import Reporter, add_option
@@ -167,7 +174,10 @@ def cmd_generated(args: argparse.Namespace) -> int:
         raise UsageError("mutate: --sample must be at least 1")
     if args.timeout <= 0:
         raise UsageError("mutate: --timeout must be positive")
-    everything = generated.generate(modules)
+    try:
+        everything = generated.generate(modules)
+    except MutationError as err:
+        raise UsageError(f"mutate: {err}") from None
     mutants = generated.generate(modules, args.sample, args.seed) if args.sample is not None else everything
     if args.list:
         for mutant in mutants:

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from kcm.conformance.explore import oracles
 from kcm.conformance.explore.interleaving_campaign import Budget, steered_runs
-from kcm.conformance.explore.mutants import SCENARIOS, Mutant, apply
+from kcm.conformance.explore.mutants import SCENARIOS, Mutant, MutationError, apply
 from kcm.conformance.explore.oracles import CRASH, NAMED, ORACLES, Note, Suite
 from kcm.conformance.scenario.language import scenario_files
 from kcm.spec.vocabulary import Knobs
@@ -159,7 +159,7 @@ def operator_of(mutant: Mutant) -> str:
 def module_source(module: str) -> str:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
-        raise ValueError(f"{module}: no Python source to mutate")
+        raise MutationError(f"{module}: no Python source to mutate (a compiled install; mutate from a source checkout)")
     return Path(spec.origin).read_text(encoding="utf-8")
 
 

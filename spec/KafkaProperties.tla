@@ -127,6 +127,17 @@ CaughtUp(p) ==
    the last fault, the HW catches up and stays. *)
 HighWatermarkCatchesUp == <>[](\A p \in Partitions : CaughtUp(p))
 
+\* Every live replica of p is in its ISR, once p has a live leader.
+FullyReplicated(p) == HasLiveLeader(p) => \A b \in Range(assignment[p]) : Live(b) => b \in isr[p]
+
+(* ReplicasRejoinIsr: once faults stop, each live replica of a led partition is back in its ISR
+   (no partition stays under-replicated).  Kafka 2.3.0 Partition.scala maybeExpandIsr: the leader
+   adds an assigned follower to the ISR at the fetch that brings it to the HW from an offset past
+   the leader epoch's start; a live follower keeps fetching, so with writes stopped it gets there.
+   HighWatermarkCatchesUp asks nothing of a replica outside the ISR: a follower that never comes
+   back (a restarted broker never told to follow, a fetch lost and never retried) leaves it true. *)
+ReplicasRejoinIsr == <>[](\A p \in Partitions : FullyReplicated(p))
+
 \* p accepts a produce request with acks = -1: a live leader whose ISR the design takes writes with
 \* (AcceptsWrite; by default at least MinIsr members: Produce's guard, without the bound on records).
 Writable(p) ==
@@ -136,7 +147,7 @@ Writable(p) ==
 LiveReplica(p) == assignment[p] # <<>> /\ \E b \in Range(assignment[p]) : Live(b)
 
 (* WritesAccepted (availability, added for the min_isr and unclean_election knobs): a partition with
-   a live replica eventually accepts writes.  Not one of the six progress properties: the safe
+   a live replica eventually accepts writes.  Not one of the seven progress properties: the safe
    design gives it up on purpose where its only ISR member is dead (clean elections) or its ISR is
    smaller than min_isr. *)
 WritesAccepted ==

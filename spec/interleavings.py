@@ -68,7 +68,7 @@ OPERATIONS: Final[dict[str, Operation]] = {op.name: op for op in (
     # BrokerRestart or a session's re-registration .. the controller's BrokerChange (onBrokerStartup) .. the broker
     # back in the ISR of its partitions.
     Operation(STARTUP, ("registering", "catching up"), (CONTROLLER, STARTING, LEADER, FOLLOWER),
-              "HighWatermarkCatchesUp"),
+              "ReplicasRejoinIsr"),
 )}
 
 

@@ -38,6 +38,7 @@ PROPERTIES: Final[tuple[str, ...]] = (
     "ControlledShutdownCompletes",
     "ReassignmentCompletes",
     "TopicDeletionCompletes",
+    "ReplicasRejoinIsr",
 )
 
 # HighWatermarkMonotonic has two readings; violations name the reading after a slash.

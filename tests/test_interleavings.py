@@ -165,7 +165,7 @@ def test_kcm_conform_interleavings(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_the_matrix_titles_each_cell_with_its_point() -> None:
     coverage = InterleavingCoverage()
     point = Point("broker startup", "catching up", "lost request", "starting")
-    coverage.add_run(STEERED, [(1, point)], judged=[(9, "HighWatermarkCatchesUp")])
+    coverage.add_run(STEERED, [(1, point)], judged=[(9, "ReplicasRejoinIsr")])
     svg = matrix_svg(coverage)
     assert f"{point.key}: judged (steered search 1)" in svg
     assert "while a controller is being elected no broker holds the office" in svg

@@ -115,6 +115,8 @@ CASES = [
     ("livenessunfairelection", (), "ControllerElected", VIOLATED),
     ("liveness", (), "HighWatermarkCatchesUp", HOLDS),
     ("livenessunfairfetch", (), "HighWatermarkCatchesUp", VIOLATED),
+    ("liveness", (), "ReplicasRejoinIsr", HOLDS),
+    ("livenessunfairfetch", (), "ReplicasRejoinIsr", VIOLATED),
     ("liveness", (), "LeaderElected", HOLDS),
     ("livenessnofailover", (), "LeaderElected", VIOLATED),
     ("opsliveness", (), "ControlledShutdownCompletes", HOLDS),

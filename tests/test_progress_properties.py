@@ -163,6 +163,15 @@ def reassignment_never_resumes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Controller, "_on_reassignment_isr_change", lambda self, partition, batch: None)
 
 
+def isr_never_expands(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ReplicaManager, "_in_sync", lambda self, replica, offset: False)
+
+
+def crash_and_restart(cluster: Cluster) -> None:
+    cluster.crash(3)
+    cluster.restart(3)
+
+
 def deletion_never_succeeds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TopicDeletionManager, "succeed", lambda self, replicas: None)
 
@@ -180,6 +189,10 @@ CASES: dict[str, tuple[Bug, Setup, str]] = {
                               "t0-0: reassignment to [4, 2, 3] not complete (assignment [4, 2, 3, 1])"),
     "TopicDeletionCompletes": (deletion_never_succeeds, lambda c: c.delete_topic("t0"),
                                "topic t0: deletion not complete (partitions t0-0, t0-1 remain)"),
+    # The restarted broker follows and catches up, but its leader never takes it back: the HW, which counts the
+    # ISR only, moves on without it.
+    "ReplicasRejoinIsr": (isr_never_expands, crash_and_restart, "t0-0: live replica(s) 3 not in the ISR [1, 2] of "
+                                                                "leader 1"),
 }
 
 

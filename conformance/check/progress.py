@@ -36,6 +36,7 @@ PROGRESS_READS: Final[dict[str, tuple[str, ...]]] = {
     "ControlledShutdownCompletes": ("leader", "isr", "alive", "role", "controller_epoch"),
     "ReassignmentCompletes": ("assignment", "alive"),
     "TopicDeletionCompletes": ("assignment", "alive", "replica_state"),
+    "ReplicasRejoinIsr": ("assignment", "leader", "leader_epoch", "isr", "alive", "role", "local_leader_epoch"),
 }
 # Events that end a calm phase: anything its fair schedule never takes.
 STORM_ACTIONS: Final = frozenset(
@@ -244,6 +245,22 @@ class ProgressMonitor:
                 out.append(f"{p}: HW has not caught up with the ISR's log end {end}: {'; '.join(behind)}")
         return out
 
+    def _replicas_in_isr(self, state: dict[str, Any]) -> list[str]:
+        """A live replica not in the ISR of a led partition: a follower that never came back (Kafka 2.3.0
+        Partition.scala maybeExpandIsr adds it at the fetch that reaches the HW). A broker shutting down is left
+        out: the controller takes it out of every ISR on purpose (KafkaController.scala doControlledShutdown)."""
+        out = []
+        for p in self._partitions(state):
+            if self._acting_leader(state, p) is not None:
+                continue  # LeaderElected's to report
+            isr = {str(r) for r in state["isr"].get(p) or ()}
+            missing = [r for r in self._electable(state, state["assignment"][p]) if r not in isr]
+            if missing:
+                members = ", ".join(sorted(isr, key=int))
+                out.append(f"{p}: live replica(s) {', '.join(missing)} not in the ISR [{members}] of leader "
+                           f"{state['leader'][p]}")
+        return out
+
     def _shutdowns(self, state: dict[str, Any]) -> list[str]:
         out = []
         alive = state["alive"]
@@ -329,4 +346,5 @@ _CHECKS: Final[dict[str, Callable[[ProgressMonitor, dict[str, Any]], list[str]]]
     "ControlledShutdownCompletes": ProgressMonitor._shutdowns,
     "ReassignmentCompletes": ProgressMonitor._reassignments,
     "TopicDeletionCompletes": ProgressMonitor._deletions,
+    "ReplicasRejoinIsr": ProgressMonitor._replicas_in_isr,
 }

@@ -62,6 +62,8 @@ def progress_bounds(max_delay: int, longest_log: int) -> dict[str, int]:
         "ControlledShutdownCompletes": shutdown,
         "ReassignmentCompletes": reassignment,
         "TopicDeletionCompletes": deletion,
+        # A replica back in the ISR: the same catch-up as the HW's, which ends with the ISR write.
+        "ReplicasRejoinIsr": high_watermark,
     }
 
 

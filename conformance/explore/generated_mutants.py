@@ -35,9 +35,9 @@ from typing import Any, Final
 
 from kcm.conformance.explore import oracles
 from kcm.conformance.explore.interleaving_campaign import Budget, steered_runs
-from kcm.conformance.explore.mutants import SCENARIOS, Mutant, MutationError, apply
+from kcm.conformance.explore.mutants import Mutant, MutationError, apply
 from kcm.conformance.explore.oracles import CRASH, NAMED, ORACLES, Note, Suite
-from kcm.conformance.scenario.language import scenario_files
+from kcm.conformance.scenario.language import CHECKOUT_SCENARIOS, scenario_files
 from kcm.spec.vocabulary import Knobs
 
 PACKAGE: Final = "kcm.impl"
@@ -556,7 +556,7 @@ def compile_error(mutant: Mutant) -> str:
 def routes(suite: Suite) -> Iterator[tuple[str, Callable[[Note], None]]]:
     """The routes of `oracles.run_oracles` one at a time, in its order, as (name, run): each scenario file, each
     simulator run (never validated: the step check is not a named oracle), the campaign. No replay."""
-    for path in scenario_files(SCENARIOS):
+    for path in scenario_files(CHECKOUT_SCENARIOS):
         yield f"scenario {path.name}", functools.partial(oracles._scenario, path)
     for seed in suite.seeds:
         yield f"simulation seed {seed}", functools.partial(_simulation, seed, suite)

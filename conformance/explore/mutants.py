@@ -15,14 +15,12 @@ import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from kcm.conformance.explore.oracles import NAMED, ORACLES, Suite, reference_traces, run_oracles
+from kcm.conformance.scenario.language import CHECKOUT_SCENARIOS
 from kcm.spec.trace.format import Event
 
-ROOT: Final = Path(__file__).resolve().parents[2]
-SCENARIOS: Final = ROOT / "tests" / "scenarios"
 RM, EL, PSM, CTL, CS, CC, DS = ("kcm.impl.replica_manager", "kcm.impl.election", "kcm.impl.partition_state_machine",
                                 "kcm.impl.controller", "kcm.impl.controller_store", "kcm.impl.controller_context",
                                 "kcm.impl.design")
@@ -268,7 +266,7 @@ def evaluate(mutant: Mutant, suite: Suite) -> MutantResult:
     """Applies the mutant in this process and runs every oracle; meant for a process of its own."""
     started, cpu = time.perf_counter(), time.process_time()
     apply(mutant)
-    kills = run_oracles(suite, _REFERENCES, SCENARIOS)
+    kills = run_oracles(suite, _REFERENCES, CHECKOUT_SCENARIOS)
     return MutantResult(mutant.name, kills, time.perf_counter() - started, time.process_time() - cpu)
 
 

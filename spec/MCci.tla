@@ -10,6 +10,8 @@
 EXTENDS TruncationKIP320, KafkaInvariants
 
 MC_Assignment == [p \in Partitions |-> <<1, 2>>]
+\* MCci3: the same faults on three brokers, every partition replicated on all three (broker 1 leads).
+MC_Assignment3 == [p \in Partitions |-> <<1, 2, 3>>]
 
 CINext ==
     \/ ControllerNext \/ CrashNext \/ ExpiryNext \/ ControllerRequestsNext \/ ControllerDropNext

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -39,7 +40,9 @@ _owned: dict[int, bool] = {}
 _lock = threading.RLock()
 # stopping: set once kcm is stopping (`interrupt`), when a thread that starts a child afterwards is refused.
 # Plain flags, not threading.Event: a forked child resets them, and an Event's lock may be held at the fork.
-_state = {"installed": False, "in_my_group": False, "stopping": False}
+# tied: set in a process another one may SIGKILL at any moment (a Spark task's Python worker, which Spark kills
+# when it cancels the task), whose children must then die with it instead of searching on as orphans.
+_state = {"installed": False, "in_my_group": False, "stopping": False, "tied": False}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -52,6 +55,8 @@ def spawn(command: Sequence[str], detached: bool = False, **popen: Any) -> subpr
     if _state["stopping"] and not detached:
         raise Interrupted("kcm is stopping")
     own_group = detached or not _state["in_my_group"]
+    if _state["tied"] and not detached:
+        popen["preexec_fn"] = _die_with_parent
     process: subprocess.Popen[Any] = subprocess.Popen(list(command), start_new_session=own_group, **popen)
     if not detached:
         adopt(process.pid, own_group)
@@ -71,6 +76,26 @@ def children_in_my_group() -> None:
     """This process leads a group its parent ends whole (a hunt engine): the children it starts from now on
     stay in that group instead of leading groups of their own."""
     _state["in_my_group"] = True
+
+
+def tie_children_to_me() -> None:
+    """The children this process starts from now on are killed (SIGKILL) by the kernel when it ends, however it
+    ends: a Spark task's worker that Spark kills on a cancelled job leaves no TLC searching on (Linux only:
+    elsewhere they are ended as usual, not when their parent is killed)."""
+    _state["tied"] = True
+
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, between fork and exec: the kernel's signal to it when the thread that forked it ends."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    if hasattr(libc, "prctl"):
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def release(pid: int) -> None:
@@ -224,7 +249,7 @@ def _forget_in_child() -> None:
     global _lock
     _lock = threading.RLock()  # another thread of the parent may have held it at the fork
     _owned.clear()
-    _state.update(in_my_group=False, stopping=False)
+    _state.update(in_my_group=False, stopping=False, tied=False)
     if _state["installed"]:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         for signum in _ENDED_SIGNALS:

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pyspark
 import pytest
 from test_spark_session import logging_interpreter
+from test_swarm import ledger_lines
 
 from kcm.conformance.pipeline import jobs as pl
 from kcm.conformance.pipeline.session import CONF_DIR
@@ -185,12 +186,13 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     assert not left, f"processes left running: {left}"
 
 
-def _submit(processes: Processes, master: str, log: Path, *stage: str | Path, options: tuple[str, ...] = ()) -> int:
-    """`spark-submit [OPTIONS] tools/pipeline.py STAGE ...`, the job's entry point as tests/test_pipeline.py
+def _submit(processes: Processes, master: str, log: Path, *stage: str | Path, options: tuple[str, ...] = (),
+            script: str = "pipeline.py") -> int:
+    """`spark-submit [OPTIONS] tools/SCRIPT STAGE ...`, the job's entry point as tests/test_pipeline.py
     submits it; the driver logs at kcm's level (error). Tasks wait for both workers' cores (in standalone mode
     the ratio counts `spark.cores.max`), so that both get some."""
     argv = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--conf", "spark.cores.max=2",
-            "--conf", "spark.scheduler.minRegisteredResourcesRatio=1", *options, str(ROOT / "tools" / "pipeline.py"),
+            "--conf", "spark.scheduler.minRegisteredResourcesRatio=1", *options, str(ROOT / "tools" / script),
             *map(str, stage)]
     return processes.run(argv, _env(SPARK_CONF_DIR=str(CONF_DIR)), log)
 
@@ -260,3 +262,37 @@ def test_the_job_on_a_standalone_cluster_gives_what_local_gives(cluster: Cluster
         assert _finished_tasks(list(work_dir.glob(f"{check}/*/stderr"))), f"no task of the check ran in {work_dir}"
         assert list(work_dir.glob(f"{check}/*/environment/bin/python")), f"no archive unpacked in {work_dir}"
     assert started.exists() and len(started.read_text().split()) >= 2, "too few Python workers started"
+
+
+def test_the_swarm_on_a_standalone_cluster_gives_what_local_gives(cluster: Cluster, tmp_path: Path) -> None:
+    """`spark-submit tools/swarm.py` (the swarm of `kcm check --swarm`): the same seeds give the same ledger on
+    the cluster as on local[2], and a violation is found and replayed there as here."""
+    logs = cluster.logs
+    ledgers = {}
+    for name, master in (("cluster", cluster.url), ("local", "local[2]")):
+        ledgers[name] = tmp_path / f"{name}-seeds.jsonl"
+        code = _submit(cluster.processes, master, logs / f"swarm-{name}.log", "--model", "ci", "--swarm", "4",
+                       "--behaviours", "15", "--ledger", ledgers[name], "--progress", "none", script="swarm.py")
+        assert code == 0, _tail(logs / f"swarm-{name}.log")
+    assert ledger_lines(ledgers["cluster"]) == ledger_lines(ledgers["local"])
+    assert len(ledger_lines(ledgers["cluster"])) == 4
+    summaries = {}
+    for name, master in (("cluster", cluster.url), ("local", "local[2]")):
+        log = logs / f"swarm-unclean-{name}.log"
+        code = _submit(cluster.processes, master, log, "--model", "unclean", "--swarm", "4", "--ledger",
+                       tmp_path / f"unclean-{name}.jsonl", "--out", tmp_path / f"unclean-{name}.jsonl.cex",
+                       "--json", "--progress", "none", script="swarm.py")
+        assert code == 1, _tail(log)
+        text = log.read_text()
+        summaries[name] = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    for summary in summaries.values():
+        assert summary["invariant"] == "NoCommittedDataLoss"
+        assert summary["replay"].startswith("the implementation follows all")
+    # Each seed that found the violation on both found the same counterexample.
+    found = {name: {line["seed"]: line for line in ledger_lines(tmp_path / f"unclean-{name}.jsonl")
+                    if line["fate"] == "violated"} for name in summaries}
+    for seed in found["cluster"].keys() & found["local"].keys():
+        assert found["cluster"][seed] == found["local"][seed]
+    apps = cluster.state()["completedapps"]
+    assert len(apps) == 2 and {app["state"] for app in apps} == {"FINISHED"}, apps
+    assert _finished_tasks([log for work_dir in cluster.work_dirs for log in work_dir.glob("app-*/*/stderr")])

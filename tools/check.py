@@ -52,6 +52,7 @@ from kcm.tools.outputs import default_out, out_file
 from kcm.tools.progress import Reporter, add_option
 from kcm.tools.report import kinds
 from kcm.tools.report.command import html_option
+from kcm.tools.swarm import add_swarm_options, cmd_swarm
 
 
 def register(subparsers: Any) -> None:
@@ -79,6 +80,7 @@ def register(subparsers: Any) -> None:
                        help="count each action's states (TLC's -coverage; a 2 GiB heap at least, about 2.3x the time "
                             "on ci); an action that never fires, unless the model's configuration says it never "
                             "does, makes the result unexpected: its invariants hold of it vacuously")
+    add_swarm_options(check)
     add_design_option(check, "TLC checks its module's hooks on its base design's knobs (--set changes them), on "
                              "its first model by default")
     add_option(check)
@@ -90,6 +92,8 @@ def register(subparsers: Any) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     if args.liveness:
         return cmd_liveness(args)
+    if args.swarm is not None:
+        return cmd_swarm(args)
     if args.properties:
         raise UsageError("--property needs --liveness")
     design = chosen_design(args)

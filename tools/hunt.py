@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kcm.conformance.explore.hunt import SHORTEST, Hunt, Race
-from kcm.conformance.explore.route import HuntResult, confirm, hunt_races, model_for, no_counterexample
+from kcm.conformance.explore.route import HuntResult, confirm, hunt_races, model_for, no_counterexample, shorten
 from kcm.spec.atomic_output import OutputError, write_output
 from kcm.spec.tlc.modelcheck import (
     ModelError,
@@ -44,6 +44,7 @@ from kcm.tools.design_option import add_design_option, chosen_design, described,
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
+from kcm.tools.swarm import HUNT_KINDS, add_swarm_options, start_swarm
 
 DEFAULT_BUDGET: Final = 120.0
 
@@ -61,6 +62,12 @@ def register(subparsers: Any) -> None:
                       help=f"seconds each phase (search, shortening) may take (default {DEFAULT_BUDGET:g})")
     hunt.add_argument("--cores", type=at_least(1), default=os.cpu_count() or 1,
                       help="engines raced at once (default: the machine's cores)")
+    hunt.add_argument("--spark", action="store_true",
+                      help="the first race as a swarm of seeds on Spark (TLC simulations, and the steered simulator "
+                           "where the design has a steered search) instead of one engine per core")
+    hunt.add_argument("--seeds", type=at_least(1), default=None,
+                      help="seeds of the --spark swarm (default: four per task slot)")
+    add_swarm_options(hunt, hunt=True)
     hunt.add_argument("--out", metavar="DIR", help=f"where the traces go (default {default_out('hunt')})")
     hunt.add_argument("--json", action="store_true")
     add_design_option(hunt, "its first model by default, TLC's engines only (Z3 reads no design of one's own)")
@@ -77,9 +84,27 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     except TlcSetupError as err:
         raise UsageError(str(err)) from err
     out = out_files(args.out, "hunt", [_name(hunt, kind) for kind in _OUTPUTS])
+    if args.spark:
+        if args.ledger is None:
+            args.ledger = str(out / f"{hunt.model}-seeds.jsonl")
+        swarm = start_swarm(args, hunt, "hunt", args.seeds or 4 * _slots(args.master), args.budget,
+                            kinds=HUNT_KINDS)
+        with Reporter(args.progress) as reporter, reporter.task(f"shorten {hunt.model}") as task:
+            result = shorten(hunt, swarm.race(), args.budget, task.update)
+        return _report(args, hunt, out, result)
     with Reporter(args.progress) as reporter, reporter.task(f"hunt {hunt.model}") as task:
         result = hunt_races(hunt, args.cores, args.budget, task.update)
     return _report(args, hunt, out, result)
+
+
+def _slots(master: str | None) -> int:
+    """A local master's task slots (the machine's cores for local[*]); a cluster's, not known before it runs, as
+    two."""
+    master = master or "local[*]"
+    inside = master.removeprefix("local[").removesuffix("]")
+    if master.startswith("local[") and inside.isdigit():
+        return int(inside)
+    return (os.cpu_count() or 1) if master.startswith("local") else 2
 
 
 _OUTPUTS: Final = ("first.jsonl", "shortest.jsonl", "summary.json")

@@ -66,11 +66,13 @@ REAP_SECONDS: Final = 10.0
 @dataclass(frozen=True)
 class Engine:
     """One search: `depth` bounds a simulated behaviour (tlc-sim), the search (tlc-bfs; 0: unbounded) or the
-    unrolling (bmc; 0: the known bug's own depth)."""
+    unrolling (bmc; 0: the known bug's own depth); `quota` bounds a seeded search (tlc-sim: behaviours;
+    steered: examples; 0: until it finds or is stopped), so that what a seed did is a fact that a rerun repeats."""
 
     kind: str
     seed: int = 0
     depth: int = 0
+    quota: int = 0
 
     @property
     def name(self) -> str:
@@ -131,12 +133,12 @@ class Answer:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.engine.kind, "seed": self.engine.seed, "depth": self.engine.depth,
-                "invariant": self.invariant, "events": self.events, "seconds": self.seconds,
+                "quota": self.engine.quota, "invariant": self.invariant, "events": self.events, "seconds": self.seconds,
                 "exhaustive": self.exhaustive, "states": self.states, "bound": self.bound}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Answer:
-        engine = Engine(data["kind"], data["seed"], data["depth"])
+        engine = Engine(data["kind"], data["seed"], data["depth"], data.get("quota", 0))
         return cls(engine, data["invariant"], data["events"], data["seconds"], data["exhaustive"], data["states"],
                    data["bound"])
 
@@ -152,7 +154,8 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
         return Answer(engine, found.invariant, found.events, time.monotonic() - started, True, bound=found.depth)
     if engine.kind == STEERED:
         return _steered(hunt, engine, started)
-    simulate = Simulation(engine.seed, engine.depth) if engine.kind == SIMULATE else None
+    simulate = (Simulation(engine.seed, engine.depth, *(engine.quota,) if engine.quota else ())
+                if engine.kind == SIMULATE else None)
     invariants = list(hunt.invariants) if hunt.invariants is not None else None
     # A simulation answers in seconds or not at all: the JVM tuned for that (measured in docs/hunt.md).
     outcome = check_model(hunt.model, hunt.knobs, invariants, heap_mb=hunt.heap_mb, simulate=simulate,
@@ -160,8 +163,10 @@ def search(hunt: Hunt, engine: Engine) -> Answer:
                           quick=simulate is not None, design=hunt.design)
     result = outcome.result
     invariant = vocabulary_name(result.violated) if result.violated else None
+    # A simulation counts the states it generated: it has no set of distinct ones.
+    states = result.generated_states if simulate is not None else result.distinct_states
     return Answer(engine, invariant, outcome.events, time.monotonic() - started, engine.kind == BFS,
-                  result.distinct_states, engine.depth or None)
+                  states, engine.depth or None)
 
 
 def _steered(hunt: Hunt, engine: Engine, started: float) -> Answer:
@@ -171,8 +176,8 @@ def _steered(hunt: Hunt, engine: Engine, started: float) -> Answer:
     if search_ is None:
         raise ValueError(f"steered: no steered search of a known bug under {hunt.knobs.describe()}")
     machine = hypothesis.seed(engine.seed)(machine_class(search_.config(steer=True)))
-    run_settings = hypothesis.settings(campaign_settings("ci", 10**9, search_.search.steps, shrink=False),
-                                       derandomize=False)
+    run_settings = hypothesis.settings(campaign_settings("ci", engine.quota or 10**9, search_.search.steps,
+                                                         shrink=False), derandomize=False)
     try:
         # The same draws whatever modules the process has loaded (hypothesis's pool of their literals).
         with no_local_constants():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kcm.conformance.check.replay import Replayer, ReplayError
-from kcm.conformance.explore.hunt import BFS, BMC, SHORTEST, SIMULATE, Answer, Engine, Hunt, Race, race
+from kcm.conformance.explore.hunt import BFS, BMC, SHORTEST, SIMULATE, STEERED, Answer, Engine, Hunt, Race, race
 from kcm.spec.design_folder import DesignFolder
 from kcm.spec.designs import VARIANTS
 from kcm.spec.tlc.runner import TlcError, TlcSetupError
@@ -78,12 +78,22 @@ def hunt_races(hunt: Hunt, cores: int, budget: float, on_progress: Callable[[str
 
     first = race(hunt, engines, budget, show(f"hunt {hunt.model}"), keep_shortest=True)
     found = first.winner
-    if found is None or found.invariant is None or found.engine.kind in SHORTEST:
-        return HuntResult(first, found, first.seconds)
-    if any(engine.kind in SHORTEST for engine in engines):
+    if found is not None and found.invariant is not None and found.engine.kind not in SHORTEST \
+            and any(engine.kind in SHORTEST for engine in engines):
         # The race's own breadth-first search, kept running: its shortest, or the budget ran out on it.
         return HuntResult(first, first.shortest, first.seconds_to_shortest)
-    again = race(hunt, [Engine(BFS, depth=found.steps)], budget, show(f"shorten {found.steps} steps"))
+    return shorten(hunt, first, budget, on_progress)
+
+
+def shorten(hunt: Hunt, first: Race, budget: float, on_progress: Callable[[str], None] | None = None) -> HuntResult:
+    """The shortest counterexample after a first race (forked engines, or the swarm on Spark) that kept no
+    breadth-first search running: the first itself when a shortest engine found it, else TLC breadth first
+    bounded by the depth found, within the budget."""
+    found = first.winner
+    if found is None or found.invariant is None or found.engine.kind in SHORTEST:
+        return HuntResult(first, found, first.seconds)
+    show = None if on_progress is None else lambda text: on_progress(f"shorten {found.steps} steps: {text}")
+    again = race(hunt, [Engine(BFS, depth=found.steps)], budget, show)
     best = again.winner if again.winner is not None and again.winner.invariant else None
     return HuntResult(first, best, first.seconds + again.seconds, again)
 
@@ -118,7 +128,7 @@ def confirm(answer: Answer, design: DesignFolder | None = None) -> Confirmation:
                                                          if divergence is not None else ""))
     except ReplayError as err:
         replay = f"not replayed: {err}"
-    if answer.engine.kind != BMC:
+    if answer.engine.kind not in (BMC, STEERED):
         return Confirmation(replay, "a behaviour of the TLA+ model by construction (TLC found it)")
     try:
         check = validate_with_tlc(answer.events)

@@ -30,6 +30,8 @@ MSG_BEHAVIOUR: Final = 2121
 MSG_STATE: Final = 2217
 MSG_PROGRESS: Final = 2200
 MSG_STATS: Final = 2199
+# TLC's simulation mode reports its states generated in a progress message of its own (no distinct states).
+MSG_SIMULATION_PROGRESS: Final = 2209
 MSG_DEPTH: Final = 2194
 MSG_DEADLOCK: Final = 2114
 # A temporal property violated, the counterexample's announcement, and the end of its lasso: the state the
@@ -326,6 +328,7 @@ _BACK_TO = re.compile(r"(\d+): Back to state: <([^ >]+)")
 STUTTERING: Final = "Stuttering"
 # The final statistics and the progress reports (which add rates in parentheses).
 _STATS = re.compile(r"([\d,]+) states generated(?: \([^)]*\))?, ([\d,]+) distinct states found")
+_SIMULATED = re.compile(r"([\d,]+) states generated")
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 # `<Name location>: distinct:generated`; the location of the operator's definition, followed, for a disjunct that is
 # no operator of its own (named by the definition it is in), by its own: `(line col line col)`.
@@ -373,6 +376,9 @@ def parse_output(output: str, result: TlcResult) -> TlcResult:
             if stats:
                 result.generated_states = int(stats.group(1).replace(",", ""))
                 result.distinct_states = int(stats.group(2).replace(",", ""))
+        elif code == MSG_SIMULATION_PROGRESS:
+            simulated = _SIMULATED.search(body)
+            result.generated_states = int(simulated.group(1).replace(",", "")) if simulated else result.generated_states
         elif code == MSG_DEPTH:
             depth = _DEPTH.search(body)
             result.depth = int(depth.group(1)) if depth else result.depth

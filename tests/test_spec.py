@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kcm.conformance.check.invariants import InvariantChecker
+from kcm.spec.tlc.checkpoint import Checkpoint
 from kcm.spec.tlc.modelcheck import CheckOutcome, check_model, model_knobs, models, vocabulary_name
 from kcm.spec.trace.format import load_trace
 from kcm.spec.vocabulary import INVARIANTS, Knobs
@@ -119,11 +120,31 @@ def test_kafka_2334_on_the_earlier_truncation_variants(tmp_path: Path, truncatio
     assert outcome.result.violated == ACROSS
 
 
+@pytest.fixture(scope="module")
+def ci_exhaustive() -> CheckOutcome:
+    return check_model("ci", model_knobs("ci"), workers=2, heap_mb=2048)
+
+
 @pytest.mark.tlc
-def test_ci_model_holds_exhaustively() -> None:
-    outcome = check_model("ci", model_knobs("ci"), workers=2, heap_mb=2048)
-    assert outcome.result.holds and outcome.result.complete
-    assert outcome.result.distinct_states > 100_000
+def test_ci_model_holds_exhaustively(ci_exhaustive: CheckOutcome) -> None:
+    assert ci_exhaustive.result.holds and ci_exhaustive.result.complete
+    assert ci_exhaustive.result.distinct_states > 100_000
+
+
+@pytest.mark.tlc
+def test_a_stopped_and_resumed_run_ends_as_the_uninterrupted_one(tmp_path: Path,
+                                                                 ci_exhaustive: CheckOutcome) -> None:
+    """`kcm check --checkpoint DIR --budget S`, then `--resume`: the same verdict, distinct states and depth."""
+    knobs = model_knobs("ci")
+    # TLC checkpoints at its first look, 3 s into the search, once the interval has passed; then once a minute.
+    kept = Checkpoint(tmp_path / "run", minutes=0.01)
+    stopped = check_model("ci", knobs, workers=2, heap_mb=2048, budget_seconds=15, checkpoint=kept)
+    assert not stopped.result.complete, "the budget did not stop the run: it proves nothing about resuming"
+    assert kept.latest() is not None and stopped.result.distinct_states < ci_exhaustive.result.distinct_states
+    resumed = check_model("ci", knobs, workers=2, heap_mb=2048, checkpoint=Checkpoint(tmp_path / "run", resume=True))
+    assert resumed.result.complete and resumed.result.holds
+    assert (resumed.result.distinct_states, resumed.result.depth, resumed.verdict) == \
+        (ci_exhaustive.result.distinct_states, ci_exhaustive.result.depth, ci_exhaustive.verdict)
 
 
 @pytest.mark.tlc

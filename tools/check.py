@@ -18,6 +18,7 @@ from typing import Any
 from kcm.conformance.check.invariants import explain, explanation
 from kcm.conformance.ci_results import Case, counterexample_annotation
 from kcm.spec.atomic_output import check_writable
+from kcm.spec.tlc.checkpoint import DEFAULT_MINUTES, Checkpoint, CheckpointError
 from kcm.spec.tlc.modelcheck import (
     CheckOutcome,
     ModelError,
@@ -44,7 +45,7 @@ from kcm.spec.tlc.runner import (
     TlcSetupError,
     find_tools,
 )
-from kcm.spec.verdicts import UNEXPECTED, VIOLATED, severity, worst
+from kcm.spec.verdicts import UNEXPECTED, UNKNOWN, VIOLATED, severity, worst
 from kcm.tools.ci_option import add_junit_option, check_junit, publish
 from kcm.tools.design_option import add_design_option, chosen_design, described, refuse_unread_by_tlc
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, UsageError, at_least, non_empty
@@ -81,6 +82,11 @@ def register(subparsers: Any) -> None:
                             "on ci); an action that never fires, unless the model's configuration says it never "
                             "does, makes the result unexpected: its invariants hold of it vacuously")
     add_swarm_options(check)
+    check.add_argument("--checkpoint", metavar="DIR", default=None,
+                       help="keep TLC's states in DIR, checkpointed, so that a stopped run (Ctrl-C, --budget) can be "
+                            "continued with --resume; its counts and verdict are an uninterrupted run's")
+    check.add_argument("--checkpoint-every", type=float, default=DEFAULT_MINUTES, metavar="MINUTES",
+                       help=f"minutes between checkpoints (default {DEFAULT_MINUTES:g}; TLC looks once a minute)")
     add_design_option(check, "TLC checks its module's hooks on its base design's knobs (--set changes them), on "
                              "its first model by default")
     add_option(check)
@@ -117,9 +123,12 @@ def cmd_check(args: argparse.Namespace) -> int:
                 task.update(found.text())
 
             outcome = check_model(args.model, knobs, args.invariants or None, args.workers, args.heap, out, show,
-                                  design=design, coverage=args.coverage)
-    except (TlcSetupError, TlcError) as err:
+                                  budget_seconds=args.budget, design=design, coverage=args.coverage,
+                                  checkpoint=_checkpoint(args))
+    except (TlcSetupError, TlcError, CheckpointError) as err:
         raise UsageError(str(err)) from err
+    if not outcome.result.complete:
+        return _stopped(args, outcome)
     summary = outcome.to_json()
     vacuous = vacuous_actions(args.model, outcome.result) if args.coverage else []
     if args.coverage:
@@ -150,6 +159,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.html:
         kinds.check_page(Path(args.html), summary, outcome.trace_path)
     return (EXIT_OK, EXIT_VIOLATED, EXIT_USAGE)[severity(summary["result"])]
+
+
+def _checkpoint(args: argparse.Namespace) -> Checkpoint | None:
+    if args.checkpoint is None:
+        if args.resume:
+            raise UsageError("--resume continues a run kept by --checkpoint DIR (or a swarm's --ledger)")
+        return None
+    if not args.checkpoint_every > 0:
+        raise UsageError(f"--checkpoint-every must be a positive number of minutes, not {args.checkpoint_every:g}")
+    return Checkpoint(Path(args.checkpoint), args.checkpoint_every, args.resume)
+
+
+def _stopped(args: argparse.Namespace, outcome: CheckOutcome) -> int:
+    """A search its budget stopped: no verdict but unknown, and how to go on where it was checkpointed."""
+    result = outcome.result
+    again = (f"; kcm check --model {args.model} --checkpoint {args.checkpoint} --resume continues it from its last "
+             "checkpoint" if args.checkpoint else "")
+    summary = {**outcome.to_json(), "result": UNKNOWN, "complete": False,
+               **({"checkpoint": args.checkpoint} if args.checkpoint else {})}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"model {args.model} ({outcome.knobs.describe()}): {UNKNOWN}: stopped by its budget after "
+              f"{result.seconds:.1f} s, {result.distinct_states:,} distinct states, depth {result.depth}{again}")
+    return EXIT_OK
 
 
 def _print_coverage(model: str, coverage: dict[str, ActionCoverage], vacuous: list[str]) -> None:

@@ -68,10 +68,12 @@ def add_swarm_options(parser: argparse.ArgumentParser, hunt: bool = False) -> No
     parser.add_argument("--ledger", default=None, metavar="PATH",
                         help="the seed ledger (default kcm-out/<command>/<model>-seeds.jsonl)")
     parser.add_argument("--resume", action="store_true",
-                        help="continue the ledger's swarm: only the seeds it has not finished run")
+                        help="continue the ledger's swarm (only the seeds it has not finished run)"
+                             + ("" if hunt else ", or the run kept in the --checkpoint folder"))
     if not hunt:
-        parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
-                            help=f"seconds the swarm may take (default {DEFAULT_BUDGET:g})")
+        parser.add_argument("--budget", type=float, default=None,
+                            help=f"seconds the swarm may take (default {DEFAULT_BUDGET:g}), or TLC's exhaustive "
+                                 "search (default: none), which --checkpoint lets --resume continue")
 
 
 def _depths(text: str) -> tuple[int, ...]:
@@ -134,7 +136,10 @@ def start_swarm(args: argparse.Namespace, hunt: Hunt, command: str, seeds: int, 
 def cmd_swarm(args: argparse.Namespace, submitted: bool = False) -> int:
     hunt = swarm_hunt(args)
     out = out_file(args.out, "check", f"{hunt.model}-counterexample.jsonl")
-    result = start_swarm(args, hunt, "check", args.swarm, args.budget, submitted)
+    if args.checkpoint is not None:
+        raise UsageError("--checkpoint keeps an exhaustive search: a swarm keeps its seed ledger (--ledger)")
+    budget = DEFAULT_BUDGET if args.budget is None else args.budget
+    result = start_swarm(args, hunt, "check", args.swarm, budget, submitted)
     found = result.winner
     summary: dict[str, Any] = {
         "model": hunt.model, "knobs": hunt.knobs.to_dict(), "result": VIOLATED if found else UNKNOWN,
@@ -192,6 +197,7 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
     parser.add_argument("--json", action="store_true")
     add_design_option(parser, "its first model by default")
     add_swarm_options(parser)
+    parser.set_defaults(checkpoint=None)
     add_option(parser)
     try:
         args = parser.parse_args(argv)

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from kcm.spec.atomic_output import OutputError
 from kcm.spec.design_folder import DesignFolder
+from kcm.spec.tlc.checkpoint import Checkpoint
 from kcm.spec.tlc.config import configure, declared, knob_settings
 from kcm.spec.tlc.runner import (
     HEARTBEAT_DEFINITION,
@@ -228,6 +229,7 @@ def check_model(
     quick: bool = False,
     design: DesignFolder | None = None,
     coverage: bool = False,
+    checkpoint: Checkpoint | None = None,
 ) -> CheckOutcome:
     """TLC on a model under knobs (and, optionally, only some invariants or temporal properties), with TLC's
     heap bounded (`heap_mb`, default KCM_TLC_HEAP_MB or 4 GiB) and, optionally, its time. A counterexample
@@ -238,12 +240,20 @@ def check_model(
     whose module the model extends and whose hooks it binds (kcm.spec.design_folder); `coverage`: how often each
     action of the model's next-state relation fired, in `result.coverage` (an action that never fired leaves the
     invariants holding vacuously of it). Coverage needs a heap of COVERAGE_MIN_HEAP_MB at least, and costs about
-    5 s of CPU before the search and a slower search (kcm.spec.tlc.runner.run_tlc)."""
+    5 s of CPU before the search and a slower search (kcm.spec.tlc.runner.run_tlc); `checkpoint`: TLC's states
+    kept in its folder and checkpointed, a run that can be stopped (`budget_seconds`, Ctrl-C) and resumed, its
+    counts and verdict those of an uninterrupted run (kcm.spec.tlc.checkpoint; CheckpointError, before TLC starts,
+    for a folder that does not fit)."""
     base = _model(model)
     check_invariant_names(invariants or [])
     if coverage and (heap_mb or default_heap_mb()) < COVERAGE_MIN_HEAP_MB:
         raise TlcSetupError(f"coverage needs a TLC heap of at least {COVERAGE_MIN_HEAP_MB} MiB (its cost model of "
                             f"the spec takes 1.1 GiB), not {heap_mb or default_heap_mb()} MiB")
+    recover = None
+    if checkpoint is not None:
+        recover = checkpoint.prepare({"model": model, "knobs": knobs.to_dict(), "invariants": invariants,
+                                      "workers": workers, "design": design.name if design is not None else None,
+                                      "max_depth": max_depth, "properties": properties})
     with tempfile.TemporaryDirectory(prefix="kcm-model-") as folder:
         work = Path(folder)
         for source in spec_dir().glob("*.tla"):
@@ -255,7 +265,10 @@ def check_model(
         mode = simulate.args() if simulate is not None else ()
         result = run_tlc(module, config, workers=workers, heap_mb=heap_mb, on_progress=on_progress,
                          extra_args=("-deadlock", *mode), budget_seconds=budget_seconds, quick=quick,
-                         coverage=coverage)
+                         coverage=coverage, checkpoint=checkpoint, recover=recover)
+    if checkpoint is not None and result.complete:
+        checkpoint.finish(f"{result.violated or 'holds'}, {result.distinct_states:,} distinct states, depth "
+                          f"{result.depth}")
     events = counterexample_events(result.trace, knobs, f"tlc-{model}") if result.violated and result.trace else []
     if events and design is not None:
         events[0]["args"]["design"] = design.name  # replayed with the design's strategy, and only so

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from kcm.spec import child_processes
 from kcm.spec.java import JAVA_MIN, probe_java
+from kcm.spec.tlc.checkpoint import FINGERPRINT, Checkpoint
 
 TLC_EXIT_OK: Final = 0
 TLC_EXIT_VIOLATION: Final = 12
@@ -329,6 +330,7 @@ STUTTERING: Final = "Stuttering"
 # The final statistics and the progress reports (which add rates in parentheses).
 _STATS = re.compile(r"([\d,]+) states generated(?: \([^)]*\))?, ([\d,]+) distinct states found")
 _SIMULATED = re.compile(r"([\d,]+) states generated")
+_LEVEL = re.compile(r"Progress\((\d+)\)")
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 # `<Name location>: distinct:generated`; the location of the operator's definition, followed, for a disjunct that is
 # no operator of its own (named by the definition it is in), by its own: `(line col line col)`.
@@ -376,6 +378,9 @@ def parse_output(output: str, result: TlcResult) -> TlcResult:
             if stats:
                 result.generated_states = int(stats.group(1).replace(",", ""))
                 result.distinct_states = int(stats.group(2).replace(",", ""))
+            # A search stopped before its end has the depth of its last report (a finished one, its own, below).
+            reached = _LEVEL.match(body.strip()) if code == MSG_PROGRESS else None
+            result.depth = int(reached.group(1)) if reached else result.depth
         elif code == MSG_SIMULATION_PROGRESS:
             simulated = _SIMULATED.search(body)
             result.generated_states = int(simulated.group(1).replace(",", "")) if simulated else result.generated_states
@@ -431,16 +436,19 @@ QUICK_JIT: Final = ("-XX:TieredStopAtLevel=1",)
 
 
 def tlc_command(java: str, jar: Path, metadir: str, workers: int, heap_mb: int, config: str, module: str,
-                extra_args: tuple[str, ...] = (), quick: bool = False, coverage: bool = False) -> list[str]:
+                extra_args: tuple[str, ...] = (), quick: bool = False, coverage: bool = False,
+                properties: tuple[str, ...] = (), tmpdir: str | None = None) -> list[str]:
     """The java command line: a bounded heap, TLC's state files in `metadir`, its `-tool` messages. TLC
     unpacks the standard modules (TLC.tla, Naturals.tla, ...) into java.io.tmpdir: a folder of its own keeps
     two TLC processes started at once from parsing each other's half-written copies. `quick`: tuned for a
     run of seconds (QUICK_JIT). `coverage`: TLC counts what each action generates and reports it at the end
-    (COVERAGE_MINUTES), with room for its cost model from the start (COVERAGE_INITIAL_HEAP_MB)."""
+    (COVERAGE_MINUTES), with room for its cost model from the start (COVERAGE_INITIAL_HEAP_MB). `properties`:
+    the JVM's system properties (`-D`), TLC's own settings that have no option; `tmpdir`: the JVM's temporary
+    folder, when the state files are kept elsewhere than in one of their own."""
     initial = (f"-Xms{min(heap_mb, COVERAGE_INITIAL_HEAP_MB)}m",) if coverage else ()
     counting = ("-coverage", str(COVERAGE_MINUTES)) if coverage else ()
     return [java, f"-Xmx{heap_mb}m", *initial, "-XX:+UseParallelGC", *(QUICK_JIT if quick else ()),
-            f"-Djava.io.tmpdir={metadir}", "-cp", str(jar),
+            f"-Djava.io.tmpdir={tmpdir or metadir}", *properties, "-cp", str(jar),
             "tlc2.TLC", "-tool",
             "-metadir", metadir, "-workers", str(workers), "-config", config, *counting, *extra_args, module]
 
@@ -455,8 +463,11 @@ def run_tlc(
     budget_seconds: float | None = None,
     quick: bool = False,
     coverage: bool = False,
+    checkpoint: Checkpoint | None = None,
+    recover: Path | None = None,
 ) -> TlcResult:
-    """Runs TLC on `module` with `config`; its state files go to a temporary folder removed afterwards.
+    """Runs TLC on `module` with `config`; its state files go to a temporary folder removed afterwards, or with
+    `checkpoint` to its folder, checkpointed (kcm.spec.tlc.checkpoint), the search continuing from `recover`.
     With a budget, TLC is stopped when it runs out (`result.complete` is then False: the figures are those
     of its last progress report). `quick`: the JVM tuned for a run of seconds (tlc_command). `coverage`: each
     action's counts in `result.coverage` (None if TLC is stopped before its final report). TLC's coverage costs
@@ -464,9 +475,15 @@ def run_tlc(
     whatever the model, then a slower search (the ci model: 52 s of CPU in all without coverage, 82 s with)."""
     java, jar = find_tools()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="kcm-tlc-") as metadir:
+    properties: tuple[str, ...] = ()
+    if checkpoint is not None:
+        properties = (f"-Dtlc2.TLCGlobals.chkpt={checkpoint.milliseconds}",)
+        extra_args = (*extra_args, "-fp", str(FINGERPRINT), *(("-recover", str(recover.resolve())) if recover else ()))
+    with tempfile.TemporaryDirectory(prefix="kcm-tlc-") as scratch:
+        metadir = str(checkpoint.states.resolve()) if checkpoint is not None else scratch
         command = tlc_command(java, jar, metadir, workers, heap_mb or default_heap_mb(),
-                              os.path.relpath(config, module.parent), module.name, extra_args, quick, coverage)
+                              os.path.relpath(config, module.parent), module.name, extra_args, quick, coverage,
+                              properties, scratch)
         output = _run_streaming(command, module.parent, on_progress, budget_seconds)
         result = parse_output(output.text, TlcResult(output.exit_code, complete=not output.stopped))
     result.seconds = time.monotonic() - started

@@ -81,7 +81,18 @@ def test_parse_output_of_a_run_stopped_after_a_progress_report() -> None:
     )
     result = parse_output(progress, TlcResult(143, complete=False))
     assert (result.generated_states, result.distinct_states, result.violated) == (1_234_567, 345_678, None)
+    # Stopped before its end: the depth of its last report.
+    assert result.depth == 12
     assert not result.holds
+
+
+def test_parse_output_of_a_simulation_counts_the_states_it_generated() -> None:
+    simulated = (
+        "@!@!@STARTMSG 2209:0 @!@!@\nProgress(-1) at 2026-12-06 21:42:20: 47144 states generated, -1 distinct "
+        "states found, -1 states left on queue.\n@!@!@ENDMSG 2209 @!@!@\n"
+    )
+    result = parse_output(simulated, TlcResult(0))
+    assert (result.generated_states, result.distinct_states) == (47_144, 0)
 
 
 def test_missing_jar_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -160,6 +171,10 @@ def test_a_model_with_the_heartbeat_reports_progress_and_nothing_else_changes(tm
     assert [p.distinct for p in heartbeats] == [HEARTBEAT_STATES * k for k in range(1, 4)]
     # One state per level: the depth is the count.
     assert all(p.depth in (p.distinct - 1, p.distinct) for p in heartbeats)
+    # The growth by depth: each depth once, in order, with the states found when the search reached it.
+    depths = [depth for depth, _, _ in result.growth]
+    assert depths == sorted(set(depths)) and len(depths) >= 3
+    assert all(distinct in (depth, depth + 1) for depth, distinct, _ in result.growth)
     assert "distinct states, depth" in seen[-1].text() and "states/s" in seen[-1].text()
 
 

@@ -308,6 +308,9 @@ class TlcResult:
     # to the state at index `loop_start` of `trace`, or stutters there forever (`loop_action` STUTTERING).
     loop_start: int | None = None
     loop_action: str | None = None
+    # Breadth first, how the search grew: (depth, distinct states, seconds into the search) when it first reached
+    # each depth, as its progress reports (a heartbeat every HEARTBEAT_STATES states) say.
+    growth: list[tuple[int, int, float]] = field(default_factory=list)
     # With coverage (run_tlc's `coverage`): each action of the next-state relation, by name, as TLC's final
     # coverage report counts it; None when not measured (no coverage asked, or TLC stopped before its report).
     coverage: dict[str, ActionCoverage] | None = None
@@ -488,6 +491,7 @@ def run_tlc(
         result = parse_output(output.text, TlcResult(output.exit_code, complete=not output.stopped))
     result.seconds = time.monotonic() - started
     result.search_seconds = output.search_seconds
+    result.growth = output.growth
     if output.stopped:
         return result
     if result.exit_code not in (TLC_EXIT_OK, TLC_EXIT_VIOLATION) and result.violated is None:
@@ -519,6 +523,7 @@ class _Output:
     text: str
     stopped: bool = False
     search_seconds: float = 0.0
+    growth: list[tuple[int, int, float]] = field(default_factory=list)
 
 
 def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[TlcProgress], None] | None,
@@ -539,6 +544,7 @@ def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[TlcProg
             timer.start()
         search_started: float | None = None
         shown = 0
+        growth: list[tuple[int, int, float]] = []
         try:
             for line in proc.stdout:
                 if search_started is None and "Finished computing initial states" in line:
@@ -546,9 +552,13 @@ def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[TlcProg
                 heartbeat = _HEARTBEAT.match(line)
                 if heartbeat is None:
                     chunks.append(line)
-                if on_progress is None or search_started is None:
+                if search_started is None:
                     continue
                 found = _progress(line, heartbeat)
+                if found is not None and found[1] > (growth[-1][0] if growth else -1):
+                    growth.append((found[1], found[0], time.monotonic() - search_started))
+                if on_progress is None:
+                    continue
                 if found is not None and found[0] > shown:
                     shown = found[0]
                     on_progress(TlcProgress(found[0], found[1], time.monotonic() - search_started))
@@ -560,7 +570,7 @@ def _run_streaming(command: list[str], cwd: Path, on_progress: Callable[[TlcProg
             if proc.returncode is None:  # an exception (an interrupt) while TLC runs
                 child_processes.end(proc.pid)
     search = time.monotonic() - search_started if search_started is not None else 0.0
-    return _Output(code, "".join(chunks), stopped.is_set(), search)
+    return _Output(code, "".join(chunks), stopped.is_set(), search, growth)
 
 
 def _progress(line: str, heartbeat: re.Match[str] | None) -> tuple[int, int] | None:

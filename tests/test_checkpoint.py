@@ -12,6 +12,7 @@ import pytest
 from kcm.spec.tlc.checkpoint import MANIFEST, Checkpoint, CheckpointError
 from kcm.spec.tlc.modelcheck import model_knobs
 from kcm.tools.cli import main
+from kcm.tools.json_schemas import validate
 
 IDENTITY = {"model": "kip320", "knobs": model_knobs("kip320").to_dict(), "invariants": None, "workers": 1,
             "design": None, "max_depth": None, "properties": None}
@@ -39,3 +40,18 @@ def test_the_command_line_says_a_bad_checkpoint_in_one_line(tmp_path: Path, caps
     assert "no checkpointed run to resume" in capsys.readouterr().err
     assert main(["check", "--model", "kip320", "--resume"]) == 2
     assert "--resume continues a run kept by --checkpoint" in capsys.readouterr().err
+
+
+def test_a_run_its_budget_stops_is_unknown_with_how_far_it_got(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "run"
+    assert main(["check", "--model", "ci", "--budget", "12", "--checkpoint", str(folder), "--json",
+                 "--progress", "none"]) == 0
+    stopped = json.loads(capsys.readouterr().out)
+    validate("check", stopped)
+    assert stopped["result"] == "unknown" and stopped["complete"] is False
+    assert stopped["checkpoint"] == str(folder) and stopped["distinct_states"] > 0
+    depths = [level["depth"] for level in stopped["growth"]]
+    assert depths == sorted(set(depths)) and depths[-1] <= stopped["depth"]
+    assert main(["check", "--model", "ci", "--budget", "6", "--progress", "none"]) == 0
+    assert "unknown: stopped by its budget after" in capsys.readouterr().out

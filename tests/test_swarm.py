@@ -15,6 +15,7 @@ from kcm.conformance.explore.hunt import SIMULATE, STEERED, Engine, Hunt
 from kcm.conformance.explore.swarm import Ledger, LedgerError, SeedRun, plan, read_ledger
 from kcm.spec.tlc.modelcheck import model_knobs
 from kcm.tools.cli import main
+from kcm.tools.json_schemas import validate
 
 
 def unclean() -> Hunt:
@@ -76,6 +77,7 @@ def test_the_first_counterexample_stops_the_swarm_and_leaves_no_tlc(tmp_path: Pa
     code = main(["check", "--model", "unclean", "--swarm", "6", "--master", "local[2]", "--ledger", str(ledger),
                  "--out", str(out), "--json", "--progress", "none"])
     summary = json.loads(capsys.readouterr().out)
+    validate("check", summary)
     assert code == 1
     assert summary["result"] == "violated" and summary["invariant"] == "NoCommittedDataLoss"
     assert summary["replay"].startswith("the implementation follows all")
@@ -95,6 +97,7 @@ def test_a_resumed_swarm_runs_only_the_seeds_its_ledger_has_not_finished_and_rep
     capsys.readouterr()
     assert main([*common, "--swarm", "4", "--ledger", str(partial), "--resume"]) == 0
     resumed = json.loads(capsys.readouterr().out)
+    validate("check", resumed)
     assert resumed["seeds_skipped"] == 2 and resumed["seeds_run"] == 2 and resumed["result"] == "unknown"
     assert main([*common, "--swarm", "4", "--ledger", str(whole)]) == 0
     capsys.readouterr()
@@ -109,6 +112,7 @@ def test_hunt_on_spark_finds_shortens_and_confirms(tmp_path: Path, capsys: pytes
     code = main(["hunt", "--set", "unclean_election=true", "--spark", "--master", "local[2]", "--seeds", "4",
                  "--out", str(tmp_path), "--json", "--progress", "none"])
     summary = json.loads(capsys.readouterr().out)
+    validate("hunt", summary)
     assert code == 1 and summary["invariant"] == "NoCommittedDataLoss"
     assert summary["winner"].split(" seed ")[0] in (SIMULATE, STEERED)
     assert summary["tlc_validation"].startswith(("the specification explains", "a behaviour of the TLA+ model"))

@@ -176,7 +176,7 @@ def _stopped(args: argparse.Namespace, outcome: CheckOutcome) -> int:
     result = outcome.result
     again = (f"; kcm check --model {args.model} --checkpoint {args.checkpoint} --resume continues it from its last "
              "checkpoint" if args.checkpoint else "")
-    summary = {**outcome.to_json(), "result": UNKNOWN, "complete": False,
+    summary = {**outcome.to_json(), "result": UNKNOWN, "complete": False, "explanation": [],
                "growth": [{"depth": depth, "distinct_states": distinct, "seconds": round(seconds, 1)}
                           for depth, distinct, seconds in result.growth],
                **({"checkpoint": args.checkpoint} if args.checkpoint else {})}

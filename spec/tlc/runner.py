@@ -493,6 +493,10 @@ def run_tlc(
     result.search_seconds = output.search_seconds
     result.growth = output.growth
     if output.stopped:
+        # TLC's own report is once a minute; the heartbeat's (every HEARTBEAT_STATES states) is later.
+        if output.growth:
+            depth, distinct, _ = output.growth[-1]
+            result.depth, result.distinct_states = max(result.depth, depth), max(result.distinct_states, distinct)
         return result
     if result.exit_code not in (TLC_EXIT_OK, TLC_EXIT_VIOLATION) and result.violated is None:
         detail = result.errors[0] if result.errors else _own_words(output.text, result.exit_code)

@@ -5,11 +5,13 @@ seeds it has not finished, each seed's outcome the same at every run."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_cli import interrupt
 
 from kcm.conformance.explore.hunt import SIMULATE, STEERED, Engine, Hunt
 from kcm.conformance.explore.swarm import Ledger, LedgerError, SeedRun, plan, read_ledger
@@ -119,3 +121,15 @@ def test_hunt_on_spark_finds_shortens_and_confirms(tmp_path: Path, capsys: pytes
     assert summary["shortest_proven"] and summary["shortest_steps"] <= summary["first_steps"]
     assert (tmp_path / "unclean-seeds.jsonl").is_file()
     assert not tlc_processes()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_swarm_ends_spark_and_every_tlc_and_keeps_its_ledger(signum: int, tmp_path: Path) -> None:
+    ledger = tmp_path / "seeds.jsonl"
+    # The safe design, seeds of 100,000 behaviours: minutes each.
+    ended = interrupt(["check", "--model", "ci", "--swarm", "4", "--behaviours", "100000", "--master", "local[2]",
+                       "--ledger", str(ledger), "--progress", "none"], signum, settle=2.0)
+    assert (ended.code, ended.stderr) == (130, "kcm: interrupted\n")
+    assert not ended.left and ended.tlc_groups
+    assert not tlc_processes()
+    assert read_ledger(ledger)[0]["model"] == "ci"

@@ -128,9 +128,14 @@ def start_swarm(args: argparse.Namespace, hunt: Hunt, command: str, seeds: int, 
         raise UsageError(str(err)) from err
     try:
         with Reporter(args.progress) as reporter, reporter.task(f"swarm {hunt.model}") as task:
-            return run_swarm(spark, hunt, engines, ledger, budget, task.update)
-    finally:
-        spark.stop()
+            result = run_swarm(spark, hunt, engines, ledger, budget, task.update)
+    except KeyboardInterrupt:
+        from kcm.conformance.pipeline.session import end_jvm
+
+        end_jvm()  # the JVM goes with kcm (its group is kcm's): no stop, whose errors would be all it printed
+        raise
+    spark.stop()
+    return result
 
 
 def cmd_swarm(args: argparse.Namespace, submitted: bool = False) -> int:

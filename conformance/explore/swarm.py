@@ -224,40 +224,47 @@ def run_swarm(spark: SparkSession, hunt: Hunt, engines: Sequence[Engine], ledger
     deadline = started + budget
     runs: list[SeedRun] = []
     winner: Answer | None = None
-    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="kcm-swarm") as pool:
-        running: dict[Future[dict[str, Any]], tuple[Engine, float]] = {}
+    pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="kcm-swarm")
+    running: dict[Future[dict[str, Any]], tuple[Engine, float]] = {}
 
-        def submit() -> None:
-            engine = next(queue, None)
-            if engine is not None:
-                running[pool.submit(_job, context, group, hunt, engine, scratch)] = engine, time.monotonic()
+    def submit() -> None:
+        engine = next(queue, None)
+        if engine is not None:
+            running[pool.submit(_job, context, group, hunt, engine, scratch)] = engine, time.monotonic()
 
+    try:
         for _ in range(slots):
             submit()
-        try:
-            while running and winner is None and time.monotonic() < deadline:
-                finished, _ = wait(running, timeout=min(POLL_SECONDS, max(deadline - time.monotonic(), 0.0)),
-                                   return_when=FIRST_COMPLETED)
-                for future in finished:
-                    engine, since = running.pop(future)
-                    run, answer = _ended(engine, future, since)
-                    runs.append(run)
-                    ledger.record(run)
-                    if answer is not None and winner is None:
-                        winner = answer
-                    if winner is None:
-                        submit()
-                if on_progress is not None:
-                    on_progress(_progress_text(runs, [engine for engine, _ in running.values()], len(todo), started))
-        finally:
-            # The budget, a counterexample or an interrupt: the seeds still running are cancelled and stopped.
-            context.cancelJobGroup(group)
-            for future, (engine, since) in running.items():
-                wait([future])
-                run, answer = _ended(engine, future, since, stopped=True)
+        while running and winner is None and time.monotonic() < deadline:
+            finished, _ = wait(running, timeout=min(POLL_SECONDS, max(deadline - time.monotonic(), 0.0)),
+                               return_when=FIRST_COMPLETED)
+            for future in finished:
+                engine, since = running.pop(future)
+                run, answer = _ended(engine, future, since)
                 runs.append(run)
                 ledger.record(run)
-            shutil.rmtree(Path(tempfile.gettempdir()) / scratch, ignore_errors=True)
+                if answer is not None and winner is None:
+                    winner = answer
+                if winner is None:
+                    submit()
+            if on_progress is not None:
+                on_progress(_progress_text(runs, [engine for engine, _ in running.values()], len(todo), started))
+    except BaseException:
+        # An interrupt leaves the seeds running to kcm, which ends Spark's JVM and with it the workers and their
+        # TLC (a cancel now would only make the dying JVM log errors), and their threads with it; the ledger
+        # keeps what ended, and the seeds still running run again on resume.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        shutil.rmtree(Path(tempfile.gettempdir()) / scratch, ignore_errors=True)
+    # The budget or a counterexample: the seeds still running are cancelled and stopped.
+    context.cancelJobGroup(group)
+    for future, (engine, since) in running.items():
+        wait([future])
+        run, _ = _ended(engine, future, since, stopped=True)
+        runs.append(run)
+        ledger.record(run)
+    pool.shutdown()
     return SwarmResult(winner, runs, len(engines) - len(todo), time.monotonic() - started, slots, ledger.path,
                        len(engines), sum(run.states for run in runs))
 

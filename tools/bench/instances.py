@@ -5,10 +5,11 @@ each, depth by depth, beside `ci` exhausted in the same run (the baseline: the i
 Run it with `python -m kcm.tools.bench.instances [--budget S] [--model NAME ...]` (`--quick`: 60 s each).
 
 For each instance: whether it was exhausted, its distinct states, the depth reached and the states found by the
-time the search first reached each depth (TLC's progress, one report per 2,000 states). Where an instance is
-not exhausted, an estimate: the states of its levels so far grow by a factor per level (the last levels'
-mean); with `ci`'s depth (its whole graph) as the instance's least depth, the states and hours it would need at
-the rate measured. A lower bound, not a forecast: the bigger instances' graphs are at least as deep as ci's.
+time the search first reached each depth (TLC's progress, one report per 2,000 states), and the factor by which
+its last levels grew. Where an instance is not exhausted, an estimate of its size if its graph had ci's shape:
+its states at the deepest depth both reached, over ci's there, times ci's whole size; and the hours that would
+take at the rate measured. ci's levels grow to a peak and then shrink; an instance whose levels still grow
+faster than ci's did at that depth is larger than this estimate, so it is the least it would cost, not a forecast.
 """
 
 from __future__ import annotations
@@ -65,18 +66,21 @@ class Instance:
         recent = factors[-LAST_LEVELS:]
         return sum(recent) / len(recent) if recent else None
 
-    def estimate(self, least_depth: int) -> int | None:
-        """Distinct states to `least_depth` if the levels went on growing by the factor measured."""
-        factor, levels = self.growth_factor(), self.levels()
-        if factor is None or len(levels) < 2 or self.result.complete:
+    def reached(self, depth: int) -> int | None:
+        """The distinct states when the search first reached `depth` (None: it did not, or too early to say)."""
+        return next((distinct for level, distinct in self.levels() if level == depth), None)
+
+    def estimate(self, baseline: Instance) -> tuple[int, int] | None:
+        """(the depth compared, the distinct states) if this instance's graph had the shape of the baseline's."""
+        if self.result.complete:
             return None
-        depth, total = levels[-1]
-        size = float(levels[-1][1] - levels[-2][1])
-        estimate = float(total)
-        for _ in range(depth, least_depth):
-            size *= factor
-            estimate += size
-        return int(estimate)
+        common = [depth for depth, _ in self.levels() if baseline.reached(depth) and depth < baseline.result.depth]
+        if not common:
+            return None
+        depth = common[-1]
+        ours, theirs = self.reached(depth), baseline.reached(depth)
+        assert ours is not None and theirs is not None
+        return depth, round(ours / theirs * baseline.result.distinct_states)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,18 +115,20 @@ def _report(out: Console, runs: list[Instance], budget: float) -> None:
     baseline = runs[0]
     summary = table(f"TLC breadth first, {budget:.0f} s per instance (ci: to its end, the baseline)",
                     ["model", "outcome", "distinct states", "depth", "states/s", "vs ci's states/s",
-                     "growth per level", f"estimate to depth {baseline.result.depth}"], text_columns=2)
+                     "last levels' growth", "with ci's shape"], text_columns=2)
     for run in runs:
         outcome = ("violated " + str(run.result.violated)) if run.result.violated else \
             "exhausted" if run.result.complete else "not exhausted"
         factor = run.growth_factor()
-        estimate = run.estimate(baseline.result.depth)
-        hours = f" ({estimate / max(run.rate, 1e-3) / 3600:,.1f} h at this rate)" if estimate else ""
+        estimate = run.estimate(baseline)
+        shape = "" if estimate is None else (
+            f"{estimate[1]:,} states, {estimate[1] / max(run.rate, 1e-3) / 3600:,.1f} h at this rate "
+            f"({ratio(run.reached(estimate[0]) or 0, baseline.reached(estimate[0]) or 1)} ci at depth {estimate[0]})")
         summary.add_row(run.model, outcome, f"{run.result.distinct_states:,}", str(run.result.depth),
-                        f"{run.rate:,.0f}", ratio(run.rate, baseline.rate),
-                        f"{factor:.2f}x" if factor else "", f"{estimate:,}{hours}" if estimate else "")
+                        f"{run.rate:,.0f}", ratio(run.rate, baseline.rate), f"{factor:.2f}x" if factor else "",
+                        shape)
     out.print(summary)
-    for run in runs[1:]:
+    for run in runs:
         levels = table(f"{run.model}: distinct states when the search first reached each depth",
                        ["depth", "distinct states", "seconds"], text_columns=0)
         for depth, distinct, seconds in run.result.growth:

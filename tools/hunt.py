@@ -29,22 +29,17 @@ from kcm.conformance.explore.hunt import SHORTEST, Hunt, Race
 from kcm.conformance.explore.route import HuntResult, confirm, hunt_races, model_for, no_counterexample, shorten
 from kcm.spec.atomic_output import OutputError, write_output
 from kcm.spec.tlc.modelcheck import (
-    ModelError,
-    check_invariant_names,
-    model_knobs,
-    models,
     render_counterexample,
     write_events,
 )
 from kcm.spec.tlc.runner import TlcSetupError, find_tools
 from kcm.spec.trace.format import Event, TraceError
 from kcm.spec.verdicts import VIOLATED
-from kcm.spec.vocabulary import Knobs
-from kcm.tools.design_option import add_design_option, chosen_design, described, refuse_unread_by_tlc
+from kcm.tools.design_option import add_design_option, described
 from kcm.tools.errors import EXIT_OK, EXIT_VIOLATED, UsageError, at_least, non_empty
 from kcm.tools.outputs import default_out, out_files
 from kcm.tools.progress import Reporter, add_option
-from kcm.tools.swarm import HUNT_KINDS, add_swarm_options, start_swarm
+from kcm.tools.swarm import HUNT_KINDS, add_swarm_options, hunted, start_swarm
 
 DEFAULT_BUDGET: Final = 120.0
 
@@ -117,22 +112,7 @@ def _name(hunt: Hunt, kind: str) -> str:
 def _hunt(args: argparse.Namespace) -> Hunt:
     if not args.budget > 0:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget:g}")
-    design = chosen_design(args)
-    refuse_unread_by_tlc(design)
-    knobs = (Knobs() if design is None else design.base).with_settings(args.settings)
-    model = args.model or (model_for(knobs) if design is None else design.models[0])
-    if model not in models():
-        raise UsageError(f"--model {model}: unknown model (known: {', '.join(sorted(models()))})")
-    try:
-        check_invariant_names(args.invariants)
-    except ModelError as err:
-        raise UsageError(f"--invariant: {err}") from err
-    # The model's own settings (its bounds' era) under the design's and the ones given.
-    knobs = model_knobs(model)
-    if design is not None:
-        knobs = design.on_model(knobs)
-    knobs = knobs.with_settings(args.settings)
-    return Hunt(model, knobs, tuple(args.invariants) if args.invariants else None, design=design)
+    return hunted(args, model_for)
 
 
 def _report(args: argparse.Namespace, hunt: Hunt, out: Path, result: HuntResult) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from kcm.conformance.explore.hunt import SIMULATE, STEERED, Hunt
@@ -38,7 +38,7 @@ from kcm.spec.tlc.modelcheck import (
 from kcm.spec.tlc.runner import TlcSetupError, find_tools
 from kcm.spec.trace.format import TraceError
 from kcm.spec.verdicts import UNKNOWN, VIOLATED
-from kcm.spec.vocabulary import KnobError
+from kcm.spec.vocabulary import KnobError, Knobs
 from kcm.tools.design_option import chosen_design, described, refuse_unread_by_tlc
 from kcm.tools.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, Parser, UsageError, at_least, non_empty
 from kcm.tools.outputs import out_file
@@ -86,17 +86,20 @@ def _depths(text: str) -> tuple[int, ...]:
     return depths
 
 
-def swarm_hunt(args: argparse.Namespace) -> Hunt:
-    """What the swarm searches: the model under the design's and the given knobs (as `kcm check`)."""
+def hunted(args: argparse.Namespace, default_model: Callable[[Knobs], str] = lambda _: "ci") -> Hunt:
+    """What a search hunts: the model (`--model`, a design's first, else `default_model` of the knobs) under its own
+    knobs, the design's and the given ones (`--set`), for `--invariant`s; a UsageError for an unknown name."""
     design = chosen_design(args)
     refuse_unread_by_tlc(design)
-    model = args.model or ("ci" if design is None else design.models[0])
+    knobs = (Knobs() if design is None else design.base).with_settings(args.settings)
+    model = args.model or (default_model(knobs) if design is None else design.models[0])
     if model not in models():
         raise UsageError(f"--model {model}: unknown model (known: {', '.join(sorted(models()))})")
     try:
         check_invariant_names(args.invariants)
     except ModelError as err:
         raise UsageError(f"--invariant: {err}") from err
+    # The model's own settings (its bounds' era) under the design's and the ones given.
     knobs = model_knobs(model)
     if design is not None:
         knobs = design.on_model(knobs)
@@ -139,7 +142,7 @@ def start_swarm(args: argparse.Namespace, hunt: Hunt, command: str, seeds: int, 
 
 
 def cmd_swarm(args: argparse.Namespace, submitted: bool = False) -> int:
-    hunt = swarm_hunt(args)
+    hunt = hunted(args)
     out = out_file(args.out, "check", f"{hunt.model}-counterexample.jsonl")
     if args.checkpoint is not None:
         raise UsageError("--checkpoint keeps an exhaustive search: a swarm keeps its seed ledger (--ledger)")

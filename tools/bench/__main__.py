@@ -23,7 +23,8 @@ from rich.table import Table
 from kcm.tools.bench._common import PACKAGE, Figure, console, load_note, machine, read_summary
 from kcm.tools.bench.run import command
 
-BENCHMARKS = ("controller", "simulator", "checker", "z3", "tlc", "review", "replay", "pipeline", "ingest", "conform")
+BENCHMARKS = ("controller", "simulator", "checker", "z3", "tlc", "instances", "swarm", "review", "replay", "pipeline",
+              "ingest", "conform")
 
 
 def _value(figure: Figure) -> str:

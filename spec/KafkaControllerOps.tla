@@ -640,7 +640,8 @@ OpsReplicationNext ==
     \/ \E b \in Brokers, p \in Partitions : CoreStep(TruncationRound(b, p))
     \/ \E b \in Brokers, p \in Partitions : CoreStep(Produce(b, p))
 
-OpsShrinkNext == \E b \in Brokers, p \in Partitions, s \in SUBSET Brokers : CoreStep(IsrShrink(b, p, s))
+\* Only the nonempty sets of other brokers can be laggards (IsrShrink): the others are not enumerated.
+OpsShrinkNext == \E b \in Brokers, p \in Partitions : \E s \in SUBSET (Brokers \ {b}) \ {{}} : CoreStep(IsrShrink(b, p, s))
 
 OpsNext == OpsControlNext \/ OpsReplicationNext \/ OpsShrinkNext \/ CoreStep(DropMessage("controller"))
 

@@ -77,7 +77,7 @@ HighWatermarkMonotonicPerLeaderEpoch ==
    goes below the highest HW exposed by an earlier current leader (a KIP-320 leader withholds its
    HW until it reached its epoch start offset: ExposesHw). *)
 HighWatermarkMonotonicAcrossLeaders ==
-    \A p \in Partitions : ExposedHw(p) = -1 \/ ExposedHw(p) >= h_exposed_hw[p]
+    \A p \in Partitions : LET e == ExposedHw(p) IN e = -1 \/ e >= h_exposed_hw[p]
 
 HighWatermarkMonotonic == HighWatermarkMonotonicPerLeaderEpoch /\ HighWatermarkMonotonicAcrossLeaders
 
@@ -96,10 +96,12 @@ NoCommittedDataLoss ==
     /\ \A p \in Partitions : \A b \in CommittedHolders(p) :
           role[b][p] # "absent" => IsPrefix(h_committed[p], log[b][p])
 
-(* ReplicaLogsAgree (state): any two logs of p agree below the lower of both HWs and log ends. *)
+(* ReplicaLogsAgree (state): any two logs of p agree below the lower of both HWs and log ends.
+   (The relation is symmetric and holds of a log and itself, or of equal logs: each pair of brokers is
+   read once, b1 < b2, and equal logs are not cut.) *)
 ReplicaLogsAgree ==
     \A p \in Partitions : \A b1, b2 \in Brokers :
-        (role[b1][p] # "absent" /\ role[b2][p] # "absent") =>
+        (b1 < b2 /\ role[b1][p] # "absent" /\ role[b2][p] # "absent" /\ log[b1][p] # log[b2][p]) =>
             LET k == Min(Min(hw[b1][p], hw[b2][p]), Min(Len(log[b1][p]), Len(log[b2][p])))
             IN SubSeq(log[b1][p], 1, k) = SubSeq(log[b2][p], 1, k)
 
@@ -140,16 +142,18 @@ EpochsMonotone ==
     \A b \in Brokers, p \in Partitions : \A i, j \in 1..Len(log[b][p]) :
         i <= j => Epoch(log[b][p], i) <= Epoch(log[b][p], j)
 
-(* LogMatching: two logs with the same epoch at an offset hold the same entries up to it. *)
+(* LogMatching: two logs with the same epoch at an offset hold the same entries up to it.  (Symmetric,
+   and true of equal logs: each pair of brokers with different logs is read once, x < y.) *)
 LogMatching ==
-    \A x, y \in Brokers, p \in Partitions : \A i \in 1..Min(Len(log[x][p]), Len(log[y][p])) :
+    \A x, y \in Brokers, p \in Partitions : (x < y /\ log[x][p] # log[y][p]) =>
+      \A i \in 1..Min(Len(log[x][p]), Len(log[y][p])) :
         Epoch(log[x][p], i) = Epoch(log[y][p], i) => SubSeq(log[x][p], 1, i) = SubSeq(log[y][p], 1, i)
 
 (* EpochPrefix: an entry of epoch e at offset i in one log and an entry of e at an offset j >= i in
    another: both logs agree up to offset i (every entry of e comes from e's leader, whose log only grows
-   while it leads e). *)
+   while it leads e).  (True of equal logs, which are skipped.) *)
 EpochPrefix ==
-    \A x, y \in Brokers, p \in Partitions :
+    \A x, y \in Brokers, p \in Partitions : log[x][p] # log[y][p] =>
         \A i \in 1..Len(log[x][p]), j \in 1..Len(log[y][p]) :
             (i <= j /\ Epoch(log[x][p], i) = Epoch(log[y][p], j)) => SubSeq(log[x][p], 1, i) = SubSeq(log[y][p], 1, i)
 
@@ -172,10 +176,13 @@ EpochStartOffset ==
 
 (* FollowerIsPrefix: a follower done truncating is a prefix of its leader's log while both are in one epoch. *)
 FollowerIsPrefix ==
-    \A f, l \in Brokers, p \in Partitions :
-        (/\ role[f][p] = "follower" /\ ~truncating[f][p] /\ local_leader[f][p] = l
-         /\ role[l][p] = "leader" /\ local_leader_epoch[l][p] = local_leader_epoch[f][p])
-            => IsPrefix(log[f][p], log[l][p])
+    \A f \in Brokers, p \in Partitions :
+        (role[f][p] = "follower" /\ ~truncating[f][p]) =>
+            \* the only leader l the follower can have: the one it knows
+            LET l == local_leader[f][p]
+            IN (/\ l \in Brokers
+                /\ role[l][p] = "leader" /\ local_leader_epoch[l][p] = local_leader_epoch[f][p])
+                  => IsPrefix(log[f][p], log[l][p])
 
 (* FetchedPrefix: a follower position a leader recorded is backed by as much of the leader's log, while
    the follower has not moved past the leader's epoch (once it has, it may truncate against a later leader
@@ -189,11 +196,14 @@ FetchedPrefix ==
             /\ SubSeq(log[f][p], 1, follower_leo[l][p][f]) = SubSeq(log[l][p], 1, follower_leo[l][p][f])
 
 (* HwCommitted / CheckpointCommitted: a log below its HW (below its HW checkpoint) is committed. *)
+\* (A zero HW or checkpoint is below nothing: IsPrefix(<<>>, C) holds.)
 HwCommitted ==
-    \A b \in Brokers, p \in Partitions : role[b][p] # "absent" => IsPrefix(Prefix(log[b][p], hw[b][p]), h_committed[p])
+    \A b \in Brokers, p \in Partitions :
+        (role[b][p] # "absent" /\ hw[b][p] # 0) => IsPrefix(Prefix(log[b][p], hw[b][p]), h_committed[p])
 CheckpointCommitted ==
     \A b \in Brokers, p \in Partitions :
-        role[b][p] # "absent" => IsPrefix(Prefix(log[b][p], hw_checkpoint[b][p]), h_committed[p])
+        (role[b][p] # "absent" /\ hw_checkpoint[b][p] # 0)
+            => IsPrefix(Prefix(log[b][p], hw_checkpoint[b][p]), h_committed[p])
 
 (* CheckpointWithinLog: a log is never truncated below its HW checkpoint (the checkpoint is committed and
    every leader a truncation asks holds it). *)

@@ -236,57 +236,72 @@ ExposedHw(p) ==
 
 
 \* History update: evaluated on every step (unprimed = before, primed = after).
+\*
+\* Performance: TLC caches the value of a LET definition or of an operator argument only if it reads
+\* no primed variable; one that does is evaluated again at every reference.  So HistoryNext binds the
+\* values it reads more than once with \E x \in {e} (TLC evaluates e once and binds x to its value):
+\* per partition, the leaders' committed candidates (tips) and the epochs that can still be claimed
+\* (live).  TLCEval turns each function into a table, so that applying it does not evaluate it again.
+\* The bound sets are evaluated once the protocol's primed variables have their values: HistoryNext
+\* is the last conjunct of every action.
+
+\* Epochs that can still be claimed: a new leader epoch is always above the store's, and an old one
+\* can only come back as a copy of a store node (in flight, cached by a controller, or held by a
+\* broker).  Older entries can never be contradicted again and are dropped, which keeps behaviours
+\* that differ only in forgotten epochs from multiplying the state space.
+ClaimableEpochs(p) ==
+    ({leader_epoch[p]} \cup {m.le : m \in {x \in ctl_msgs : x.p = p}}
+     \cup {local_leader_epoch[b][p] : b \in Brokers} \cup {ctl_cache[c][p].le : c \in Brokers})
+    \ {-1}
+EpochFloor(live) == IF live = {} THEN 0 ELSE MinOf(live)
+\* Each leader's log below its HW: the candidates for the committed prefix C(p).
+LeaderPrefixes(p) == {Prefix(log[b][p], hw[b][p]) : b \in {x \in Brokers : role[x][p] = "leader"}}
+
 HistoryNext ==
-    LET stepViolations ==
-          { "HighWatermarkMonotonicPerLeaderEpoch" :
-              i \in (IF \E b \in Brokers, p \in Partitions :
-                          /\ role[b][p] = "leader" /\ role'[b][p] = "leader"
-                          /\ local_leader_epoch[b][p] = local_leader_epoch'[b][p]
-                          /\ hw'[b][p] < hw[b][p]
-                     THEN {1} ELSE {}) }
-          \cup { "ControllerEpochMonotonic" :
-              i \in (IF \/ controller_epoch' < controller_epoch
-                        \/ controller' # NoLeader /\ controller' # controller /\ controller_epoch' <= controller_epoch
-                        \/ \E b \in Brokers : alive[b] /\ alive'[b] /\ broker_controller_epoch'[b] < broker_controller_epoch[b]
-                     THEN {1} ELSE {}) }
-          \cup { "LeaderEpochMonotonic" :
-              i \in (IF \/ \E p \in Partitions : leader_epoch[p] >= 0 /\ leader_epoch'[p] >= 0 /\ leader_epoch'[p] < leader_epoch[p]
-                        \/ \E b \in Brokers, p \in Partitions :
-                              local_leader_epoch[b][p] >= 0 /\ local_leader_epoch'[b][p] >= 0
-                              /\ local_leader_epoch'[b][p] < local_leader_epoch[b][p]
-                     THEN {1} ELSE {}) }
+    \E tips \in {TLCEval([p \in Partitions |-> LeaderPrefixes(p)'])},
+       live \in {TLCEval([p \in Partitions |-> ClaimableEpochs(p)'])} :
+    LET \* The step properties a step breaks.  Each is first tested on whole functions (a value TLC
+        \* compares natively): a variable that did not change cannot have decreased.
+        hwDown ==
+          /\ hw' # hw
+          /\ \E b \in Brokers, p \in Partitions :
+                /\ role[b][p] = "leader" /\ role'[b][p] = "leader"
+                /\ local_leader_epoch[b][p] = local_leader_epoch'[b][p]
+                /\ hw'[b][p] < hw[b][p]
+        ceDown ==
+          \/ controller_epoch' < controller_epoch
+          \/ controller' # NoLeader /\ controller' # controller /\ controller_epoch' <= controller_epoch
+          \/ /\ broker_controller_epoch' # broker_controller_epoch
+             /\ \E b \in Brokers : alive[b] /\ alive'[b] /\ broker_controller_epoch'[b] < broker_controller_epoch[b]
+        leDown ==
+          \/ /\ leader_epoch' # leader_epoch
+             /\ \E p \in Partitions : leader_epoch[p] >= 0 /\ leader_epoch'[p] >= 0 /\ leader_epoch'[p] < leader_epoch[p]
+          \/ /\ local_leader_epoch' # local_leader_epoch
+             /\ \E b \in Brokers, p \in Partitions :
+                   local_leader_epoch[b][p] >= 0 /\ local_leader_epoch'[b][p] >= 0
+                   /\ local_leader_epoch'[b][p] < local_leader_epoch[b][p]
         \* committed prefix: each leader's prefix below its HW must extend C(p) (or be extended by it)
         NewCommitted(p) ==
-          LET cands == {Prefix(log'[b][p], hw'[b][p]) : b \in {x \in Brokers : role'[x][p] = "leader"}}
-              longer == {c \in cands : Len(c) > Len(h_committed[p])}
+          LET longer == {c \in tips[p] : Len(c) > Len(h_committed[p])}
           IN IF longer = {} THEN h_committed[p]
              ELSE CHOOSE c \in longer : \A d \in longer : Len(d) <= Len(c)
         conflict ==
-          \E p \in Partitions, b \in Brokers :
-              /\ role'[b][p] = "leader"
-              /\ LET c == Prefix(log'[b][p], hw'[b][p])
-                 IN Len(c) > Len(h_committed[p]) /\ ~IsPrefix(h_committed[p], c)
-        \* Epochs that can still be claimed: a new leader epoch is always above the store's, and an old
-        \* one can only come back as a copy of a store node (in flight, cached by a controller, or
-        \* held by a broker).  Older entries can never be contradicted again and are dropped, which
-        \* keeps behaviours that differ only in forgotten epochs from multiplying the state space.
-        Floor(p) ==
-          LET live == ({leader_epoch'[p]} \cup {m.le : m \in {x \in ctl_msgs' : x.p = p}}
-                       \cup {local_leader_epoch'[b][p] : b \in Brokers} \cup {ctl_cache'[c][p].le : c \in Brokers})
-                      \ {-1}
-          IN IF live = {} THEN 0 ELSE MinOf(live)
+          \E p \in Partitions : \E c \in tips[p] : Len(c) > Len(h_committed[p]) /\ ~IsPrefix(h_committed[p], c)
         \* a deleted partition's history ends (a topic created again starts at epoch 0)
         gone(p) == assignment[p] # <<>> /\ assignment'[p] = <<>>
     IN /\ h_leaders' = [p \in Partitions |-> IF gone(p) THEN {} ELSE
-                          {x \in h_leaders[p] \cup
-                              ({<<leader_epoch'[p], leader'[p]>> : i \in (IF leader'[p] # NoLeader /\ leader_epoch'[p] >= 0 THEN {1} ELSE {})}
-                               \cup {<<local_leader_epoch'[b][p], b>> :
-                                       b \in {x \in Brokers : role'[x][p] = "leader" /\ local_leader_epoch'[x][p] >= 0}})
-                           : x[1] >= Floor(p)}]
+                          LET floor == EpochFloor(live[p])
+                          IN {x \in h_leaders[p] \cup LeaderClaims(p)' : x[1] >= floor}]
        /\ h_committed' = [p \in Partitions |-> IF gone(p) THEN <<>> ELSE NewCommitted(p)]
        /\ h_exposed_hw' = [p \in Partitions |-> IF gone(p) THEN 0 ELSE Max(h_exposed_hw[p], ExposedHw(p))]
-       /\ h_violations' = h_violations \cup stepViolations
-                          \cup (IF conflict THEN {"NoCommittedDataLoss"} ELSE {})
+       \* (most steps break nothing: then the set is not rebuilt)
+       /\ h_violations' = IF hwDown \/ ceDown \/ leDown \/ conflict
+                          THEN h_violations
+                               \cup (IF hwDown THEN {"HighWatermarkMonotonicPerLeaderEpoch"} ELSE {})
+                               \cup (IF ceDown THEN {"ControllerEpochMonotonic"} ELSE {})
+                               \cup (IF leDown THEN {"LeaderEpochMonotonic"} ELSE {})
+                               \cup (IF conflict THEN {"NoCommittedDataLoss"} ELSE {})
+                          ELSE h_violations
 
 (***************************************************************************************)
 (* Initial states.                                                                      *)
@@ -1011,10 +1026,11 @@ AdvancedHw(b, lg, hwv, isrSet, fleo) ==
    unknown, advance the HW.  Becoming follower: adopt, then truncate by the era's rule: to the own HW
    at once (TruncateOnBecomeFollower) or by an OffsetsForLeaderEpoch exchange first (truncating). *)
 HandleLeaderAndIsr(b, m) ==
-    /\ m \in ctl_msgs
     /\ m.type = "LeaderAndIsr"
     /\ m.dst = b
     /\ alive[b]
+    \* (last: a set membership compares whole records)
+    /\ m \in ctl_msgs
     /\ ctl_msgs' = ctl_msgs \ {m}
     /\ LET p == m.p
            refused == StaleBrokerEpoch(b, m)
@@ -1055,10 +1071,10 @@ LeaderAndIsr(b) == \E m \in ctl_msgs : HandleLeaderAndIsr(b, m)
    Does: the broker-epoch and controller-epoch fences as for LeaderAndIsr; b records the epoch.  No
    replica changes. *)
 HandleUpdateMetadata(b, m) ==
-    /\ m \in ctl_msgs
     /\ m.type = "UpdateMetadata"
     /\ m.dst = b
     /\ alive[b]
+    /\ m \in ctl_msgs
     /\ ctl_msgs' = ctl_msgs \ {m}
     /\ LET refused == StaleBrokerEpoch(b, m)
            fenced == RefusesControllerEpoch(m.ce, broker_controller_epoch[b])
@@ -1134,10 +1150,10 @@ FenceError(l, p, cle) ==
    the ISR through a CAS on the partition node (the ISR expand step); the HW advances; the response
    carries up to MaxFetchRecords records from the fetch offset, the HW and the log end. *)
 HandleFetch(l, m) ==
-    /\ m \in msgs
     /\ m.type = "Fetch"
     /\ m.dst = l
     /\ alive[l]
+    /\ m \in msgs
     /\ LET p == m.p
            f == m.src
            lg == log[l][p]
@@ -1184,10 +1200,10 @@ CurrentFollower(f, p, cle) == role[f][p] = "follower" /\ local_leader_epoch[f][p
    truncates to the leader's log end; other errors, or a log end that moved, are ignored; otherwise
    the records are appended and HW := min(leader HW, log end). *)
 HandleFetchResponse(f, m) ==
-    /\ m \in msgs
     /\ m.type = "FetchResponse"
     /\ m.dst = f
     /\ alive[f]
+    /\ m \in msgs
     /\ msgs' = msgs \ {m}
     /\ LET p == m.p
            lg == log[f][p]
@@ -1217,10 +1233,10 @@ FetchResponse(f) == \E m \in msgs : HandleFetchResponse(f, m)
    offset of the requested epoch; KIP-279 on the largest epoch not newer than the requested one and
    its end offset.  No change to l. *)
 HandleOffsetsForLeaderEpoch(l, m) ==
-    /\ m \in msgs
     /\ m.type = "OffsetsForLeaderEpoch"
     /\ m.dst = l
     /\ alive[l]
+    /\ m \in msgs
     /\ LET p == m.p
            err == FenceError(l, p, m.cle)
            ans == IF err = "" THEN EpochEndAnswer(log[l][p], m.epoch, local_leader_epoch[l][p]) ELSE <<Undefined, -1>>
@@ -1238,10 +1254,10 @@ OffsetsForLeaderEpoch(l) == \E m \in msgs : HandleOffsetsForLeaderEpoch(l, m)
    error: truncate to the HW if the leader knows no epoch, else to the era's TruncationOffset; stop
    truncating (the next SendFetch fetches). *)
 HandleOffsetsForLeaderEpochResponse(f, m) ==
-    /\ m \in msgs
     /\ m.type = "OffsetsForLeaderEpochResponse"
     /\ m.dst = f
     /\ alive[f]
+    /\ m \in msgs
     /\ msgs' = msgs \ {m}
     /\ LET p == m.p
            lg == log[f][p]
@@ -1431,7 +1447,8 @@ MetadataNext ==
 
 ProduceNext == \E b \in Brokers, p \in Partitions : Produce(b, p)
 CheckpointNext == \E b \in Brokers : HwCheckpoint(b)
-ShrinkNext == \E b \in Brokers, p \in Partitions, s \in SUBSET Brokers : IsrShrink(b, p, s)
+\* Only the nonempty sets of other brokers can be laggards (IsrShrink): the others are not enumerated.
+ShrinkNext == \E b \in Brokers, p \in Partitions : \E s \in SUBSET (Brokers \ {b}) \ {{}} : IsrShrink(b, p, s)
 
 \* Replication with the split fetch protocol (what the implementation does).
 FetchNext ==

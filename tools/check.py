@@ -92,7 +92,8 @@ def register(subparsers: Any) -> None:
     add_option(check)
     html_option(check)
     add_junit_option(check, "model checked")
-    check.set_defaults(handler=cmd_check)
+    # The swarm replays its counterexample, which copies a simulated cluster (as kcm replay).
+    check.set_defaults(handler=cmd_check, needs_sources=lambda args: args.swarm is not None)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

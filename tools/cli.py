@@ -50,7 +50,9 @@ def _run(argv: Sequence[str] | None) -> int:
         check_root()
         parser = _build_parser()
         args = parser.parse_args(argv)
-        if getattr(args, "needs_sources", False) and interpreted.compiled():
+        # A command, or a mode of one (a function of its arguments), that copies or patches implementation objects.
+        needs = getattr(args, "needs_sources", False)
+        if (needs(args) if callable(needs) else needs) and interpreted.compiled():
             if argv is None:
                 return interpreted.rerun_interpreted("kcm.tools.cli", sys.argv[1:])
             return interpreted.run_interpreted("kcm.tools.cli", argv)

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kcm.conformance.explore.hunt import SIMULATE, STEERED, Answer, Engine, Hunt, Race, search
 from kcm.spec import child_processes
+from kcm.spec.design_folder import read_design
+from kcm.spec.vocabulary import Knobs
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -279,13 +281,26 @@ def _progress_text(runs: list[SeedRun], running: list[Engine], todo: int, starte
 def _job(context: SparkContext, group: str, hunt: Hunt, engine: Engine, scratch: str) -> dict[str, Any]:
     """One seed as a Spark job of one task, in the swarm's job group (a thread's own, as PySpark pins it)."""
     context.setJobGroup(group, engine.name, interruptOnCancel=True)
-    task = _seed_task(hunt, scratch)
-    rows: list[dict[str, Any]] = context.parallelize([engine], 1).map(task).collect()
+    task = _seed_task(_plain(hunt), scratch)
+    rows: list[dict[str, Any]] = context.parallelize([(engine.kind, engine.seed, engine.depth, engine.quota)], 1) \
+        .map(task).collect()
     return rows[0]
 
 
-def _seed_task(hunt: Hunt, scratch: str) -> Callable[[Engine], dict[str, Any]]:
-    def run(engine: Engine) -> dict[str, Any]:
+def _plain(hunt: Hunt) -> dict[str, Any]:
+    """The hunt as plain data: a compiled install's objects (Knobs) do not survive the pickling to a task."""
+    return {"model": hunt.model, "knobs": hunt.knobs.to_dict(), "invariants": hunt.invariants,
+            "heap_mb": hunt.heap_mb, "design": str(hunt.design.path) if hunt.design is not None else None}
+
+
+def _hunt_of(plain: dict[str, Any]) -> Hunt:
+    design = read_design(plain["design"]) if plain["design"] is not None else None
+    return Hunt(plain["model"], Knobs.from_dict(plain["knobs"]), plain["invariants"], plain["heap_mb"], design)
+
+
+def _seed_task(plain: dict[str, Any], scratch: str) -> Callable[[tuple[str, int, int, int]], dict[str, Any]]:
+    def run(fields: tuple[str, int, int, int]) -> dict[str, Any]:
+        engine, hunt = Engine(*fields), _hunt_of(plain)
         # Spark kills this worker when it cancels the job: its TLC goes with it, and its files stay in the
         # swarm's scratch folder, which the driver removes.
         child_processes.tie_children_to_me()

@@ -158,6 +158,29 @@ def claimed_in_place(path: str | Path) -> Iterator[Path]:
         yield target
 
 
+@contextlib.contextmanager
+def held_file(path: str | Path) -> Iterator[Path]:
+    """The file `path` itself, held against other kcm writers, for an output that grows as the command runs (a
+    swarm's seed ledger, a line at a time); `replace` publishes a whole new version of it."""
+    target = Path(path)
+    _check_parent(target)
+    with _locked(target):
+        yield target
+
+
+def replace(path: Path, text: str) -> None:
+    """Writes `path` whole under a hidden name and renames it into place (the caller holds the file)."""
+    temp = _hidden(path, f"{TEMP_MARK}{os.getpid()}")
+    try:
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+    except OSError as err:
+        raise OutputError(path, f"cannot write: {err.strerror or err}") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+
+
 def check_writable(path: str | Path) -> None:
     """Raises OutputError now for a file `claimed_file` would refuse later (a folder in its place, a parent
     that is a file or cannot be made or written, another kcm writing it): a command that searches for minutes

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kcm.spec.atomic_output import claimed_in_place
 from kcm.spec.tlc.checkpoint import MANIFEST, Checkpoint, CheckpointError
 from kcm.spec.tlc.modelcheck import model_knobs
 from kcm.tools.cli import main
@@ -55,3 +56,12 @@ def test_a_run_its_budget_stops_is_unknown_with_how_far_it_got(tmp_path: Path,
     assert depths == sorted(set(depths)) and depths[-1] <= stopped["depth"]
     assert main(["check", "--model", "ci", "--budget", "6", "--progress", "none"]) == 0
     assert "unknown: stopped by its budget after" in capsys.readouterr().out
+
+
+def test_a_folder_another_kcm_run_holds_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    with claimed_in_place(folder), pytest.raises(CheckpointError, match="another kcm process is writing it"), \
+            Checkpoint(folder).held(IDENTITY):
+        pass
+    with Checkpoint(folder).held(IDENTITY) as recover:
+        assert recover is None and (folder / MANIFEST).is_file()

@@ -15,6 +15,7 @@ from test_cli import interrupt
 
 from kcm.conformance.explore.hunt import SIMULATE, STEERED, Engine, Hunt
 from kcm.conformance.explore.swarm import Ledger, LedgerError, SeedRun, plan, read_ledger
+from kcm.spec.atomic_output import held_file
 from kcm.spec.tlc.modelcheck import model_knobs
 from kcm.tools.cli import main
 from kcm.tools.json_schemas import validate
@@ -133,3 +134,12 @@ def test_an_interrupted_swarm_ends_spark_and_every_tlc_and_keeps_its_ledger(sign
     assert not ended.left and ended.tlc_groups
     assert not tlc_processes()
     assert read_ledger(ledger)[0]["model"] == "ci"
+
+
+def test_a_ledger_another_kcm_swarm_writes_is_refused_before_spark_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = tmp_path / "seeds.jsonl"
+    with held_file(ledger):
+        assert main(["check", "--model", "ci", "--swarm", "2", "--ledger", str(ledger), "--progress", "none"]) == 2
+    assert "another kcm process is writing it" in capsys.readouterr().err
+    assert not ledger.exists()

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from kcm.conformance.explore.hunt import SIMULATE, STEERED, Hunt
+from kcm.conformance.explore.hunt import SIMULATE, STEERED, Engine, Hunt
 from kcm.conformance.explore.route import confirm
 from kcm.conformance.explore.swarm import (
     DEFAULT_BEHAVIOURS,
@@ -27,6 +27,7 @@ from kcm.conformance.explore.swarm import (
     plan,
     run_swarm,
 )
+from kcm.spec.atomic_output import OutputError, held_file
 from kcm.spec.tlc.modelcheck import (
     ModelError,
     check_invariant_names,
@@ -110,8 +111,6 @@ def hunted(args: argparse.Namespace, default_model: Callable[[Knobs], str] = lam
 def start_swarm(args: argparse.Namespace, hunt: Hunt, command: str, seeds: int, budget: float,
                 submitted: bool = False, kinds: Sequence[str] = (SIMULATE,)) -> SwarmResult:
     """The swarm of `seeds` seeds on the chosen master, its ledger under `command`'s outputs."""
-    from kcm.conformance.pipeline.session import DEFAULT_MASTER, SparkStartError, spark_session
-
     if not budget > 0:
         raise UsageError(f"--budget must be a positive number of seconds, not {budget:g}")
     try:
@@ -119,11 +118,20 @@ def start_swarm(args: argparse.Namespace, hunt: Hunt, command: str, seeds: int, 
     except TlcSetupError as err:
         raise UsageError(str(err)) from err
     ledger_path = out_file(args.ledger, command, f"{hunt.model}-seeds.jsonl")
-    try:
-        engines = plan(hunt, seeds, args.first_seed, args.depths, args.behaviours, args.examples, kinds)
-        ledger = Ledger.start(ledger_path, hunt, args.resume)
-    except (LedgerError, ValueError) as err:
-        raise UsageError(str(err)) from err
+    # Held for the whole swarm: another kcm swarm on the same ledger is refused at once.
+    with held_file(ledger_path):
+        try:
+            engines = plan(hunt, seeds, args.first_seed, args.depths, args.behaviours, args.examples, kinds)
+            ledger = Ledger.start(ledger_path, hunt, args.resume)
+        except (LedgerError, ValueError) as err:
+            raise UsageError(str(err)) from err
+        return _run(args, hunt, engines, ledger, budget, submitted)
+
+
+def _run(args: argparse.Namespace, hunt: Hunt, engines: list[Engine], ledger: Ledger, budget: float,
+         submitted: bool) -> SwarmResult:
+    from kcm.conformance.pipeline.session import DEFAULT_MASTER, SparkStartError, spark_session
+
     master = args.master or (None if submitted else DEFAULT_MASTER)
     try:
         spark = spark_session(master, app=f"kcm-swarm-{hunt.model}")
@@ -212,7 +220,7 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
         if args.swarm is None:
             raise UsageError("--swarm SEEDS is required")
         return cmd_swarm(args, submitted)
-    except (UsageError, KnobError, ValueError) as err:
+    except (UsageError, KnobError, ValueError, OutputError) as err:
         print(f"kcm: error: {err}", file=sys.stderr)
         return EXIT_USAGE
 

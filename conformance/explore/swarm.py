@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kcm.conformance.explore.hunt import SIMULATE, STEERED, Answer, Engine, Hunt, Race, search
 from kcm.spec import child_processes
+from kcm.spec.atomic_output import replace
 from kcm.spec.design_folder import read_design
 from kcm.spec.vocabulary import Knobs
 
@@ -106,11 +107,11 @@ class Ledger:
 
     @classmethod
     def start(cls, path: Path, hunt: Hunt, resume: bool) -> Ledger:
-        """A new ledger at `path` (replacing any), or with `resume` the one there, which must be this hunt's."""
+        """A new ledger at `path` (replacing any), or with `resume` the one there, which must be this hunt's; the
+        caller holds the file against other kcm writers (kcm.spec.atomic_output.held_file)."""
         header = {"kcm_seed_ledger": LEDGER_VERSION, **identity(hunt)}
         if not resume:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(header) + "\n")
+            replace(path, json.dumps(header) + "\n")
             return cls(path, header, [])
         found, runs = read_ledger(path)
         for key, value in identity(hunt).items():

@@ -14,10 +14,14 @@ did since the last one, no more.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from kcm.spec.atomic_output import OutputError, claimed_in_place, replace
 
 MANIFEST: Final = "kcm-run.json"
 STATES: Final = "states"
@@ -57,6 +61,17 @@ class Checkpoint:
         whole = [run for run in self.states.iterdir() if (run / _COMPLETE).is_file()]
         return max(whole, key=lambda run: (run / _COMPLETE).stat().st_mtime, default=None)
 
+    @contextlib.contextmanager
+    def held(self, identity: dict[str, Any]) -> Iterator[Path | None]:
+        """The folder held against other kcm runs while this one lasts (CheckpointError if one holds it), and
+        prepared for it (`prepare`): the checkpoint to recover from, None for a new run."""
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(claimed_in_place(self.folder))
+            except OutputError as err:
+                raise CheckpointError(str(err)) from None
+            yield self.prepare(identity)
+
     def prepare(self, identity: dict[str, Any]) -> Path | None:
         """Before TLC starts: a new run's folder made, with its manifest (refused where a run is kept already), or
         a resumed run's checked against what is asked; the checkpoint to recover from (None: a new run)."""
@@ -68,9 +83,9 @@ class Checkpoint:
                                       "another folder starts a new one)")
             try:
                 self.states.mkdir(parents=True, exist_ok=True)
-                manifest.write_text(json.dumps(wanted, indent=2) + "\n")
-            except OSError as err:
-                raise CheckpointError(f"{self.folder}: cannot keep a run there: {err.strerror or err}") from None
+                replace(manifest, json.dumps(wanted, indent=2) + "\n")
+            except (OSError, OutputError) as err:
+                raise CheckpointError(f"{self.folder}: cannot keep a run there: {err}") from None
             return None
         try:
             kept = json.loads(manifest.read_text())
@@ -93,4 +108,4 @@ class Checkpoint:
         """A run that ended (TLC removes its states then): its outcome in the manifest, for a resume to show."""
         manifest = self.folder / MANIFEST
         kept = json.loads(manifest.read_text())
-        manifest.write_text(json.dumps({**kept, "finished": outcome}, indent=2) + "\n")
+        replace(manifest, json.dumps({**kept, "finished": outcome}, indent=2) + "\n")

@@ -10,6 +10,7 @@ A counterexample is converted to trace format v2 (`kcm check-trace` and `kcm rep
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import re
@@ -249,12 +250,10 @@ def check_model(
     if coverage and (heap_mb or default_heap_mb()) < COVERAGE_MIN_HEAP_MB:
         raise TlcSetupError(f"coverage needs a TLC heap of at least {COVERAGE_MIN_HEAP_MB} MiB (its cost model of "
                             f"the spec takes 1.1 GiB), not {heap_mb or default_heap_mb()} MiB")
-    recover = None
-    if checkpoint is not None:
-        recover = checkpoint.prepare({"model": model, "knobs": knobs.to_dict(), "invariants": invariants,
-                                      "workers": workers, "design": design.name if design is not None else None,
-                                      "max_depth": max_depth, "properties": properties})
-    with tempfile.TemporaryDirectory(prefix="kcm-model-") as folder:
+    identity = {"model": model, "knobs": knobs.to_dict(), "invariants": invariants, "workers": workers,
+                "design": design.name if design is not None else None, "max_depth": max_depth, "properties": properties}
+    with tempfile.TemporaryDirectory(prefix="kcm-model-") as folder, \
+            contextlib.nullcontext(None) if checkpoint is None else checkpoint.held(identity) as recover:
         work = Path(folder)
         for source in spec_dir().glob("*.tla"):
             shutil.copy(source, work / source.name)
